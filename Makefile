@@ -1,0 +1,45 @@
+# Finds a Python >= 3.12 by name; pyenv shims that are not active fail the probe and are skipped.
+PYTHON_CANDIDATES := python3.14 python3.13 python3.12 python3 $(wildcard $(HOME)/.pyenv/versions/3.1[2-9]*/bin/python3)
+PYTHON ?= $(shell for p in $(PYTHON_CANDIDATES); do \
+	"$$p" -c 'import sys; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1 && { command -v "$$p"; break; }; done)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
+
+.PHONY: run test lint bench check-python clean-data
+
+check-python:
+	@if [ -z "$(PYTHON)" ]; then \
+		echo "No Python 3.12 or newer found (tried: python3.14 python3.13 python3.12 python3)."; \
+		echo "Install Python 3.12+ and run again, or pass PYTHON=/path/to/python3.12."; exit 1; fi
+
+$(BIN)/python: | check-python
+	"$(PYTHON)" -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e .
+	@touch $@
+
+$(TEST_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[test,dev]'
+	@touch $@ $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/python manage.py serve
+
+test: $(TEST_STAMP)
+	@$(BIN)/python scripts/ensure_chromium.py
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: $(TEST_STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy .
+
+bench: $(TEST_STAMP)
+	$(BIN)/python -m benchmarks.run
+
+clean-data:
+	rm -rf .data

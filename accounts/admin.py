@@ -1,0 +1,87 @@
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from django import forms
+from django.contrib import admin
+from django.contrib.auth.admin import UserAdmin
+from django.http import HttpRequest
+
+from accounts.models import (
+    Agent,
+    AIProfile,
+    Membership,
+    MessagingBinding,
+    Organization,
+    SiteSettings,
+    User,
+)
+
+admin.site.register(User, UserAdmin)
+
+
+class MembershipInline(admin.TabularInline[Membership, Organization]):
+    model = Membership
+    extra = 0
+    autocomplete_fields: ClassVar = ["user"]
+
+
+@admin.register(Organization)
+class OrganizationAdmin(admin.ModelAdmin[Organization]):
+    list_display: ClassVar = ["name", "memory_mode", "learning_enabled", "budget_cap_tokens"]
+    prepopulated_fields: ClassVar = {"slug": ("name",)}
+    inlines: ClassVar = [MembershipInline]
+
+
+@admin.register(SiteSettings)
+class SiteSettingsAdmin(admin.ModelAdmin[SiteSettings]):
+    list_display: ClassVar = ["__str__", "signup_enabled"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return not SiteSettings.objects.exists()
+
+
+@admin.register(Agent)
+class AgentAdmin(admin.ModelAdmin[Agent]):
+    list_display: ClassVar = ["name", "owner", "memory_allowed", "may_propose"]
+    list_filter: ClassVar = ["memory_allowed", "may_propose"]
+    search_fields: ClassVar = ["name", "slug", "owner__username"]
+
+
+@admin.register(MessagingBinding)
+class MessagingBindingAdmin(admin.ModelAdmin[MessagingBinding]):
+    list_display: ClassVar = ["bridge", "external_id", "title", "owner"]
+    search_fields: ClassVar = ["external_id", "title", "owner__username"]
+    exclude: ClassVar = ["webhook_secret_encrypted"]
+
+
+class AIProfileAdminForm(forms.ModelForm[AIProfile]):
+    api_key = forms.CharField(
+        required=False,
+        widget=forms.PasswordInput(render_value=False),
+        help_text="Write-only. Leave empty to keep the stored key.",
+    )
+
+    class Meta:
+        model = AIProfile
+        fields: ClassVar = [
+            "owner",
+            "name",
+            "base_url",
+            "model",
+            "context_window",
+            "role",
+            "is_default",
+        ]
+
+
+@admin.register(AIProfile)
+class AIProfileAdmin(admin.ModelAdmin[AIProfile]):
+    form = AIProfileAdminForm
+    list_display: ClassVar = ["name", "owner", "model", "role", "is_default", "has_api_key"]
+    list_filter: ClassVar = ["role", "is_default"]
+
+    def save_model(self, request: HttpRequest, obj: AIProfile, form: Any, change: bool) -> None:
+        if form.cleaned_data.get("api_key"):
+            obj.api_key = form.cleaned_data["api_key"]
+        super().save_model(request, obj, form, change)

@@ -1,0 +1,192 @@
+from __future__ import annotations
+
+from typing import ClassVar
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractUser
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.db.models.functions import Lower
+
+from accounts import crypto
+
+
+class User(AbstractUser):
+    """Our own user model from the first migration, so it can grow without a data move."""
+
+    class Meta(AbstractUser.Meta):
+        swappable = "AUTH_USER_MODEL"
+
+
+class Organization(models.Model):
+    class MemoryMode(models.TextChoices):
+        ON = "on", "On"
+        READ_ONLY = "read_only", "Read-only"
+        OFF = "off", "Off"
+
+    name = models.CharField(max_length=200)
+    slug = models.SlugField(max_length=80, unique=True)
+    memory_mode = models.CharField(
+        max_length=16, choices=MemoryMode.choices, default=MemoryMode.ON
+    )
+    learning_enabled = models.BooleanField(default=True)
+    budget_cap_tokens = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Upper bound for the memory block of one turn, in estimated tokens.",
+    )
+    reference_files_enabled = models.BooleanField(default=True)
+    rules = models.TextField(
+        blank=True, help_text="Organization rules in Markdown; read-only for members."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    members: models.ManyToManyField[User, Membership] = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, through="Membership", related_name="organizations"
+    )
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(models.Model):
+    class Role(models.TextChoices):
+        MEMBER = "member", "Member"
+        ADMIN = "admin", "Admin"
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER)
+    joined_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints: ClassVar = [
+            models.UniqueConstraint(fields=["organization", "user"], name="unique_membership"),
+            # One organization per user for now: its policy must be unambiguous.
+            models.UniqueConstraint(fields=["user"], name="one_organization_per_user"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.organization} ({self.role})"
+
+
+class SiteSettings(models.Model):
+    """Settings an admin changes at run time; a single row."""
+
+    signup_enabled = models.BooleanField(default=True)
+
+    class Meta:
+        verbose_name = "site settings"
+        verbose_name_plural = "site settings"
+
+    def __str__(self) -> str:
+        return "Site settings"
+
+
+class Agent(models.Model):
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="agents"
+    )
+    name = models.CharField(max_length=120)
+    slug = models.SlugField(max_length=80)
+    instructions = models.TextField(blank=True)
+    memory_allowed = models.BooleanField(
+        default=False, help_text="The agent's chats read memory only when this is on."
+    )
+    may_propose = models.BooleanField(
+        default=False, help_text="The agent may propose memory changes for you to confirm."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints: ClassVar = [
+            models.UniqueConstraint(fields=["owner", "slug"], name="unique_agent_slug_per_owner"),
+        ]
+        ordering: ClassVar = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+
+class MessagingBinding(models.Model):
+    """One external conversation (a Telegram chat, a Slack channel …) tied to a user."""
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="messaging_bindings"
+    )
+    bridge = models.CharField(max_length=60, help_text="Bridge name, e.g. telegram or slack.")
+    external_id = models.CharField(max_length=255)
+    title = models.CharField(max_length=200, blank=True)
+    callback_url = models.URLField(blank=True)
+    webhook_secret_encrypted = models.TextField(editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints: ClassVar = [
+            models.UniqueConstraint(
+                fields=["owner", "bridge", "external_id"], name="unique_binding_per_conversation"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.bridge}:{self.title or self.external_id}"
+
+    @property
+    def webhook_secret(self) -> str:
+        return crypto.decrypt(self.webhook_secret_encrypted)
+
+    @webhook_secret.setter
+    def webhook_secret(self, value: str) -> None:
+        self.webhook_secret_encrypted = crypto.encrypt(value)
+
+
+class AIProfile(models.Model):
+    """An OpenAI-compatible server and model the user's chats or collections use."""
+
+    class Role(models.TextChoices):
+        TEXT = "text", "Text"
+        CODING = "coding", "Coding"
+        EMBEDDING = "embedding", "Embedding"
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="ai_profiles"
+    )
+    name = models.CharField(max_length=120)
+    base_url = models.URLField(help_text="For example http://127.0.0.1:8080/v1")
+    model = models.CharField(max_length=200)
+    api_key_encrypted = models.TextField(blank=True, editable=False)
+    context_window = models.PositiveIntegerField(
+        default=8192, validators=[MinValueValidator(512), MaxValueValidator(10_000_000)]
+    )
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.TEXT)
+    is_default = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints: ClassVar = [
+            models.UniqueConstraint(
+                "owner",
+                "role",
+                condition=models.Q(is_default=True),
+                name="one_default_profile_per_role",
+            ),
+            models.UniqueConstraint(
+                "owner", Lower("name"), name="unique_profile_name_per_owner"
+            ),
+        ]
+        ordering: ClassVar = ["name"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.model})"
+
+    @property
+    def has_api_key(self) -> bool:
+        return bool(self.api_key_encrypted)
+
+    @property
+    def api_key(self) -> str:
+        return crypto.decrypt(self.api_key_encrypted) if self.api_key_encrypted else ""
+
+    @api_key.setter
+    def api_key(self, value: str) -> None:
+        self.api_key_encrypted = crypto.encrypt(value) if value else ""

@@ -1,0 +1,43 @@
+from __future__ import annotations
+
+from typing import ClassVar
+
+from ninja import ModelSchema, Schema
+
+from accounts.models import AIProfile, User
+
+
+class ErrorOut(Schema):
+    detail: str
+
+
+class MeOut(ModelSchema):
+    class Meta:
+        model = User
+        fields: ClassVar = ["id", "username", "email"]
+
+
+class AIProfileOut(ModelSchema):
+    has_api_key: bool
+
+    class Meta:
+        model = AIProfile
+        fields: ClassVar = [
+            "id",
+            "name",
+            "base_url",
+            "model",
+            "context_window",
+            "role",
+            "is_default",
+        ]
+
+
+class AIProfileIn(Schema):
+    name: str
+    base_url: str
+    model: str
+    context_window: int = 8192
+    role: AIProfile.Role = AIProfile.Role.TEXT
+    is_default: bool = False
+    api_key: str = ""

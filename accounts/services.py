@@ -1,0 +1,72 @@
+"""Writes for accounts: each runs in one transaction."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+
+from django.db import transaction
+
+from accounts.models import AIProfile, MessagingBinding, SiteSettings, User
+
+
+def site_settings_get() -> SiteSettings:
+    settings_row, _ = SiteSettings.objects.get_or_create(
+        pk=1, defaults={"signup_enabled": _signup_default()}
+    )
+    return settings_row
+
+
+def _signup_default() -> bool:
+    from django.conf import settings
+
+    return bool(settings.SIGNUP_ENABLED_DEFAULT)
+
+
+@dataclass(frozen=True)
+class FirstAdmin:
+    username: str
+    password: str | None  # only set when the account was created just now
+
+
+def first_admin_ensure(*, username: str = "admin") -> FirstAdmin | None:
+    """Create an admin with a generated password when the site has no admin yet."""
+    with transaction.atomic(durable=True):
+        if User.objects.filter(is_superuser=True).exists():
+            return None
+        password = secrets.token_urlsafe(12)
+        User.objects.create_superuser(username=username, email="", password=password)
+    return FirstAdmin(username=username, password=password)
+
+
+def ai_profile_save(
+    *,
+    profile: AIProfile,
+    api_key: str | None,
+) -> AIProfile:
+    """Save a profile; an empty api_key keeps the stored one, None leaves it too."""
+    with transaction.atomic(durable=True):
+        if api_key:
+            profile.api_key = api_key
+        if profile.is_default:
+            AIProfile.objects.filter(
+                owner=profile.owner, role=profile.role, is_default=True
+            ).exclude(pk=profile.pk).update(is_default=False)
+        profile.full_clean()
+        profile.save()
+    return profile
+
+
+def messaging_binding_create(
+    *, owner: User, bridge: str, external_id: str, title: str = "", callback_url: str = ""
+) -> tuple[MessagingBinding, str]:
+    """Create a binding; returns it with its webhook secret, shown to the person once."""
+    secret = secrets.token_urlsafe(32)
+    binding = MessagingBinding(
+        owner=owner, bridge=bridge, external_id=external_id, title=title, callback_url=callback_url
+    )
+    binding.webhook_secret = secret
+    with transaction.atomic(durable=True):
+        binding.full_clean()
+        binding.save()
+    return binding, secret

@@ -1,0 +1,22 @@
+from __future__ import annotations
+
+from django.contrib.auth import views as auth_views
+from django.urls import path
+
+from accounts import views
+
+app_name = "accounts"
+
+urlpatterns = [
+    path("sign-in/", views.SignInView.as_view(), name="login"),
+    path("sign-out/", auth_views.LogoutView.as_view(), name="logout"),
+    path("sign-up/", views.signup, name="signup"),
+    path("settings/", views.settings_page, name="settings"),
+    path("settings/ai-profiles/new/", views.ai_profile_edit, name="ai_profile_new"),
+    path("settings/ai-profiles/<int:profile_id>/", views.ai_profile_edit, name="ai_profile_edit"),
+    path(
+        "settings/ai-profiles/<int:profile_id>/delete/",
+        views.ai_profile_delete,
+        name="ai_profile_delete",
+    ),
+]

@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth import views as auth_views
+from django.contrib.auth import login
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_http_methods
+
+from accounts.forms import AIProfileForm, SignupForm
+from accounts.models import AIProfile, User
+from accounts.services import ai_profile_save, site_settings_get
+
+
+class SignInView(auth_views.LoginView):
+    template_name = "accounts/login.html"
+    redirect_authenticated_user = True
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        return {**super().get_context_data(**kwargs), "signup_enabled": _signup_enabled()}
+
+
+def _signup_enabled() -> bool:
+    return site_settings_get().signup_enabled
+
+
+@require_http_methods(["GET", "POST"])
+def signup(request: HttpRequest) -> HttpResponse:
+    if not _signup_enabled():
+        return render(request, "accounts/signup_closed.html", status=403)
+    form = SignupForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        user = form.save()
+        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+        return redirect("home")
+    return render(request, "accounts/signup.html", {"form": form})
+
+
+@login_required
+def settings_page(request: HttpRequest) -> HttpResponse:
+    assert isinstance(request.user, User)
+    profiles = AIProfile.objects.filter(owner=request.user)
+    return render(request, "accounts/settings.html", {"profiles": profiles})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def ai_profile_edit(request: HttpRequest, profile_id: int | None = None) -> HttpResponse:
+    assert isinstance(request.user, User)
+    profile = (
+        get_object_or_404(AIProfile, pk=profile_id, owner=request.user)
+        if profile_id
+        else AIProfile(owner=request.user)
+    )
+    form = AIProfileForm(request.POST or None, instance=profile)
+    if request.method == "POST" and form.is_valid():
+        try:
+            ai_profile_save(profile=form.save(commit=False), api_key=form.cleaned_data["api_key"])
+        except ValidationError as error:
+            form.add_error(None, error)
+        else:
+            messages.success(request, f"Saved the AI profile “{profile.name}”.")
+            return redirect("accounts:settings")
+    return render(request, "accounts/ai_profile_form.html", {"form": form, "profile": profile})
+
+
+@login_required
+@require_http_methods(["POST"])
+def ai_profile_delete(request: HttpRequest, profile_id: int) -> HttpResponse:
+    profile = get_object_or_404(AIProfile, pk=profile_id, owner=request.user)
+    name = profile.name
+    profile.delete()
+    messages.success(request, f"Deleted the AI profile “{name}”.")
+    return redirect("accounts:settings")

@@ -1,0 +1,39 @@
+"""The JSON API: one NinjaAPI, one router per app, domain errors mapped once."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.http import Http404, HttpRequest, HttpResponse
+from ninja import NinjaAPI
+from ninja.security import django_auth
+
+from accounts.api import router as accounts_router
+
+api = NinjaAPI(
+    title="Memory host API",
+    version="1",
+    description=(
+        "Memory notes, proposals, collections and add-on settings. "
+        "Browsers use the session cookie (with the CSRF header); scripts use a personal token."
+    ),
+    auth=[django_auth],
+    urls_namespace="api",
+)
+api.add_router("/", accounts_router)
+
+
+@api.exception_handler(ValidationError)
+def validation_error(request: HttpRequest, exc: ValidationError) -> HttpResponse:
+    if hasattr(exc, "message_dict"):
+        detail = "; ".join(
+            f"{field}: {' '.join(msgs)}" if field != "__all__" else " ".join(msgs)
+            for field, msgs in exc.message_dict.items()
+        )
+    else:
+        detail = " ".join(exc.messages)
+    return api.create_response(request, {"detail": detail}, status=400)
+
+
+@api.exception_handler(Http404)
+def not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
+    return api.create_response(request, {"detail": "Not found."}, status=404)

@@ -1,0 +1,58 @@
+"""Typed readers for settings that come from the environment."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Callable
+from pathlib import Path
+
+
+def env_str(name: str, default: str = "") -> str:
+    return os.environ.get(name, default)
+
+
+def env_bool(name: str, default: bool = False) -> bool:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def env_int(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    return default if value in (None, "") else int(value)
+
+
+def env_list(name: str, default: list[str]) -> list[str]:
+    value = os.environ.get(name)
+    if not value:
+        return default
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def env_secret(name: str) -> str | None:
+    """A secret from NAME or from the file named by NAME_FILE (Docker/Kubernetes secrets)."""
+    value = os.environ.get(name)
+    if value:
+        return value
+    file_name = os.environ.get(f"{name}_FILE")
+    if file_name:
+        return Path(file_name).read_text().strip()
+    return None
+
+
+def secret_in_data_dir(path: Path, generate: Callable[[], str] | None = None) -> str:
+    """Read a generated secret from an owner-only file, creating it on first use."""
+    if path.exists():
+        return path.read_text().strip()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    value = generate() if generate else secrets.token_urlsafe(50)
+    # O_EXCL: two processes starting together must not each write a different secret.
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return path.read_text().strip()
+    with os.fdopen(fd, "w") as handle:
+        handle.write(value)
+    return value

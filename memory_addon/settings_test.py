@@ -1,0 +1,14 @@
+"""Settings for the test suite: its own embedded PostgreSQL and Redis, never the dev ones."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+os.environ.setdefault(
+    "DATA_DIR", str(Path(__file__).resolve().parent.parent / ".data" / "test")
+)
+
+from memory_addon.settings import *  # noqa: E402, F403
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

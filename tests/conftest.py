@@ -1,0 +1,163 @@
+"""Shared fixtures: a real Celery worker process, a live ASGI server, a browser.
+
+Everything runs against the test suite's own embedded PostgreSQL and Redis
+(memory_addon.settings_test); the AI model is the only fake.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.db import connection
+
+from tests.factories import UserFactory
+
+ROOT = Path(__file__).resolve().parent.parent
+# Playwright's sync API keeps an event loop in the test thread; the tests still
+# run their ORM calls synchronously and one at a time.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_database_url() -> str:
+    db = connection.settings_dict
+    return f"postgresql://{db['USER']}:@/{db['NAME']}?host={db['HOST']}"
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    """Environment for a child process that must use the test database and Redis."""
+    return {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "memory_addon.settings_test",
+        "DATABASE_URL": test_database_url(),
+        "REDIS_URL": settings.REDIS_URL,
+        **extra,
+    }
+
+
+@pytest.fixture(scope="session")
+def celery_worker(django_db_setup: None, django_db_blocker: pytest.FixtureRequest) -> Iterator[subprocess.Popen[bytes]]:
+    """A real Celery worker in its own process, on the test database."""
+    from memory_addon.celery import app
+
+    with django_db_blocker.unblock():  # type: ignore[attr-defined]
+        env = child_env()
+    app.control.purge()
+    worker = subprocess.Popen(
+        [
+            sys.executable, "-m", "celery", "-A", "memory_addon", "worker",
+            "--pool", "solo", "--loglevel", "WARNING", "--without-gossip", "--without-mingle",
+            "--hostname", f"test-worker-{os.getpid()}@%h",
+        ],
+        cwd=ROOT,
+        env=env,
+    )  # fmt: skip
+    from memory_addon.tasks import ping
+
+    # The first ping waits in the queue until the worker is up: that is the readiness signal.
+    assert ping.delay().get(timeout=60) == "pong"
+    yield worker
+    worker.terminate()
+    worker.wait(timeout=30)
+
+
+class LiveServer:
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def __str__(self) -> str:
+        return self.url
+
+
+@pytest.fixture(scope="session")
+def live_asgi_server(django_db_setup: None) -> Iterator[LiveServer]:
+    """The real ASGI app (HTTP + websockets) under uvicorn, in this process."""
+    import uvicorn
+
+    from memory_addon.asgi import application
+
+    port = free_port()
+    config = uvicorn.Config(
+        application, host="127.0.0.1", port=port, log_level="warning", lifespan="off",
+        ws="websockets-sansio",
+    )  # fmt: skip
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    started = threading.Event()
+    for _ in range(600):
+        if server.started:
+            started.set()
+            break
+        started.wait(0.05)
+    assert server.started, "uvicorn did not start"
+    yield LiveServer(f"http://127.0.0.1:{port}")
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    from playwright.sync_api import sync_playwright
+
+    executable = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(
+            executable_path=executable,
+            headless=True,
+            args=[
+                "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+            ],
+        )  # fmt: skip
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser: object, live_asgi_server: LiveServer) -> Iterator[object]:
+    context = browser.new_context(base_url=live_asgi_server.url)  # type: ignore[attr-defined]
+    context.set_default_timeout(10_000)
+    page = context.new_page()
+    yield page
+    context.close()
+
+
+SCREENSHOTS = ROOT / "tests" / "screenshots"
+
+
+@pytest.fixture
+def screenshot(page: object, request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+    """Save a picture of the page for a person to look at (not committed)."""
+
+    def take(name: str) -> Path:
+        SCREENSHOTS.mkdir(exist_ok=True)
+        path = SCREENSHOTS / f"{request.node.name}-{name}.png"
+        page.screenshot(path=str(path), full_page=True)  # type: ignore[attr-defined]
+        return path
+
+    return take
+
+
+@pytest.fixture
+def user(db: None) -> object:
+    return UserFactory()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # Playwright's sync API leaves an event loop running in the main thread for the
+    # rest of the session, which breaks async_to_sync in later tests: browsers go last.
+    items.sort(key=lambda item: item.get_closest_marker("browser") is not None)
