@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 from django import forms
 from django.contrib import admin
@@ -23,19 +23,19 @@ admin.site.register(User, UserAdmin)
 class MembershipInline(admin.TabularInline[Membership, Organization]):
     model = Membership
     extra = 0
-    autocomplete_fields: ClassVar = ["user"]
+    autocomplete_fields = ["user"]
 
 
 @admin.register(Organization)
 class OrganizationAdmin(admin.ModelAdmin[Organization]):
-    list_display: ClassVar = ["name", "memory_mode", "learning_enabled", "budget_cap_tokens"]
-    prepopulated_fields: ClassVar = {"slug": ("name",)}
-    inlines: ClassVar = [MembershipInline]
+    list_display = ["name", "memory_mode", "learning_enabled", "budget_cap_tokens"]
+    prepopulated_fields = {"slug": ("name",)}
+    inlines = [MembershipInline]
 
 
 @admin.register(SiteSettings)
 class SiteSettingsAdmin(admin.ModelAdmin[SiteSettings]):
-    list_display: ClassVar = ["__str__", "signup_enabled"]
+    list_display = ["__str__", "signup_enabled"]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return not SiteSettings.objects.exists()
@@ -43,16 +43,16 @@ class SiteSettingsAdmin(admin.ModelAdmin[SiteSettings]):
 
 @admin.register(Agent)
 class AgentAdmin(admin.ModelAdmin[Agent]):
-    list_display: ClassVar = ["name", "owner", "memory_allowed", "may_propose"]
-    list_filter: ClassVar = ["memory_allowed", "may_propose"]
-    search_fields: ClassVar = ["name", "slug", "owner__username"]
+    list_display = ["name", "owner", "memory_allowed", "may_propose"]
+    list_filter = ["memory_allowed", "may_propose"]
+    search_fields = ["name", "slug", "owner__username"]
 
 
 @admin.register(MessagingBinding)
 class MessagingBindingAdmin(admin.ModelAdmin[MessagingBinding]):
-    list_display: ClassVar = ["bridge", "external_id", "title", "owner"]
-    search_fields: ClassVar = ["external_id", "title", "owner__username"]
-    exclude: ClassVar = ["webhook_secret_encrypted"]
+    list_display = ["bridge", "external_id", "title", "owner"]
+    search_fields = ["external_id", "title", "owner__username"]
+    exclude = ["webhook_secret_encrypted"]
 
 
 class AIProfileAdminForm(forms.ModelForm[AIProfile]):
@@ -64,7 +64,7 @@ class AIProfileAdminForm(forms.ModelForm[AIProfile]):
 
     class Meta:
         model = AIProfile
-        fields: ClassVar = [
+        fields = [
             "owner",
             "name",
             "base_url",
@@ -78,8 +78,8 @@ class AIProfileAdminForm(forms.ModelForm[AIProfile]):
 @admin.register(AIProfile)
 class AIProfileAdmin(admin.ModelAdmin[AIProfile]):
     form = AIProfileAdminForm
-    list_display: ClassVar = ["name", "owner", "model", "role", "is_default", "has_api_key"]
-    list_filter: ClassVar = ["role", "is_default"]
+    list_display = ["name", "owner", "model", "role", "is_default", "has_api_key"]
+    list_filter = ["role", "is_default"]
 
     def save_model(self, request: HttpRequest, obj: AIProfile, form: Any, change: bool) -> None:
         if form.cleaned_data.get("api_key"):

@@ -4,6 +4,7 @@ from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
 from ninja import Router, Status
 
+from accounts.auth import signed_in_user
 from accounts.models import AIProfile, User
 from accounts.schemas import AIProfileIn, AIProfileOut, ErrorOut, MeOut
 from accounts.services import ai_profile_save
@@ -11,20 +12,14 @@ from accounts.services import ai_profile_save
 router = Router(tags=["accounts"])
 
 
-def _user(request: HttpRequest) -> User:
-    user = request.auth  # type: ignore[attr-defined]
-    assert isinstance(user, User)
-    return user
-
-
 @router.get("/me", response=MeOut, summary="The signed-in account")
 def me(request: HttpRequest) -> User:
-    return _user(request)
+    return signed_in_user(request)
 
 
 @router.get("/ai-profiles", response=list[AIProfileOut], summary="List your AI profiles")
 def ai_profile_list(request: HttpRequest) -> list[AIProfile]:
-    return list(AIProfile.objects.filter(owner=_user(request)))
+    return list(AIProfile.objects.filter(owner=signed_in_user(request)))
 
 
 @router.post(
@@ -34,7 +29,7 @@ def ai_profile_list(request: HttpRequest) -> list[AIProfile]:
 )
 def ai_profile_create(request: HttpRequest, payload: AIProfileIn) -> Status[AIProfile]:
     data = payload.dict(exclude={"api_key"})
-    profile = AIProfile(owner=_user(request), **data)
+    profile = AIProfile(owner=signed_in_user(request), **data)
     return Status(201, ai_profile_save(profile=profile, api_key=payload.api_key))
 
 
@@ -44,7 +39,7 @@ def ai_profile_create(request: HttpRequest, payload: AIProfileIn) -> Status[AIPr
     summary="Change an AI profile; an empty api_key keeps the stored key",
 )
 def ai_profile_update(request: HttpRequest, profile_id: int, payload: AIProfileIn) -> AIProfile:
-    profile = get_object_or_404(AIProfile, pk=profile_id, owner=_user(request))
+    profile = get_object_or_404(AIProfile, pk=profile_id, owner=signed_in_user(request))
     for field, value in payload.dict(exclude={"api_key"}).items():
         setattr(profile, field, value)
     return ai_profile_save(profile=profile, api_key=payload.api_key)
@@ -56,5 +51,5 @@ def ai_profile_update(request: HttpRequest, profile_id: int, payload: AIProfileI
     summary="Delete an AI profile",
 )
 def ai_profile_delete(request: HttpRequest, profile_id: int) -> Status[None]:
-    get_object_or_404(AIProfile, pk=profile_id, owner=_user(request)).delete()
+    get_object_or_404(AIProfile, pk=profile_id, owner=signed_in_user(request)).delete()
     return Status(204, None)

@@ -26,9 +26,7 @@ class Organization(models.Model):
 
     name = models.CharField(max_length=200)
     slug = models.SlugField(max_length=80, unique=True)
-    memory_mode = models.CharField(
-        max_length=16, choices=MemoryMode.choices, default=MemoryMode.ON
-    )
+    memory_mode = models.CharField(max_length=16, choices=MemoryMode.choices, default=MemoryMode.ON)
     learning_enabled = models.BooleanField(default=True)
     budget_cap_tokens = models.PositiveIntegerField(
         null=True,
@@ -107,7 +105,6 @@ class Agent(models.Model):
         return self.name
 
 
-
 class MessagingBinding(models.Model):
     """One external conversation (a Telegram chat, a Slack channel …) tied to a user."""
 
@@ -170,9 +167,7 @@ class AIProfile(models.Model):
                 condition=models.Q(is_default=True),
                 name="one_default_profile_per_role",
             ),
-            models.UniqueConstraint(
-                "owner", Lower("name"), name="unique_profile_name_per_owner"
-            ),
+            models.UniqueConstraint("owner", Lower("name"), name="unique_profile_name_per_owner"),
         ]
         ordering: ClassVar = ["name"]
 

@@ -3,16 +3,17 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import messages
-from django.contrib.auth import views as auth_views
 from django.contrib.auth import login
+from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 
+from accounts.auth import signed_in_user
 from accounts.forms import AIProfileForm, SignupForm
-from accounts.models import AIProfile, User
+from accounts.models import AIProfile
 from accounts.services import ai_profile_save, site_settings_get
 
 
@@ -42,19 +43,18 @@ def signup(request: HttpRequest) -> HttpResponse:
 
 @login_required
 def settings_page(request: HttpRequest) -> HttpResponse:
-    assert isinstance(request.user, User)
-    profiles = AIProfile.objects.filter(owner=request.user)
+    profiles = AIProfile.objects.filter(owner=signed_in_user(request))
     return render(request, "accounts/settings.html", {"profiles": profiles})
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
 def ai_profile_edit(request: HttpRequest, profile_id: int | None = None) -> HttpResponse:
-    assert isinstance(request.user, User)
+    owner = signed_in_user(request)
     profile = (
-        get_object_or_404(AIProfile, pk=profile_id, owner=request.user)
+        get_object_or_404(AIProfile, pk=profile_id, owner=owner)
         if profile_id
-        else AIProfile(owner=request.user)
+        else AIProfile(owner=owner)
     )
     form = AIProfileForm(request.POST or None, instance=profile)
     if request.method == "POST" and form.is_valid():
@@ -71,7 +71,7 @@ def ai_profile_edit(request: HttpRequest, profile_id: int | None = None) -> Http
 @login_required
 @require_http_methods(["POST"])
 def ai_profile_delete(request: HttpRequest, profile_id: int) -> HttpResponse:
-    profile = get_object_or_404(AIProfile, pk=profile_id, owner=request.user)
+    profile = get_object_or_404(AIProfile, pk=profile_id, owner=signed_in_user(request))
     name = profile.name
     profile.delete()
     messages.success(request, f"Deleted the AI profile “{name}”.")

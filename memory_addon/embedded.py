@@ -7,9 +7,10 @@ their server when the last attached process exits.
 
 from __future__ import annotations
 
+import contextlib
 import logging
-import warnings
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -38,11 +39,11 @@ def postgres_url(data_dir: Path) -> str:
     if "postgres" in _handles:
         return str(_handles["postgres_url"])
     warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
-    import pgserver
+    from pgserver.postgres_server import get_server
 
     pgdata = data_dir / "postgres"
     data_dir.mkdir(parents=True, exist_ok=True)
-    server = pgserver.get_server(pgdata, cleanup_mode="stop")
+    server = get_server(pgdata, cleanup_mode="stop")
     server = _tune(server, pgdata)
     admin_url = server.get_uri()
     _ensure_database(admin_url)
@@ -79,8 +80,8 @@ def _normalize(value: str, unit: str | None) -> int:
 
 def _tune(server: Any, pgdata: Path) -> Any:
     warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
-    import pgserver
     import psycopg
+    from pgserver.postgres_server import get_server
 
     url = server.get_uri()
     differ = _settings_differ(url)
@@ -94,7 +95,7 @@ def _tune(server: Any, pgdata: Path) -> Any:
     if differ & NEEDS_RESTART and attached == [os.getpid()]:
         logger.info("Restarting the embedded PostgreSQL to apply %s", sorted(differ))
         server.cleanup()
-        server = pgserver.get_server(pgdata, cleanup_mode="stop")
+        server = get_server(pgdata, cleanup_mode="stop")
     return server
 
 
@@ -107,21 +108,18 @@ def _ensure_database(admin_url: str) -> None:
             "SELECT 1 FROM pg_database WHERE datname = %s", [DATABASE_NAME]
         ).fetchone()
         if not exists:
-            try:
+            # Another process may create it at the same moment.
+            with contextlib.suppress(errors.DuplicateDatabase):
                 conn.execute(f'CREATE DATABASE "{DATABASE_NAME}"')
-            except errors.DuplicateDatabase:
-                pass  # another process created it at the same moment
 
 
 def _ensure_vector_extension(url: str) -> None:
     import psycopg
     from psycopg import errors
 
-    with psycopg.connect(url, autocommit=True) as conn:
-        try:
-            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-        except errors.UniqueViolation:
-            pass
+    # Two processes racing on IF NOT EXISTS can still collide on the catalog.
+    with psycopg.connect(url, autocommit=True) as conn, contextlib.suppress(errors.UniqueViolation):
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
 
 
 def redis_url(data_dir: Path) -> str:

@@ -30,7 +30,9 @@ DEBUG = env_bool("DEBUG", False)
 SECRET_KEY = env_secret("SECRET_KEY") or secret_in_data_dir(DATA_DIR / "secret_key")
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
-LOCAL_ONLY = all(host in {"127.0.0.1", "localhost", "[::1]", "testserver"} for host in ALLOWED_HOSTS)
+LOCAL_ONLY = all(
+    host in {"127.0.0.1", "localhost", "[::1]", "testserver"} for host in ALLOWED_HOSTS
+)
 
 INSTALLED_APPS = [
     "django.contrib.admin",

@@ -5,10 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-os.environ.setdefault(
-    "DATA_DIR", str(Path(__file__).resolve().parent.parent / ".data" / "test")
-)
+os.environ.setdefault("DATA_DIR", str(Path(__file__).resolve().parent.parent / ".data" / "test"))
 
-from memory_addon.settings import *  # noqa: E402, F403
+from memory_addon.settings import *  # noqa: F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

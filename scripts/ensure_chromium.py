@@ -6,12 +6,13 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
-CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+CHROMIUM = Path(os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium"))
 
 
 def main() -> int:
-    if os.path.exists(CHROMIUM):
+    if CHROMIUM.exists():
         return 0
     apt = shutil.which("apt-get")
     if apt and os.geteuid() == 0:
@@ -19,7 +20,7 @@ def main() -> int:
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
         subprocess.run([apt, "update", "-qq"], check=True, env=env)  # noqa: S603
         subprocess.run([apt, "install", "-y", "-qq", "chromium"], check=True, env=env)  # noqa: S603
-        if os.path.exists(CHROMIUM):
+        if CHROMIUM.exists():
             return 0
     print(
         f"Chromium is needed for the browser tests and was not found at {CHROMIUM}.\n"

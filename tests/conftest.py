@@ -39,8 +39,9 @@ def test_database_url() -> str:
 
 def child_env(**extra: str) -> dict[str, str]:
     """Environment for a child process that must use the test database and Redis."""
+    inherited = {k: v for k, v in os.environ.items() if k != "DJANGO_ALLOW_ASYNC_UNSAFE"}
     return {
-        **os.environ,
+        **inherited,
         "DJANGO_SETTINGS_MODULE": "memory_addon.settings_test",
         "DATABASE_URL": test_database_url(),
         "REDIS_URL": settings.REDIS_URL,
@@ -49,7 +50,9 @@ def child_env(**extra: str) -> dict[str, str]:
 
 
 @pytest.fixture(scope="session")
-def celery_worker(django_db_setup: None, django_db_blocker: pytest.FixtureRequest) -> Iterator[subprocess.Popen[bytes]]:
+def celery_worker(
+    django_db_setup: None, django_db_blocker: pytest.FixtureRequest
+) -> Iterator[subprocess.Popen[bytes]]:
     """A real Celery worker in its own process, on the test database."""
     from memory_addon.celery import app
 

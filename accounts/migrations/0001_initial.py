@@ -12,141 +12,365 @@ from pgvector.django import VectorExtension
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('auth', '0012_alter_user_first_name_max_length'),
+        ("auth", "0012_alter_user_first_name_max_length"),
     ]
 
     operations = [
         # Every vector column lives in this database; create the extension first.
         VectorExtension(),
         migrations.CreateModel(
-            name='SiteSettings',
+            name="SiteSettings",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('signup_enabled', models.BooleanField(default=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("signup_enabled", models.BooleanField(default=True)),
             ],
             options={
-                'verbose_name': 'site settings',
-                'verbose_name_plural': 'site settings',
+                "verbose_name": "site settings",
+                "verbose_name_plural": "site settings",
             },
         ),
         migrations.CreateModel(
-            name='User',
+            name="User",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('password', models.CharField(max_length=128, verbose_name='password')),
-                ('last_login', models.DateTimeField(blank=True, null=True, verbose_name='last login')),
-                ('is_superuser', models.BooleanField(default=False, help_text='Designates that this user has all permissions without explicitly assigning them.', verbose_name='superuser status')),
-                ('username', models.CharField(error_messages={'unique': 'A user with that username already exists.'}, help_text='Required. 150 characters or fewer. Letters, digits and @/./+/-/_ only.', max_length=150, unique=True, validators=[django.contrib.auth.validators.UnicodeUsernameValidator()], verbose_name='username')),
-                ('first_name', models.CharField(blank=True, max_length=150, verbose_name='first name')),
-                ('last_name', models.CharField(blank=True, max_length=150, verbose_name='last name')),
-                ('email', models.EmailField(blank=True, max_length=254, verbose_name='email address')),
-                ('is_staff', models.BooleanField(default=False, help_text='Designates whether the user can log into this admin site.', verbose_name='staff status')),
-                ('is_active', models.BooleanField(default=True, help_text='Designates whether this user should be treated as active. Unselect this instead of deleting accounts.', verbose_name='active')),
-                ('date_joined', models.DateTimeField(default=django.utils.timezone.now, verbose_name='date joined')),
-                ('groups', models.ManyToManyField(blank=True, help_text='The groups this user belongs to. A user will get all permissions granted to each of their groups.', related_name='user_set', related_query_name='user', to='auth.group', verbose_name='groups')),
-                ('user_permissions', models.ManyToManyField(blank=True, help_text='Specific permissions for this user.', related_name='user_set', related_query_name='user', to='auth.permission', verbose_name='user permissions')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("password", models.CharField(max_length=128, verbose_name="password")),
+                (
+                    "last_login",
+                    models.DateTimeField(blank=True, null=True, verbose_name="last login"),
+                ),
+                (
+                    "is_superuser",
+                    models.BooleanField(
+                        default=False,
+                        help_text="Designates that this user has all permissions without explicitly assigning them.",
+                        verbose_name="superuser status",
+                    ),
+                ),
+                (
+                    "username",
+                    models.CharField(
+                        error_messages={"unique": "A user with that username already exists."},
+                        help_text="Required. 150 characters or fewer. Letters, digits and @/./+/-/_ only.",
+                        max_length=150,
+                        unique=True,
+                        validators=[django.contrib.auth.validators.UnicodeUsernameValidator()],
+                        verbose_name="username",
+                    ),
+                ),
+                (
+                    "first_name",
+                    models.CharField(blank=True, max_length=150, verbose_name="first name"),
+                ),
+                (
+                    "last_name",
+                    models.CharField(blank=True, max_length=150, verbose_name="last name"),
+                ),
+                (
+                    "email",
+                    models.EmailField(blank=True, max_length=254, verbose_name="email address"),
+                ),
+                (
+                    "is_staff",
+                    models.BooleanField(
+                        default=False,
+                        help_text="Designates whether the user can log into this admin site.",
+                        verbose_name="staff status",
+                    ),
+                ),
+                (
+                    "is_active",
+                    models.BooleanField(
+                        default=True,
+                        help_text="Designates whether this user should be treated as active. Unselect this instead of deleting accounts.",
+                        verbose_name="active",
+                    ),
+                ),
+                (
+                    "date_joined",
+                    models.DateTimeField(
+                        default=django.utils.timezone.now, verbose_name="date joined"
+                    ),
+                ),
+                (
+                    "groups",
+                    models.ManyToManyField(
+                        blank=True,
+                        help_text="The groups this user belongs to. A user will get all permissions granted to each of their groups.",
+                        related_name="user_set",
+                        related_query_name="user",
+                        to="auth.group",
+                        verbose_name="groups",
+                    ),
+                ),
+                (
+                    "user_permissions",
+                    models.ManyToManyField(
+                        blank=True,
+                        help_text="Specific permissions for this user.",
+                        related_name="user_set",
+                        related_query_name="user",
+                        to="auth.permission",
+                        verbose_name="user permissions",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'user',
-                'verbose_name_plural': 'users',
-                'abstract': False,
-                'swappable': 'AUTH_USER_MODEL',
+                "verbose_name": "user",
+                "verbose_name_plural": "users",
+                "abstract": False,
+                "swappable": "AUTH_USER_MODEL",
             },
             managers=[
-                ('objects', django.contrib.auth.models.UserManager()),
+                ("objects", django.contrib.auth.models.UserManager()),
             ],
         ),
         migrations.CreateModel(
-            name='Membership',
+            name="Membership",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('role', models.CharField(choices=[('member', 'Member'), ('admin', 'Admin')], default='member', max_length=16)),
-                ('joined_at', models.DateTimeField(auto_now_add=True)),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "role",
+                    models.CharField(
+                        choices=[("member", "Member"), ("admin", "Admin")],
+                        default="member",
+                        max_length=16,
+                    ),
+                ),
+                ("joined_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, to=settings.AUTH_USER_MODEL
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Organization',
+            name="Organization",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200)),
-                ('slug', models.SlugField(max_length=80, unique=True)),
-                ('memory_mode', models.CharField(choices=[('on', 'On'), ('read_only', 'Read-only'), ('off', 'Off')], default='on', max_length=16)),
-                ('learning_enabled', models.BooleanField(default=True)),
-                ('budget_cap_tokens', models.PositiveIntegerField(blank=True, help_text='Upper bound for the memory block of one turn, in estimated tokens.', null=True)),
-                ('reference_files_enabled', models.BooleanField(default=True)),
-                ('rules', models.TextField(blank=True, help_text='Organization rules in Markdown; read-only for members.')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('members', models.ManyToManyField(related_name='organizations', through='accounts.Membership', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=200)),
+                ("slug", models.SlugField(max_length=80, unique=True)),
+                (
+                    "memory_mode",
+                    models.CharField(
+                        choices=[("on", "On"), ("read_only", "Read-only"), ("off", "Off")],
+                        default="on",
+                        max_length=16,
+                    ),
+                ),
+                ("learning_enabled", models.BooleanField(default=True)),
+                (
+                    "budget_cap_tokens",
+                    models.PositiveIntegerField(
+                        blank=True,
+                        help_text="Upper bound for the memory block of one turn, in estimated tokens.",
+                        null=True,
+                    ),
+                ),
+                ("reference_files_enabled", models.BooleanField(default=True)),
+                (
+                    "rules",
+                    models.TextField(
+                        blank=True,
+                        help_text="Organization rules in Markdown; read-only for members.",
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "members",
+                    models.ManyToManyField(
+                        related_name="organizations",
+                        through="accounts.Membership",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
         ),
         migrations.AddField(
-            model_name='membership',
-            name='organization',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to='accounts.organization'),
+            model_name="membership",
+            name="organization",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, to="accounts.organization"
+            ),
         ),
         migrations.CreateModel(
-            name='Agent',
+            name="Agent",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=120)),
-                ('slug', models.SlugField(max_length=80)),
-                ('instructions', models.TextField(blank=True)),
-                ('memory_allowed', models.BooleanField(default=False, help_text="The agent's chats read memory only when this is on.")),
-                ('may_propose', models.BooleanField(default=False, help_text='The agent may propose memory changes for you to confirm.')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('owner', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='agents', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=120)),
+                ("slug", models.SlugField(max_length=80)),
+                ("instructions", models.TextField(blank=True)),
+                (
+                    "memory_allowed",
+                    models.BooleanField(
+                        default=False,
+                        help_text="The agent's chats read memory only when this is on.",
+                    ),
+                ),
+                (
+                    "may_propose",
+                    models.BooleanField(
+                        default=False,
+                        help_text="The agent may propose memory changes for you to confirm.",
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "owner",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="agents",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['name'],
-                'constraints': [models.UniqueConstraint(fields=('owner', 'slug'), name='unique_agent_slug_per_owner')],
+                "ordering": ["name"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("owner", "slug"), name="unique_agent_slug_per_owner"
+                    )
+                ],
             },
         ),
         migrations.CreateModel(
-            name='AIProfile',
+            name="AIProfile",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=120)),
-                ('base_url', models.URLField(help_text='For example http://127.0.0.1:8080/v1')),
-                ('model', models.CharField(max_length=200)),
-                ('api_key_encrypted', models.TextField(blank=True, editable=False)),
-                ('context_window', models.PositiveIntegerField(default=8192, validators=[django.core.validators.MinValueValidator(512), django.core.validators.MaxValueValidator(10000000)])),
-                ('role', models.CharField(choices=[('text', 'Text'), ('coding', 'Coding'), ('embedding', 'Embedding')], default='text', max_length=16)),
-                ('is_default', models.BooleanField(default=False)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('owner', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='ai_profiles', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=120)),
+                ("base_url", models.URLField(help_text="For example http://127.0.0.1:8080/v1")),
+                ("model", models.CharField(max_length=200)),
+                ("api_key_encrypted", models.TextField(blank=True, editable=False)),
+                (
+                    "context_window",
+                    models.PositiveIntegerField(
+                        default=8192,
+                        validators=[
+                            django.core.validators.MinValueValidator(512),
+                            django.core.validators.MaxValueValidator(10000000),
+                        ],
+                    ),
+                ),
+                (
+                    "role",
+                    models.CharField(
+                        choices=[
+                            ("text", "Text"),
+                            ("coding", "Coding"),
+                            ("embedding", "Embedding"),
+                        ],
+                        default="text",
+                        max_length=16,
+                    ),
+                ),
+                ("is_default", models.BooleanField(default=False)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "owner",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="ai_profiles",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['name'],
-                'constraints': [models.UniqueConstraint(models.F('owner'), models.F('role'), condition=models.Q(('is_default', True)), name='one_default_profile_per_role'), models.UniqueConstraint(models.F('owner'), django.db.models.functions.text.Lower('name'), name='unique_profile_name_per_owner')],
+                "ordering": ["name"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        models.F("owner"),
+                        models.F("role"),
+                        condition=models.Q(("is_default", True)),
+                        name="one_default_profile_per_role",
+                    ),
+                    models.UniqueConstraint(
+                        models.F("owner"),
+                        django.db.models.functions.text.Lower("name"),
+                        name="unique_profile_name_per_owner",
+                    ),
+                ],
             },
         ),
         migrations.CreateModel(
-            name='MessagingBinding',
+            name="MessagingBinding",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('bridge', models.CharField(help_text='Bridge name, e.g. telegram or slack.', max_length=60)),
-                ('external_id', models.CharField(max_length=255)),
-                ('title', models.CharField(blank=True, max_length=200)),
-                ('callback_url', models.URLField(blank=True)),
-                ('webhook_secret_encrypted', models.TextField(editable=False)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('owner', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='messaging_bindings', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "bridge",
+                    models.CharField(
+                        help_text="Bridge name, e.g. telegram or slack.", max_length=60
+                    ),
+                ),
+                ("external_id", models.CharField(max_length=255)),
+                ("title", models.CharField(blank=True, max_length=200)),
+                ("callback_url", models.URLField(blank=True)),
+                ("webhook_secret_encrypted", models.TextField(editable=False)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "owner",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="messaging_bindings",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('owner', 'bridge', 'external_id'), name='unique_binding_per_conversation')],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("owner", "bridge", "external_id"),
+                        name="unique_binding_per_conversation",
+                    )
+                ],
             },
         ),
         migrations.AddConstraint(
-            model_name='membership',
-            constraint=models.UniqueConstraint(fields=('organization', 'user'), name='unique_membership'),
+            model_name="membership",
+            constraint=models.UniqueConstraint(
+                fields=("organization", "user"), name="unique_membership"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='membership',
-            constraint=models.UniqueConstraint(fields=('user',), name='one_organization_per_user'),
+            model_name="membership",
+            constraint=models.UniqueConstraint(fields=("user",), name="one_organization_per_user"),
         ),
     ]

@@ -15,7 +15,9 @@ API_KEY = "sk-test-7f3a9c1e5b2d4f6a8c0e"
 
 def _stored_key(profile_id: int) -> str:
     with connection.cursor() as cursor:
-        cursor.execute("SELECT api_key_encrypted FROM accounts_aiprofile WHERE id = %s", [profile_id])
+        cursor.execute(
+            "SELECT api_key_encrypted FROM accounts_aiprofile WHERE id = %s", [profile_id]
+        )
         return cursor.fetchone()[0]
 
 
@@ -69,7 +71,12 @@ def test_api_key_is_write_only_in_the_api(client, user):
     created = client.post(
         "/api/ai-profiles",
         data=json.dumps(
-            {"name": "Remote", "base_url": "https://api.example/v1", "model": "m", "api_key": API_KEY}
+            {
+                "name": "Remote",
+                "base_url": "https://api.example/v1",
+                "model": "m",
+                "api_key": API_KEY,
+            }
         ),
         content_type="application/json",
     )
@@ -114,7 +121,9 @@ def test_a_second_default_for_the_same_role_replaces_the_first(user):
     from accounts.services import ai_profile_save
 
     first = ai_profile_save(profile=AIProfileFactory.build(owner=user, is_default=True), api_key="")
-    second = ai_profile_save(profile=AIProfileFactory.build(owner=user, is_default=True), api_key="")
+    second = ai_profile_save(
+        profile=AIProfileFactory.build(owner=user, is_default=True), api_key=""
+    )
     first.refresh_from_db()
     assert (first.is_default, second.is_default) == (False, True)
 

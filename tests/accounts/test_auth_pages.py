@@ -32,7 +32,12 @@ def test_sign_in_then_sign_out(client, user):
 def test_sign_up_creates_an_account_and_signs_in(client):
     response = client.post(
         "/accounts/sign-up/",
-        {"username": "newcomer", "email": "n@example.org", "password1": PASSWORD, "password2": PASSWORD},
+        {
+            "username": "newcomer",
+            "email": "n@example.org",
+            "password1": PASSWORD,
+            "password2": PASSWORD,
+        },
     )
     assert response.status_code == 302
     assert User.objects.filter(username="newcomer").exists()

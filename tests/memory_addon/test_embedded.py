@@ -32,9 +32,7 @@ def test_hnsw_index_answers_nearest_neighbour_queries():
         cursor.execute("CREATE INDEX probe_hnsw ON probe USING hnsw (embedding vector_cosine_ops)")
         cursor.execute("ANALYZE probe")
         cursor.execute("SET LOCAL enable_seqscan = off")
-        cursor.execute(
-            "EXPLAIN SELECT id FROM probe ORDER BY embedding <=> '[1, 0, 0]' LIMIT 5"
-        )
+        cursor.execute("EXPLAIN SELECT id FROM probe ORDER BY embedding <=> '[1, 0, 0]' LIMIT 5")
         plan = "\n".join(row[0] for row in cursor.fetchall())
         cursor.execute("SELECT id FROM probe ORDER BY embedding <=> '[1, 0, 0]' LIMIT 5")
         ids = [row[0] for row in cursor.fetchall()]
@@ -44,7 +42,9 @@ def test_hnsw_index_answers_nearest_neighbour_queries():
 
 def test_embedded_postgres_is_tuned_for_index_builds():
     with connection.cursor() as cursor:
-        cursor.execute("SELECT setting::bigint FROM pg_settings WHERE name = 'maintenance_work_mem'")
+        cursor.execute(
+            "SELECT setting::bigint FROM pg_settings WHERE name = 'maintenance_work_mem'"
+        )
         (maintenance_kb,) = cursor.fetchone()
     assert maintenance_kb >= 1024 * 1024
 

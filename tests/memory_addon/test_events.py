@@ -3,7 +3,6 @@ from __future__ import annotations
 import contextlib
 
 import pytest
-
 from asgiref.sync import async_to_sync, sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.conf import settings

@@ -48,9 +48,17 @@ class Command(BaseCommand):
         python = sys.executable
         commands = [
             [
-                python, "-m", "uvicorn", "memory_addon.asgi:application",
-                "--host", options["host"], "--port", str(options["port"]),
-                "--no-access-log", "--ws", "websockets-sansio",
+                python,
+                "-m",
+                "uvicorn",
+                "memory_addon.asgi:application",
+                "--host",
+                options["host"],
+                "--port",
+                str(options["port"]),
+                "--no-access-log",
+                "--ws",
+                "websockets-sansio",
             ],
         ]
         if not options["no_worker"]:
@@ -83,7 +91,7 @@ class Command(BaseCommand):
         while not stopping:
             for child in children:
                 if child.poll() is not None:
-                    self.stderr.write(f"{child.args[2:5]} exited with {child.returncode}")
+                    self.stderr.write(f"A child process exited with {child.returncode}; stopping.")
                     stopping, exit_code = True, 1
             time.sleep(0.5)
         self.stdout.write("Stopping…")
