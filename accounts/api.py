@@ -5,9 +5,17 @@ from django.shortcuts import get_object_or_404
 from ninja import Router, Status
 
 from accounts.auth import signed_in_user
-from accounts.models import AIProfile, User
-from accounts.schemas import AIProfileIn, AIProfileOut, ErrorOut, MeOut
-from accounts.services import ai_profile_save
+from accounts.models import AIProfile, ApiToken, User
+from accounts.schemas import (
+    AIProfileIn,
+    AIProfileOut,
+    ApiTokenCreatedOut,
+    ApiTokenIn,
+    ApiTokenOut,
+    ErrorOut,
+    MeOut,
+)
+from accounts.services import ai_profile_save, api_token_create, api_token_revoke
 
 router = Router(tags=["accounts"])
 
@@ -52,4 +60,36 @@ def ai_profile_update(request: HttpRequest, profile_id: int, payload: AIProfileI
 )
 def ai_profile_delete(request: HttpRequest, profile_id: int) -> Status[None]:
     get_object_or_404(AIProfile, pk=profile_id, owner=signed_in_user(request)).delete()
+    return Status(204, None)
+
+
+@router.get("/tokens", response=list[ApiTokenOut], summary="List your personal API tokens")
+def api_token_list(request: HttpRequest) -> list[ApiToken]:
+    return list(ApiToken.objects.filter(user=signed_in_user(request)))
+
+
+@router.post(
+    "/tokens",
+    response={201: ApiTokenCreatedOut},
+    summary="Create a personal API token (the token is shown only in this answer)",
+)
+def api_token_new(request: HttpRequest, payload: ApiTokenIn) -> Status[dict[str, object]]:
+    row, token = api_token_create(user=signed_in_user(request), name=payload.name)
+    return Status(
+        201,
+        {
+            "id": row.pk,
+            "name": row.name,
+            "prefix": row.prefix,
+            "created_at": row.created_at,
+            "last_used_at": None,
+            "revoked_at": None,
+            "token": token,
+        },
+    )
+
+
+@router.delete("/tokens/{token_id}", response={204: None, 404: ErrorOut}, summary="Revoke a token")
+def api_token_delete(request: HttpRequest, token_id: int) -> Status[None]:
+    api_token_revoke(token=get_object_or_404(ApiToken, pk=token_id, user=signed_in_user(request)))
     return Status(204, None)

@@ -185,3 +185,23 @@ class AIProfile(models.Model):
     @api_key.setter
     def api_key(self, value: str) -> None:
         self.api_key_encrypted = crypto.encrypt(value) if value else ""
+
+
+class ApiToken(models.Model):
+    """A personal API token; only its hash is stored, the token is shown once."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
+    name = models.CharField(max_length=100)
+    prefix = models.CharField(max_length=12)
+    token_hash = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering: ClassVar = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"

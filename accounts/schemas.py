@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from datetime import datetime
 from typing import ClassVar
 
 from ninja import ModelSchema, Schema
@@ -41,3 +42,20 @@ class AIProfileIn(Schema):
     role: AIProfile.Role = AIProfile.Role.TEXT
     is_default: bool = False
     api_key: str = ""
+
+
+class ApiTokenIn(Schema):
+    name: str
+
+
+class ApiTokenOut(Schema):
+    id: int
+    name: str
+    prefix: str
+    created_at: datetime
+    last_used_at: datetime | None
+    revoked_at: datetime | None
+
+
+class ApiTokenCreatedOut(ApiTokenOut):
+    token: str

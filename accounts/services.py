@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 from dataclasses import dataclass
 
 from django.db import transaction
+from django.utils import timezone
 
-from accounts.models import AIProfile, MessagingBinding, SiteSettings, User
+from accounts.models import AIProfile, ApiToken, MessagingBinding, SiteSettings, User
 
 
 def site_settings_get() -> SiteSettings:
@@ -70,3 +72,42 @@ def messaging_binding_create(
         binding.full_clean()
         binding.save()
     return binding, secret
+
+
+TOKEN_PREFIX = "mh_"  # noqa: S105 - a visible prefix, not a secret
+
+
+def api_token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def api_token_create(*, user: User, name: str) -> tuple[ApiToken, str]:
+    """Create a personal token; the plain token is returned once and never stored."""
+    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    with transaction.atomic(durable=True):
+        row = ApiToken.objects.create(
+            user=user,
+            name=name[:100] or "token",
+            prefix=token[:10],
+            token_hash=api_token_hash(token),
+        )
+    return row, token
+
+
+def api_token_revoke(*, token: ApiToken) -> None:
+    ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+
+
+def api_token_user(token: str) -> User | None:
+    row = (
+        ApiToken.objects.select_related("user")
+        .filter(token_hash=api_token_hash(token), revoked_at__isnull=True, user__is_active=True)
+        .first()
+    )
+    if row is None:
+        return None
+    # Touch at most once a minute: a hot token must not write on every request.
+    now = timezone.now()
+    if row.last_used_at is None or (now - row.last_used_at).total_seconds() > 60:
+        ApiToken.objects.filter(pk=row.pk).update(last_used_at=now)
+    return row.user

@@ -8,6 +8,10 @@ from ninja import NinjaAPI
 from ninja.security import django_auth
 
 from accounts.api import router as accounts_router
+from accounts.auth import TokenAuth
+from memory_addon.errors import MemoryRefusal
+from memory_addon.memory_api import addons_router, chats_router
+from memory_addon.memory_api import router as memory_router
 
 api = NinjaAPI(
     title="Memory host API",
@@ -16,10 +20,18 @@ api = NinjaAPI(
         "Memory notes, proposals, collections and add-on settings. "
         "Browsers use the session cookie (with the CSRF header); scripts use a personal token."
     ),
-    auth=[django_auth],
+    auth=[TokenAuth(), django_auth],
     urls_namespace="api",
 )
 api.add_router("/", accounts_router)
+api.add_router("/memory", memory_router)
+api.add_router("/chats", chats_router)
+api.add_router("/addons", addons_router)
+
+
+@api.exception_handler(MemoryRefusal)
+def memory_refusal(request: HttpRequest, exc: MemoryRefusal) -> HttpResponse:
+    return api.create_response(request, {"detail": exc.message, **exc.details}, status=exc.status)
 
 
 @api.exception_handler(ValidationError)

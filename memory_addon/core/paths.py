@@ -1,0 +1,61 @@
+"""Normalization and refusal of memory file paths (M6)."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+MAX_PATH_LENGTH = 200
+MAX_COMPONENT_LENGTH = 80
+_WINDOWS_RESERVED = {
+    "con", "prn", "aux", "nul",
+    *(f"com{i}" for i in range(1, 10)),
+    *(f"lpt{i}" for i in range(1, 10)),
+}  # fmt: skip
+_ALLOWED_COMPONENT = re.compile(r"^[\w][\w .@+-]*$")
+
+
+class PathRefused(ValueError):
+    """A path that is not a normalized relative Markdown path."""
+
+
+def normalize_path(raw: str) -> str:
+    """Return the normalized form of a relative `.md` path, or raise PathRefused.
+
+    `./a//b.md` becomes `a/b.md`; absolute paths, `..`, hidden or reserved names,
+    backslashes and control characters are refused.
+    """
+    if not isinstance(raw, str) or not raw.strip():
+        raise PathRefused("The path is empty.")
+    path = unicodedata.normalize("NFC", raw.strip())
+    if any(unicodedata.category(ch) in {"Cc", "Cf", "Zl", "Zp"} for ch in path):
+        raise PathRefused("The path contains control or invisible characters.")
+    if "\\" in path:
+        raise PathRefused("Use forward slashes in paths.")
+    if path.startswith("/") or re.match(r"^[A-Za-z]:", path) or path.startswith("~"):
+        raise PathRefused(
+            "Absolute paths are not allowed; use a path relative to the memory folder."
+        )
+    parts = [part for part in path.split("/") if part not in ("", ".")]
+    if not parts:
+        raise PathRefused("The path is empty.")
+    for part in parts:
+        if part == "..":
+            raise PathRefused("'..' is not allowed in a memory path.")
+        if part.startswith("."):
+            raise PathRefused(f"Hidden names such as {part!r} are not allowed.")
+        if len(part) > MAX_COMPONENT_LENGTH:
+            raise PathRefused(f"A path part is longer than {MAX_COMPONENT_LENGTH} characters.")
+        if part.split(".")[0].lower() in _WINDOWS_RESERVED:
+            raise PathRefused(f"{part!r} is a reserved name.")
+        if not _ALLOWED_COMPONENT.match(part) or part.endswith((" ", ".")):
+            raise PathRefused(
+                f"{part!r} has characters that are not allowed; use letters, digits, "
+                "spaces and . _ - @ +"
+            )
+    normalized = "/".join(parts)
+    if not normalized.lower().endswith(".md") or normalized.lower() == ".md":
+        raise PathRefused("Only Markdown files ending in .md can be stored.")
+    if len(normalized) > MAX_PATH_LENGTH:
+        raise PathRefused(f"The path is longer than {MAX_PATH_LENGTH} characters.")
+    return normalized

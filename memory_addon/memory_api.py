@@ -1,0 +1,351 @@
+"""The memory add-on's JSON API: files, turn context, tools, proposals, history, settings."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from django.http import HttpRequest
+from django.shortcuts import get_object_or_404
+from ninja import Query, Router, Schema
+
+from accounts.auth import signed_in_user
+from accounts.models import Agent, MessagingBinding, User
+from memory_addon.core.secret_guard import find_secret
+from memory_addon.models import ChangeSet, FileChange, MemoryFile, MemoryScope, Proposal
+from memory_addon.schemas import (
+    ChangeDetailOut,
+    ChangeSummaryOut,
+    ConfirmIn,
+    ErrorOut,
+    FileContentOut,
+    FileOut,
+    FileWriteIn,
+    ProposalOut,
+    ScopeOut,
+    SettingIn,
+    SettingOut,
+    ToolCallIn,
+    ToolCallOut,
+    TurnContextOut,
+    TurnIn,
+    VersionOut,
+)
+from memory_addon.selectors import (
+    change_detail,
+    change_sets_for_user,
+    change_summary,
+    pending_proposals,
+    proposals_with_diffs,
+    scopes_for_user,
+    versions_for_scope,
+)
+from memory_addon.services.changes import (
+    change_set_undo,
+    clean_path,
+    file_delete,
+    file_write,
+    version_restore,
+)
+from memory_addon.services.context import turn_context_build
+from memory_addon.services.proposals import proposal_confirm, proposal_reject
+from memory_addon.services.scopes import scope_folder, user_scope
+from memory_addon.services.tools import tool_call_execute, tool_schemas
+from memory_addon.services.user_settings import addon_setting_get, addon_setting_put
+from memory_addon.turns import Turn
+
+router = Router(tags=["memory"])
+chats_router = Router(tags=["memory"])
+addons_router = Router(tags=["add-ons"])
+
+ERRORS = {400: ErrorOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut}
+
+
+def _scope(request: HttpRequest, scope_id: int) -> MemoryScope:
+    return get_object_or_404(
+        MemoryScope.objects.select_related("agent", "binding"),
+        pk=scope_id,
+        owner=signed_in_user(request),
+    )
+
+
+def _scope_out(scope: MemoryScope) -> dict[str, Any]:
+    return {
+        "id": scope.pk,
+        "kind": scope.kind,
+        "label": scope.get_kind_display(),
+        "folder": scope_folder(scope),
+        "enabled": scope.enabled,
+    }
+
+
+def turn_from(user: User, data: TurnIn) -> Turn:
+    agent = get_object_or_404(Agent, pk=data.agent_id, owner=user) if data.agent_id else None
+    binding = (
+        get_object_or_404(MessagingBinding, pk=data.binding_id, owner=user)
+        if data.binding_id
+        else None
+    )
+    return Turn(
+        user=user,
+        agent=agent,
+        binding=binding,
+        run_kind=data.run_kind,
+        conversation_ref=data.conversation_ref,
+        message_ref=data.message_ref,
+        memory_off=data.memory_off,
+        context_window=data.context_window,
+        project_key=data.project_key,
+    )
+
+
+@router.get("/scopes", response=list[ScopeOut], summary="Your memory scopes")
+def scope_list(request: HttpRequest) -> list[dict[str, Any]]:
+    user = signed_in_user(request)
+    user_scope(user)  # the person's own scope always exists
+    return [_scope_out(scope) for scope in scopes_for_user(user)]
+
+
+@router.get(
+    "/scopes/{scope_id}/files",
+    response={200: list[FileOut], 404: ErrorOut},
+    summary="Files of a scope",
+)
+def file_list(request: HttpRequest, scope_id: int) -> list[MemoryFile]:
+    return list(MemoryFile.objects.filter(scope=_scope(request, scope_id)))
+
+
+@router.get(
+    "/scopes/{scope_id}/file",
+    response={200: FileContentOut, **ERRORS},
+    summary="Read one file (with a secret flag when a line looks like one)",
+)
+def file_read(request: HttpRequest, scope_id: int, path: str) -> dict[str, Any]:
+    row = get_object_or_404(MemoryFile, scope=_scope(request, scope_id), path=clean_path(path))
+    finding = find_secret(row.content)
+    return {
+        "path": row.path,
+        "sha256": row.sha256,
+        "size": row.size,
+        "updated_at": row.updated_at,
+        "content": row.content,
+        "secret_flag": {"line": finding.line, "kind": finding.kind} if finding else None,
+    }
+
+
+@router.put(
+    "/scopes/{scope_id}/file",
+    response={200: ChangeSummaryOut, **ERRORS},
+    summary="Write a whole file as the person; a stale base_sha256 is a 409 and nothing is saved",
+)
+def file_put(
+    request: HttpRequest, scope_id: int, path: str, payload: FileWriteIn
+) -> dict[str, Any]:
+    change_set = file_write(
+        user=signed_in_user(request),
+        scope=_scope(request, scope_id),
+        path=path,
+        content=payload.content,
+        base_sha256=payload.base_sha256,
+    )
+    return change_summary(change_set)
+
+
+@router.delete(
+    "/scopes/{scope_id}/file",
+    response={200: ChangeSummaryOut, **ERRORS},
+    summary="Delete a file (kept in history)",
+)
+def file_remove(
+    request: HttpRequest, scope_id: int, path: str, base_sha256: str | None = None
+) -> dict[str, Any]:
+    change_set = file_delete(
+        user=signed_in_user(request),
+        scope=_scope(request, scope_id),
+        path=path,
+        base_sha256=base_sha256,
+    )
+    return change_summary(change_set)
+
+
+@router.get(
+    "/scopes/{scope_id}/history",
+    response={200: list[VersionOut], 404: ErrorOut},
+    summary="Versions of a scope's files, newest first",
+)
+def history(request: HttpRequest, scope_id: int) -> list[dict[str, Any]]:
+    return versions_for_scope(_scope(request, scope_id))
+
+
+@router.post(
+    "/versions/{version_id}/restore",
+    response={200: ChangeSummaryOut, **ERRORS},
+    summary="Restore a file to a version (confirm with the person first)",
+)
+def version_restore_endpoint(request: HttpRequest, version_id: int) -> dict[str, Any]:
+    user = signed_in_user(request)
+    version = get_object_or_404(
+        FileChange.objects.select_related("scope"), pk=version_id, scope__owner=user
+    )
+    return change_summary(version_restore(user=user, version=version))
+
+
+@router.post(
+    "/turn-context",
+    response={200: TurnContextOut, **ERRORS},
+    summary="Build the memory block for a turn",
+)
+def turn_context(request: HttpRequest, payload: TurnIn) -> dict[str, Any]:
+    context = turn_context_build(turn_from(signed_in_user(request), payload))
+    return {
+        "block": context.block,
+        "hash": context.block_hash,
+        "sent_along": context.sent_along(),
+        "memory_off_reason": context.reason_off,
+    }
+
+
+@router.get("/tools", summary="Tool schemas in OpenAI function-calling format")
+def tools(request: HttpRequest, bank: bool = False) -> list[dict[str, Any]]:
+    signed_in_user(request)
+    return tool_schemas(bank=bank)
+
+
+@router.post(
+    "/tools/call", response={200: ToolCallOut, **ERRORS}, summary="Execute one tool call for a turn"
+)
+def tool_call(request: HttpRequest, payload: ToolCallIn) -> dict[str, Any]:
+    turn = turn_from(signed_in_user(request), payload.turn)
+    ok, output = tool_call_execute(turn=turn, name=payload.name, arguments=payload.arguments)
+    return {"ok": ok, "output": output}
+
+
+class ProposalFilter(Schema):
+    state: Proposal.State | None = Proposal.State.PENDING
+
+
+@router.get("/proposals", response=list[ProposalOut], summary="Proposals, pending ones by default")
+def proposal_list(request: HttpRequest, filters: Query[ProposalFilter]) -> list[dict[str, Any]]:
+    user = signed_in_user(request)
+    if filters.state == Proposal.State.PENDING:
+        proposals = pending_proposals(user)
+    else:
+        queryset = Proposal.objects.filter(user=user).select_related(
+            "scope__agent", "scope__binding"
+        )
+        if filters.state:
+            queryset = queryset.filter(state=filters.state)
+        proposals = list(queryset[:200])
+    return proposals_with_diffs(proposals)
+
+
+def _proposal(request: HttpRequest, proposal_id: int) -> Proposal:
+    return get_object_or_404(Proposal, pk=proposal_id, user=signed_in_user(request))
+
+
+@router.post(
+    "/proposals/{proposal_id}/confirm",
+    response={200: ChangeSummaryOut, **ERRORS},
+    summary="Confirm a proposal, optionally with edited text",
+)
+def proposal_confirm_endpoint(
+    request: HttpRequest, proposal_id: int, payload: ConfirmIn | None = None
+) -> dict[str, Any]:
+    proposal = _proposal(request, proposal_id)
+    change_set = proposal_confirm(
+        user=signed_in_user(request),
+        proposal=proposal,
+        edited_text=payload.text if payload else None,
+    )
+    return change_summary(change_set)
+
+
+@router.post(
+    "/proposals/{proposal_id}/reject",
+    response={200: ProposalOut, **ERRORS},
+    summary="Reject a proposal",
+)
+def proposal_reject_endpoint(request: HttpRequest, proposal_id: int) -> dict[str, Any]:
+    proposal = proposal_reject(
+        user=signed_in_user(request), proposal=_proposal(request, proposal_id)
+    )
+    return proposals_with_diffs([proposal])[0]
+
+
+@router.get(
+    "/change-sets", response=list[ChangeSummaryOut], summary="Your change sets, newest first"
+)
+def change_set_list(request: HttpRequest) -> list[dict[str, Any]]:
+    return [change_summary(cs) for cs in change_sets_for_user(signed_in_user(request))[:200]]
+
+
+@router.get(
+    "/change-sets/{change_set_id}",
+    response={200: ChangeDetailOut, 404: ErrorOut},
+    summary="One change set with its diffs",
+)
+def change_set_detail(request: HttpRequest, change_set_id: int) -> dict[str, Any]:
+    change_set = get_object_or_404(change_sets_for_user(signed_in_user(request)), pk=change_set_id)
+    return change_detail(change_set)
+
+
+@router.post(
+    "/change-sets/{change_set_id}/undo",
+    response={200: ChangeSummaryOut, **ERRORS},
+    summary="Undo a change set",
+)
+def change_set_undo_endpoint(request: HttpRequest, change_set_id: int) -> dict[str, Any]:
+    user = signed_in_user(request)
+    change_set = get_object_or_404(
+        ChangeSet.objects.select_related("scope"), pk=change_set_id, user=user
+    )
+    return change_summary(change_set_undo(user=user, change_set=change_set))
+
+
+class AuditFilter(Schema):
+    since: datetime | None = None
+    until: datetime | None = None
+    source: ChangeSet.Source | None = None
+
+
+@chats_router.get(
+    "/changes/audit",
+    response=list[ChangeSummaryOut],
+    summary="Audit of automatic memory changes (filter by date and source)",
+)
+def audit(request: HttpRequest, filters: Query[AuditFilter]) -> list[dict[str, Any]]:
+    queryset = change_sets_for_user(signed_in_user(request)).filter(
+        origin=ChangeSet.Origin.AUTOMATIC
+    )
+    if filters.since:
+        queryset = queryset.filter(created_at__gte=filters.since)
+    if filters.until:
+        queryset = queryset.filter(created_at__lt=filters.until)
+    if filters.source:
+        queryset = queryset.filter(source=filters.source)
+    return [change_summary(cs) for cs in queryset[:500]]
+
+
+@addons_router.get(
+    "/{addon}/settings/{key}",
+    response={200: SettingOut, 404: ErrorOut},
+    summary="Read a user setting",
+)
+def setting_get(request: HttpRequest, addon: str, key: str) -> dict[str, Any]:
+    value = addon_setting_get(user=signed_in_user(request), addon=addon, key=key)
+    return {"addon": addon, "key": key, "value": value}
+
+
+@addons_router.put(
+    "/{addon}/settings/{key}",
+    response={200: SettingOut, 400: ErrorOut, 404: ErrorOut},
+    summary="Write a user setting; validated against the add-on's declaration",
+)
+def setting_put(request: HttpRequest, addon: str, key: str, payload: SettingIn) -> dict[str, Any]:
+    value = addon_setting_put(
+        user=signed_in_user(request), addon=addon, key=key, value=payload.value
+    )
+    return {"addon": addon, "key": key, "value": value}
+
+
+__all__ = ["addons_router", "chats_router", "router"]

@@ -1,0 +1,229 @@
+"""Memory storage: scopes of Markdown files as rows, change sets with history, proposals."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import ClassVar
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class MemoryScope(models.Model):
+    """A folder of memory files: a user's notes, an agent's, a conversation's, or a project bank.
+
+    Organization rules are not a scope: they live on Organization.rules, read-only here.
+    """
+
+    class Kind(models.TextChoices):
+        USER = "user", "My memory"
+        AGENT = "agent", "Agent memory"
+        CHANNEL = "channel", "Conversation memory"
+        PROJECT = "project", "Project memory bank"
+
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="memory_scopes",
+    )
+    agent = models.ForeignKey(
+        "accounts.Agent", null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    binding = models.ForeignKey(
+        "accounts.MessagingBinding",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="+",
+    )
+    project_key = models.CharField(max_length=128, blank=True)
+    project_name = models.CharField(max_length=200, blank=True)
+    enabled = models.BooleanField(default=True, help_text="For project banks: on/off keeps files.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints: ClassVar = [
+            models.UniqueConstraint(
+                fields=["owner"], condition=Q(kind="user"), name="one_user_scope"
+            ),
+            models.UniqueConstraint(
+                fields=["agent"], condition=Q(kind="agent"), name="one_scope_per_agent"
+            ),
+            models.UniqueConstraint(
+                fields=["binding"], condition=Q(kind="channel"), name="one_scope_per_binding"
+            ),
+            models.UniqueConstraint(
+                fields=["owner", "project_key"],
+                condition=Q(kind="project"),
+                name="one_bank_per_project",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} #{self.pk}"
+
+
+class MemoryFile(models.Model):
+    scope = models.ForeignKey(MemoryScope, on_delete=models.CASCADE, related_name="files")
+    path = models.CharField(max_length=200)
+    content = models.TextField(blank=True)
+    sha256 = models.CharField(max_length=64)
+    size = models.PositiveIntegerField(default=0)
+    # Hash of the content as the machine last wrote it: while it still matches,
+    # the whole file is machine text and the machine may replace it.
+    machine_sha256 = models.CharField(max_length=64, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints: ClassVar = [
+            models.UniqueConstraint(fields=["scope", "path"], name="unique_path_per_scope"),
+        ]
+        ordering: ClassVar = ["path"]
+
+    def __str__(self) -> str:
+        return self.path
+
+    def set_content(self, content: str) -> None:
+        self.content = content
+        self.sha256 = content_hash(content)
+        self.size = len(content.encode("utf-8"))
+
+
+def content_hash(content: str) -> str:
+    return hashlib.sha256(content.encode("utf-8")).hexdigest()
+
+
+EMPTY_HASH = content_hash("")
+
+
+class ChangeSet(models.Model):
+    """One change of one or more files of a scope, applied in one transaction."""
+
+    class Origin(models.TextChoices):
+        PERSON = "person", "You"
+        ASSISTANT = "assistant", "Assistant (confirmed)"
+        AUTOMATIC = "automatic", "Automatic"
+        RESTORE = "restore", "Restore"
+        UNDO = "undo", "Undo"
+
+    class Source(models.TextChoices):
+        PAGE = "page", "Page"
+        API = "api", "API"
+        CHAT = "chat", "Chat"
+        BRIDGE = "bridge", "Messaging bridge"
+        LEARNING = "learning", "Rule learning"
+        CLEANUP = "cleanup", "Clean-up"
+
+    scope = models.ForeignKey(MemoryScope, on_delete=models.CASCADE, related_name="change_sets")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_change_sets"
+    )
+    origin = models.CharField(max_length=16, choices=Origin.choices)
+    source = models.CharField(max_length=16, choices=Source.choices)
+    summary = models.CharField(max_length=300, blank=True)
+    conversation_ref = models.CharField(max_length=200, blank=True)
+    message_ref = models.CharField(max_length=200, blank=True)
+    agent = models.ForeignKey(
+        "accounts.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    undoes = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="undone_by"
+    )
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering: ClassVar = ["-created_at", "-id"]
+        indexes: ClassVar = [
+            models.Index(fields=["user", "origin", "-created_at"], name="changeset_audit_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"Change set #{self.pk} ({self.origin})"
+
+
+class FileChange(models.Model):
+    """One file's before and after text in a change set; the rows are the history."""
+
+    change_set = models.ForeignKey(ChangeSet, on_delete=models.CASCADE, related_name="changes")
+    scope = models.ForeignKey(MemoryScope, on_delete=models.CASCADE, related_name="versions")
+    path = models.CharField(max_length=200)
+    # NULL and "" differ here: NULL means the file did not exist / was deleted.
+    before = models.TextField(null=True, blank=True)  # noqa: DJ001
+    after = models.TextField(null=True, blank=True)  # noqa: DJ001
+    before_sha256 = models.CharField(max_length=64, blank=True)
+    after_sha256 = models.CharField(max_length=64, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering: ClassVar = ["-created_at", "-id"]
+        indexes: ClassVar = [
+            models.Index(fields=["scope", "-created_at", "-id"], name="filechange_history_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.path} in change set #{self.change_set_id}"
+
+
+class Proposal(models.Model):
+    """A change the model asked for; waits for the person to confirm it."""
+
+    class State(models.TextChoices):
+        PENDING = "pending", "Pending"
+        CONFIRMED = "confirmed", "Confirmed"
+        REJECTED = "rejected", "Rejected"
+        EXPIRED = "expired", "Expired"
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_proposals"
+    )
+    scope = models.ForeignKey(MemoryScope, on_delete=models.CASCADE, related_name="proposals")
+    state = models.CharField(
+        max_length=16, choices=State.choices, default=State.PENDING, db_index=True
+    )
+    operations = models.JSONField(help_text="The file operations, as the model asked for them.")
+    base_hashes = models.JSONField(help_text="Hash of each touched file when proposed.")
+    reason = models.CharField(max_length=500, blank=True)
+    why_waiting = models.CharField(max_length=300, blank=True)
+    source = models.CharField(max_length=16, choices=ChangeSet.Source.choices)
+    conversation_ref = models.CharField(max_length=200, blank=True)
+    message_ref = models.CharField(max_length=200, blank=True)
+    agent = models.ForeignKey(
+        "accounts.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    change_set = models.OneToOneField(
+        ChangeSet, null=True, blank=True, on_delete=models.SET_NULL, related_name="proposal"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField(db_index=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering: ClassVar = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"Proposal #{self.pk} ({self.state})"
+
+
+class AddonSetting(models.Model):
+    """A per-user value of a setting an add-on declared (read/written via sdk.userSettings)."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="addon_settings"
+    )
+    addon = models.CharField(max_length=80)
+    key = models.CharField(max_length=80)
+    value = models.JSONField()
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints: ClassVar = [
+            models.UniqueConstraint(fields=["user", "addon", "key"], name="unique_addon_setting"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.addon}.{self.key}"

@@ -1,0 +1,150 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from ninja import Schema
+from pydantic import Field
+
+
+class ErrorOut(Schema):
+    detail: str
+
+
+class ScopeOut(Schema):
+    id: int
+    kind: str
+    label: str
+    folder: str
+    enabled: bool
+
+
+class FileOut(Schema):
+    path: str
+    sha256: str
+    size: int
+    updated_at: datetime
+
+
+class SecretFlagOut(Schema):
+    line: int
+    kind: str
+
+
+class FileContentOut(FileOut):
+    content: str
+    secret_flag: SecretFlagOut | None = None
+
+
+class FileWriteIn(Schema):
+    content: str
+    base_sha256: str | None = Field(
+        None,
+        description="Hash of the version you edited; '' for a new file. A mismatch is a 409.",
+    )
+
+
+class ChangeSummaryOut(Schema):
+    id: int
+    scope_id: int
+    origin: str
+    source: str
+    summary: str
+    created_at: datetime
+    paths: list[str]
+    undone: bool
+    undoes_id: int | None
+
+
+class FileDiffOut(Schema):
+    path: str
+    diff: str
+    before_sha256: str
+    after_sha256: str
+
+
+class ChangeDetailOut(ChangeSummaryOut):
+    changes: list[FileDiffOut]
+
+
+class VersionOut(Schema):
+    id: int
+    change_set_id: int
+    origin: str
+    source: str
+    path: str
+    created_at: datetime
+    deleted: bool
+    diff_to_current: str
+
+
+class TurnIn(Schema):
+    agent_id: int | None = None
+    binding_id: int | None = None
+    run_kind: Literal["interactive", "scheduled", "background"] = "interactive"
+    context_window: int = Field(8192, ge=256, le=10_000_000)
+    memory_off: bool = False
+    conversation_ref: str = ""
+    message_ref: str = ""
+    project_key: str = ""
+
+
+class SentItemOut(Schema):
+    origin: str
+    scope: str
+    kind: str
+    entry_id: str
+    tokens: int
+
+
+class SentAlongOut(Schema):
+    items: list[SentItemOut]
+    omitted: int
+    tokens: int
+    hash: str
+
+
+class TurnContextOut(Schema):
+    block: str
+    hash: str
+    sent_along: SentAlongOut
+    memory_off_reason: str
+
+
+class ToolCallIn(Schema):
+    turn: TurnIn
+    name: str
+    arguments: dict[str, Any] | str = Field(default_factory=dict)
+
+
+class ToolCallOut(Schema):
+    ok: bool
+    output: str
+
+
+class ProposalOut(Schema):
+    id: int
+    state: str
+    scope_id: int
+    folder: str
+    operation: dict[str, Any]
+    reason: str
+    why_waiting: str
+    source: str
+    created_at: datetime
+    expires_at: datetime
+    diffs: list[FileDiffOut]
+
+
+class ConfirmIn(Schema):
+    text: str | None = Field(None, description="Edited entry text (at most 300 characters).")
+
+
+class SettingOut(Schema):
+    addon: str
+    key: str
+    value: Any
+
+
+class SettingIn(Schema):
+    value: Any

@@ -1,0 +1,142 @@
+"""Reads that pages and the API share, each with a fixed number of queries."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from django.db.models import Exists, OuterRef, QuerySet
+
+from accounts.models import User
+from memory_addon.core.diffs import unified_diff
+from memory_addon.errors import ChangeRefused
+from memory_addon.models import ChangeSet, FileChange, MemoryFile, MemoryScope, Proposal
+from memory_addon.services.proposals import plan_writes
+from memory_addon.services.scopes import scope_folder
+
+
+def scopes_for_user(user: User) -> QuerySet[MemoryScope]:
+    return (
+        MemoryScope.objects.filter(owner=user)
+        .select_related("agent", "binding")
+        .order_by("kind", "id")
+    )
+
+
+def change_sets_for_user(user: User) -> QuerySet[ChangeSet]:
+    return (
+        ChangeSet.objects.filter(user=user)
+        .annotate(is_undone=Exists(ChangeSet.objects.filter(undoes=OuterRef("pk"))))
+        .prefetch_related("changes")
+    )
+
+
+def change_summary(change_set: ChangeSet) -> dict[str, Any]:
+    return {
+        "id": change_set.pk,
+        "scope_id": change_set.scope_id,
+        "origin": change_set.origin,
+        "source": change_set.source,
+        "summary": change_set.summary,
+        "created_at": change_set.created_at,
+        "paths": [change.path for change in change_set.changes.all()],
+        "undone": bool(getattr(change_set, "is_undone", False)),
+        "undoes_id": change_set.undoes_id,
+    }
+
+
+def change_detail(change_set: ChangeSet) -> dict[str, Any]:
+    return {
+        **change_summary(change_set),
+        "changes": [
+            {
+                "path": change.path,
+                "diff": unified_diff(change.before or "", change.after or "", path=change.path),
+                "before_sha256": change.before_sha256,
+                "after_sha256": change.after_sha256,
+            }
+            for change in change_set.changes.all()
+        ],
+    }
+
+
+def versions_for_scope(scope: MemoryScope, *, limit: int = 100) -> list[dict[str, Any]]:
+    """Newest first; each version's diff against the file as it is now."""
+    versions = list(FileChange.objects.filter(scope=scope).select_related("change_set")[:limit])
+    current = dict(MemoryFile.objects.filter(scope=scope).values_list("path", "content"))
+    return [
+        {
+            "id": version.pk,
+            "change_set_id": version.change_set_id,
+            "origin": version.change_set.origin,
+            "source": version.change_set.source,
+            "path": version.path,
+            "created_at": version.created_at,
+            "deleted": version.after is None,
+            "diff_to_current": unified_diff(
+                version.after or "", current.get(version.path, ""), path=version.path
+            ),
+        }
+        for version in versions
+    ]
+
+
+def proposals_with_diffs(proposals: list[Proposal]) -> list[dict[str, Any]]:
+    """Each proposal with the diff it would make now; one query for all their files."""
+    files_by_scope: dict[int, dict[str, MemoryFile]] = defaultdict(dict)
+    for row in MemoryFile.objects.filter(scope_id__in={p.scope_id for p in proposals}):
+        files_by_scope[row.scope_id][row.path] = row
+    result = []
+    for proposal in proposals:
+        scope_files = files_by_scope[proposal.scope_id]
+        try:
+            writes, _ = plan_writes(
+                proposal.scope,
+                proposal.operations,
+                origin=ChangeSet.Origin.ASSISTANT,
+                source=proposal.source,
+                scope_files=scope_files,
+            )
+        except ChangeRefused as refusal:
+            diffs = [{"path": "", "diff": f"Cannot be applied any more: {refusal.message}",
+                      "before_sha256": "", "after_sha256": ""}]  # fmt: skip
+        else:
+            diffs = []
+            for write in writes:
+                before_row = scope_files.get(write.path)
+                diffs.append(
+                    {
+                        "path": write.path,
+                        "diff": unified_diff(
+                            before_row.content if before_row else "",
+                            write.content or "",
+                            path=write.path,
+                        ),
+                        "before_sha256": before_row.sha256 if before_row else "",
+                        "after_sha256": "",
+                    }
+                )
+        result.append(
+            {
+                "id": proposal.pk,
+                "state": proposal.state,
+                "scope_id": proposal.scope_id,
+                "folder": scope_folder(proposal.scope),
+                "operation": proposal.operations,
+                "reason": proposal.reason,
+                "why_waiting": proposal.why_waiting,
+                "source": proposal.source,
+                "created_at": proposal.created_at,
+                "expires_at": proposal.expires_at,
+                "diffs": diffs,
+            }
+        )
+    return result
+
+
+def pending_proposals(user: User) -> list[Proposal]:
+    return list(
+        Proposal.objects.filter(user=user, state=Proposal.State.PENDING)
+        .select_related("scope__agent", "scope__binding")
+        .order_by("-created_at", "-id")
+    )

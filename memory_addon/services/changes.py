@@ -1,0 +1,388 @@
+"""Change sets: every change of memory files, with history, undo, restore and retention."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Sum
+from django.utils import timezone
+
+from accounts.models import Agent, User
+from memory_addon import events
+from memory_addon.core import entries
+from memory_addon.core.paths import PathRefused, normalize_path
+from memory_addon.core.secret_guard import find_secret
+from memory_addon.errors import (
+    ChangeRefused,
+    LimitExceeded,
+    MemoryRefusal,
+    PathNotAllowed,
+    SecretRefused,
+    StaleBase,
+)
+from memory_addon.models import ChangeSet, FileChange, MemoryFile, MemoryScope, content_hash
+from memory_addon.services.scopes import index_path
+
+ABSENT = ""  # the base hash of a file that does not exist
+
+
+@dataclass(frozen=True)
+class FileWrite:
+    path: str
+    content: str | None  # None deletes the file
+
+
+def clean_path(raw: str) -> str:
+    try:
+        return normalize_path(raw)
+    except PathRefused as error:
+        raise PathNotAllowed(str(error)) from error
+
+
+def current_entries_text(content: str) -> str:
+    """The items of an index, one per line, for refusals the model can act on."""
+    items = entries.parse_items(content)
+    if not items:
+        return "(the file is empty)"
+    return "\n".join(
+        f"- [{item.entry_id or 'your text'}] {item.text.splitlines()[0][:160]}" for item in items
+    )
+
+
+def _check_limits(scope: MemoryScope, path: str, content: str, *, is_index: bool) -> None:
+    size = len(content.encode("utf-8"))
+    if scope.kind == MemoryScope.Kind.PROJECT:
+        if size > settings.MEMORY_BANK_FILE_MAX_BYTES:
+            raise LimitExceeded(
+                f"{path} would be {size} bytes; a bank file holds at most "
+                f"{settings.MEMORY_BANK_FILE_MAX_BYTES} bytes."
+            )
+        return
+    if is_index:
+        lines = entries.count_lines(content)
+        if lines > settings.MEMORY_INDEX_MAX_LINES or size > settings.MEMORY_INDEX_MAX_BYTES:
+            raise LimitExceeded(
+                f"The index would have {lines} lines and {size} bytes; the cap is "
+                f"{settings.MEMORY_INDEX_MAX_LINES} lines and {settings.MEMORY_INDEX_MAX_BYTES} "
+                "bytes. Merge or remove entries first. Current entries:\n"
+                + current_entries_text(content),
+                lines=lines,
+                size=size,
+            )
+    elif size > settings.MEMORY_TOPIC_MAX_BYTES:
+        raise LimitExceeded(
+            f"{path} would be {size} bytes; a topic file holds at most "
+            f"{settings.MEMORY_TOPIC_MAX_BYTES} bytes."
+        )
+
+
+def _check_totals(scope: MemoryScope, sizes_after: dict[str, int | None]) -> None:
+    existing = dict(MemoryFile.objects.filter(scope=scope).values_list("path", "size"))
+    merged = {**existing, **sizes_after}
+    files = {path: size for path, size in merged.items() if size is not None}
+    if scope.kind == MemoryScope.Kind.PROJECT:
+        max_files, max_bytes = settings.MEMORY_BANK_MAX_FILES, settings.MEMORY_BANK_MAX_BYTES
+        total = sum(files.values())
+        where = "this bank"
+    else:
+        max_files, max_bytes = settings.MEMORY_SCOPE_MAX_FILES, settings.MEMORY_USER_MAX_BYTES
+        others = (
+            MemoryFile.objects.filter(scope__owner_id=scope.owner_id)
+            .exclude(scope=scope)
+            .exclude(scope__kind=MemoryScope.Kind.PROJECT)
+            .aggregate(total=Sum("size"))["total"]
+            or 0
+        )
+        total = others + sum(files.values())
+        where = "your memory"
+    if len(files) > max_files and len(files) > len(existing):
+        raise LimitExceeded(
+            f"This scope would hold {len(files)} files; the limit is {max_files}. "
+            "Delete or merge files first."
+        )
+    if total > max_bytes and sum(files.values()) > sum(existing.values()):
+        raise LimitExceeded(
+            f"{where.capitalize()} would hold {total} bytes; the limit is {max_bytes} bytes."
+        )
+
+
+def change_set_apply(
+    *,
+    user: User,
+    scope: MemoryScope,
+    writes: Sequence[FileWrite],
+    origin: str,
+    source: str,
+    machine: bool,
+    base_hashes: dict[str, str] | None = None,
+    summary: str = "",
+    conversation_ref: str = "",
+    message_ref: str = "",
+    agent: Agent | None = None,
+    undoes: ChangeSet | None = None,
+) -> ChangeSet:
+    """Apply all writes in one transaction, or none of them.
+
+    `base_hashes` maps a path to the hash its change was based on (ABSENT for a new
+    file): a file that changed since is a StaleBase. Machine changes (`machine=True`)
+    may not alter the person's text.
+    """
+    normalized = [FileWrite(clean_path(w.path), w.content) for w in writes]
+    if len({w.path for w in normalized}) != len(normalized):
+        raise ChangeRefused("A change set cannot change the same file twice.")
+    bases = {clean_path(path): sha for path, sha in (base_hashes or {}).items()}
+    with transaction.atomic():
+        MemoryScope.objects.select_for_update().filter(pk=scope.pk).first()
+        current = {
+            f.path: f
+            for f in MemoryFile.objects.select_for_update().filter(
+                scope=scope, path__in=[w.path for w in normalized]
+            )
+        }
+        for path, base in bases.items():
+            now = current[path].sha256 if path in current else ABSENT
+            if now != base:
+                raise StaleBase(
+                    f"{path} changed since this change was prepared; nothing was saved. "
+                    "Reload the file and apply your change again.",
+                    path=path,
+                    current_sha256=now,
+                )
+        effective: list[tuple[FileWrite, MemoryFile | None]] = []
+        for write in normalized:
+            existing = current.get(write.path)
+            before = existing.content if existing else None
+            if before == write.content:
+                continue
+            if write.content is not None:
+                _check_text(
+                    scope, write.path, before, write.content, machine=machine, existing=existing
+                )
+            elif existing and machine and not _machine_may_replace(existing, ""):
+                raise ChangeRefused(
+                    f"{write.path} holds your own text; the assistant cannot delete it."
+                )
+            effective.append((write, existing))
+        if not effective:
+            raise ChangeRefused("Nothing would change: the new text equals the current text.")
+        _check_totals(
+            scope,
+            {
+                w.path: None if w.content is None else len(w.content.encode("utf-8"))
+                for w, _ in effective
+            },
+        )
+        change_set = ChangeSet.objects.create(
+            scope=scope,
+            user=user,
+            origin=origin,
+            source=source,
+            summary=summary[:300],
+            conversation_ref=conversation_ref,
+            message_ref=message_ref,
+            agent=agent,
+            undoes=undoes,
+        )
+        rows = []
+        for write, existing in effective:
+            before = existing.content if existing else None
+            rows.append(
+                FileChange(
+                    change_set=change_set,
+                    scope=scope,
+                    path=write.path,
+                    before=before,
+                    after=write.content,
+                    before_sha256=existing.sha256 if existing else ABSENT,
+                    after_sha256=content_hash(write.content)
+                    if write.content is not None
+                    else ABSENT,
+                )
+            )
+            _store(scope, write, existing, machine=machine)
+        FileChange.objects.bulk_create(rows)
+        events.memory_changed_on_commit(user.pk, change_set.pk, origin)
+    return change_set
+
+
+def _machine_may_replace(existing: MemoryFile, after: str) -> bool:
+    """Machine text may go: intact entries, or a whole file the machine wrote itself."""
+    if existing.machine_sha256 and existing.machine_sha256 == existing.sha256:
+        return True
+    return entries.keeps_person_text(existing.content, after)
+
+
+def _check_text(
+    scope: MemoryScope,
+    path: str,
+    before: str | None,
+    after: str,
+    *,
+    machine: bool,
+    existing: MemoryFile | None,
+) -> None:
+    finding = find_secret(after)
+    if finding:
+        raise SecretRefused(
+            f"{path}: {finding.message()}", path=path, line=finding.line, kind=finding.kind
+        )
+    if machine and existing is not None and not _machine_may_replace(existing, after):
+        raise ChangeRefused(
+            f"This change would alter text you wrote in {path}; the assistant may only add, "
+            "replace or remove its own entries. Nothing was saved."
+        )
+    _check_limits(scope, path, after, is_index=path == index_path(scope))
+
+
+def _store(
+    scope: MemoryScope, write: FileWrite, existing: MemoryFile | None, *, machine: bool
+) -> None:
+    if write.content is None:
+        if existing:
+            existing.delete()
+        return
+    wholly_machine = existing is None or existing.machine_sha256 == existing.sha256
+    row = existing or MemoryFile(scope=scope, path=write.path)
+    row.set_content(write.content)
+    row.machine_sha256 = row.sha256 if machine and wholly_machine else ""
+    row.save()
+
+
+def file_write(
+    *,
+    user: User,
+    scope: MemoryScope,
+    path: str,
+    content: str,
+    base_sha256: str | None,
+    source: str = ChangeSet.Source.API,
+) -> ChangeSet:
+    """A person saves a whole file. `base_sha256` is the version they edited (None: no check)."""
+    path = clean_path(path)
+    with transaction.atomic(durable=True):
+        return change_set_apply(
+            user=user,
+            scope=scope,
+            writes=[FileWrite(path, content)],
+            origin=ChangeSet.Origin.PERSON,
+            source=source,
+            machine=False,
+            base_hashes=None if base_sha256 is None else {path: base_sha256},
+            summary=f"Edited {path}",
+        )
+
+
+def file_delete(
+    *,
+    user: User,
+    scope: MemoryScope,
+    path: str,
+    base_sha256: str | None,
+    source: str = ChangeSet.Source.API,
+) -> ChangeSet:
+    path = clean_path(path)
+    with transaction.atomic(durable=True):
+        if not MemoryFile.objects.filter(scope=scope, path=path).exists():
+            raise ChangeRefused(f"There is no file {path} to delete.")
+        return change_set_apply(
+            user=user,
+            scope=scope,
+            writes=[FileWrite(path, None)],
+            origin=ChangeSet.Origin.PERSON,
+            source=source,
+            machine=False,
+            base_hashes=None if base_sha256 is None else {path: base_sha256},
+            summary=f"Deleted {path}",
+        )
+
+
+def change_set_undo(
+    *, user: User, change_set: ChangeSet, source: str = ChangeSet.Source.API
+) -> ChangeSet:
+    """Restore the text before a change set, as a new change set."""
+    with transaction.atomic(durable=True):
+        return _undo(user=user, change_set=change_set, source=source)
+
+
+def _undo(*, user: User, change_set: ChangeSet, source: str) -> ChangeSet:
+    if ChangeSet.objects.filter(undoes=change_set).exists():
+        raise ChangeRefused("This change was already undone.")
+    changes = list(change_set.changes.all())
+    if not changes:
+        raise ChangeRefused("This change set has no file changes left in the history to undo.")
+    try:
+        return change_set_apply(
+            user=user,
+            scope=change_set.scope,
+            writes=[FileWrite(c.path, c.before) for c in changes],
+            origin=ChangeSet.Origin.UNDO,
+            source=source,
+            machine=False,
+            base_hashes={c.path: c.after_sha256 for c in changes},
+            summary=f"Undid change set #{change_set.pk}",
+            undoes=change_set,
+        )
+    except StaleBase as error:
+        raise ChangeRefused(
+            f"Cannot undo: {error.details.get('path')} was changed again after this change. "
+            "Undo the later change first, or edit the file by hand."
+        ) from error
+
+
+def version_restore(
+    *, user: User, version: FileChange, source: str = ChangeSet.Source.API
+) -> ChangeSet:
+    """Put a file back to how it was after `version`; the replaced text stays in history."""
+    if version.after is None:
+        raise ChangeRefused("This version is a deletion; restore the version before it instead.")
+    with transaction.atomic(durable=True):
+        try:
+            return change_set_apply(
+                user=user,
+                scope=version.scope,
+                writes=[FileWrite(version.path, version.after)],
+                origin=ChangeSet.Origin.RESTORE,
+                source=source,
+                machine=False,
+                summary=f"Restored {version.path} as of change set #{version.change_set_id}",
+            )
+        except ChangeRefused as error:
+            if "Nothing would change" in error.message:
+                raise ChangeRefused("The file already has this text.") from error
+            raise
+
+
+def history_prune() -> int:
+    """Keep at most N versions per scope and none older than the retention days."""
+    cutoff = timezone.now() - timedelta(days=settings.MEMORY_HISTORY_MAX_DAYS)
+    deleted, _ = FileChange.objects.filter(created_at__lt=cutoff).delete()
+    keep = settings.MEMORY_HISTORY_MAX_VERSIONS
+    for scope_id in (
+        FileChange.objects.values_list("scope_id", flat=True).distinct().order_by("scope_id")
+    ):
+        stale_ids = list(
+            FileChange.objects.filter(scope_id=scope_id)
+            .order_by("-created_at", "-id")
+            .values_list("id", flat=True)[keep:]
+        )
+        if stale_ids:
+            deleted += FileChange.objects.filter(id__in=stale_ids).delete()[0]
+    ChangeSet.objects.filter(created_at__lt=cutoff, changes__isnull=True).delete()
+    return deleted
+
+
+__all__ = [
+    "ABSENT",
+    "FileWrite",
+    "MemoryRefusal",
+    "change_set_apply",
+    "change_set_undo",
+    "file_delete",
+    "file_write",
+    "history_prune",
+    "version_restore",
+]

@@ -1,0 +1,345 @@
+"""Model tools (M4, M17): OpenAI function schemas and one executor.
+
+Every result is text the model can act on; memory comes back marked as untrusted
+observations, and refusals say why and what to do instead.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from django.db import connection, transaction
+
+from memory_addon.errors import ChangeRefused, MemoryRefusal, NotAllowed
+from memory_addon.models import ChangeSet, MemoryFile, MemoryScope
+from memory_addon.services.changes import (
+    ABSENT,
+    FileWrite,
+    change_set_apply,
+    change_set_undo,
+    clean_path,
+)
+from memory_addon.services.context import memory_readable, neutralize, readable_scopes
+from memory_addon.services.proposals import check_may_change, memory_change_request
+from memory_addon.services.scopes import BANK_INDEX_PATH, bank_scope, scope_folder
+from memory_addon.turns import Turn
+
+
+def _fn(
+    name: str, description: str, properties: dict[str, Any], required: list[str]
+) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {
+                "type": "object",
+                "properties": properties,
+                "required": required,
+                "additionalProperties": False,
+            },
+        },
+    }
+
+
+_SCOPE = {
+    "type": "string",
+    "enum": ["user", "agent", "conversation"],
+    "description": "Whose notes: the person's (default), this agent's, or this conversation's.",
+}
+
+CHAT_TOOLS = [
+    _fn(
+        "context_read",
+        "Read one memory file (an index or a topic file named in the index).",
+        {"path": {"type": "string", "description": "e.g. index.md or home.md"}, "scope": _SCOPE},
+        ["path"],
+    ),
+    _fn(
+        "propose_change",
+        "Ask to save, replace or remove a note. Depending on the person's choice it is saved "
+        "at once, waits for confirmation, or is refused; relay the answer to the person.",
+        {
+            "action": {
+                "type": "string",
+                "enum": ["add", "replace", "remove", "write_topic", "delete_topic"],
+            },
+            "scope": _SCOPE,
+            "text": {
+                "type": "string",
+                "description": (
+                    "The index line, at most 300 characters, "
+                    "e.g. '- home: lives in Rome -> home.md'."
+                ),
+            },
+            "entry_id": {
+                "type": "string",
+                "description": "For replace/remove: the id of an existing entry.",
+            },
+            "topic": {"type": "string", "description": "A topic file path such as home.md."},
+            "topic_content": {
+                "type": "string",
+                "description": "The whole new text of the topic file.",
+            },
+            "reason": {
+                "type": "string",
+                "description": "Why this is worth remembering; shown to the person.",
+            },
+        },
+        ["action"],
+    ),
+    _fn(
+        "revert_change",
+        "Undo a memory change saved in this chat "
+        "(for example right after the person says 'forget that').",
+        {"change_id": {"type": "integer"}},
+        ["change_id"],
+    ),
+    _fn(
+        "list_memory",
+        "Search the notes you may read for words; returns matching files with a snippet.",
+        {"query": {"type": "string"}},
+        ["query"],
+    ),
+]
+
+_PATH = {"type": "string", "description": "Relative .md path; default MEMORY.md"}
+BANK_TOOLS = [
+    _fn("read_memory", "Read a file of the project memory bank.", {"path": _PATH}, []),
+    _fn(
+        "list_memory",
+        "List the bank's files, or search them for words when a query is given.",
+        {"query": {"type": ["string", "null"]}},
+        [],
+    ),
+    _fn(
+        "write_memory",
+        "Create or overwrite one whole file of the bank.",
+        {"content": {"type": "string"}, "path": _PATH},
+        ["content"],
+    ),
+    _fn(
+        "edit_memory",
+        "Replace exactly one occurrence of old_string with new_string in a bank file.",
+        {"old_string": {"type": "string"}, "new_string": {"type": "string"}, "path": _PATH},
+        ["old_string", "new_string"],
+    ),
+    _fn("delete_memory", "Delete one file of the bank.", {"path": {"type": "string"}}, ["path"]),
+]
+
+
+def tool_schemas(*, bank: bool = False) -> list[dict[str, Any]]:
+    return BANK_TOOLS if bank else CHAT_TOOLS
+
+
+def _wrap(folder: str, path: str, content: str) -> str:
+    return (
+        f'<memory_file path="{folder}/{path}" trust="untrusted-observation">\n'
+        f"{neutralize(content)}\n</memory_file>"
+    )
+
+
+def _scope_by_name(turn: Turn, name: str) -> MemoryScope:
+    wanted = name or "user"
+    for origin, scope in readable_scopes(turn):
+        if origin == wanted:
+            return scope
+    raise NotAllowed(f"This chat cannot read the {wanted} memory.")
+
+
+def _context_read(turn: Turn, args: dict[str, Any]) -> str:
+    reason = memory_readable(turn)
+    if reason:
+        raise NotAllowed(reason)
+    scope = _scope_by_name(turn, str(args.get("scope") or "user"))
+    path = clean_path(str(args.get("path") or "index.md"))
+    row = MemoryFile.objects.filter(scope=scope, path=path).first()
+    if row is None:
+        listing = ", ".join(MemoryFile.objects.filter(scope=scope).values_list("path", flat=True))
+        return f"There is no file {path}. Files here: {listing or 'none yet'}."
+    return _wrap(scope_folder(scope), path, row.content)
+
+
+def _search(
+    scopes: list[MemoryScope], query: str, limit: int = 10
+) -> list[tuple[MemoryScope, str, str]]:
+    """Full-text search with OR semantics: natural questions rarely match every word."""
+    words = [w for w in "".join(ch if ch.isalnum() else " " for ch in query).split() if w]
+    if not words or not scopes:
+        return []
+    ts_query = " | ".join(words)
+    by_id = {scope.pk: scope for scope in scopes}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT scope_id, path,
+                   ts_headline('simple', content, to_tsquery('simple', %s),
+                               'MaxFragments=2, MaxWords=20, MinWords=5')
+            FROM memory_addon_memoryfile
+            WHERE scope_id = ANY(%s)
+              AND to_tsvector('simple', content) @@ to_tsquery('simple', %s)
+            ORDER BY ts_rank(to_tsvector('simple', content), to_tsquery('simple', %s)) DESC, path
+            LIMIT %s
+            """,
+            [ts_query, list(by_id), ts_query, ts_query, limit],
+        )
+        return [(by_id[scope_id], path, snippet) for scope_id, path, snippet in cursor.fetchall()]
+
+
+def _list_memory(turn: Turn, args: dict[str, Any]) -> str:
+    reason = memory_readable(turn)
+    if reason:
+        raise NotAllowed(reason)
+    query = str(args.get("query") or "").strip()
+    if not query:
+        raise ChangeRefused("Give a query: a few words to search for.")
+    hits = _search([scope for _, scope in readable_scopes(turn)], query)
+    if not hits:
+        return f"No note matches {query!r}."
+    return "\n".join(_wrap(scope_folder(scope), path, snippet) for scope, path, snippet in hits)
+
+
+def _propose_change(turn: Turn, args: dict[str, Any]) -> str:
+    outcome = memory_change_request(turn=turn, operation=args, reason=str(args.get("reason") or ""))
+    return outcome.message
+
+
+def _revert_change(turn: Turn, args: dict[str, Any]) -> str:
+    check_may_change(turn)
+    try:
+        change_set = ChangeSet.objects.get(
+            pk=int(args.get("change_id") or 0),
+            user=turn.user,
+            origin__in=[ChangeSet.Origin.AUTOMATIC, ChangeSet.Origin.ASSISTANT],
+        )
+    except (ChangeSet.DoesNotExist, ValueError, TypeError):
+        raise ChangeRefused(
+            "There is no memory change with that id that the assistant made for this person."
+        ) from None
+    undo = change_set_undo(user=turn.user, change_set=change_set, source=turn.source)
+    return f"Reverted change {change_set.pk} (new change {undo.pk}); the earlier text is back."
+
+
+# --- Project banks (M17) -----------------------------------------------------
+
+
+def _bank(turn: Turn) -> MemoryScope:
+    if not turn.project_key:
+        raise ChangeRefused("No project identity was sent; bank tools need project_key.")
+    scope = bank_scope(turn.user, turn.project_key)
+    if not scope.enabled:
+        raise NotAllowed("Project memory is off for this project; the files are kept.")
+    return scope
+
+
+def _bank_read(turn: Turn, args: dict[str, Any]) -> str:
+    scope = _bank(turn)
+    path = clean_path(str(args.get("path") or BANK_INDEX_PATH))
+    row = MemoryFile.objects.filter(scope=scope, path=path).first()
+    if row is None:
+        return f"There is no file {path} in this project's memory."
+    return _wrap("project", path, row.content)
+
+
+def _bank_list(turn: Turn, args: dict[str, Any]) -> str:
+    scope = _bank(turn)
+    query = str(args.get("query") or "").strip()
+    if query:
+        hits = _search([scope], query, limit=20)
+        return (
+            "\n".join(_wrap("project", p, s) for _, p, s in hits) or f"Nothing matches {query!r}."
+        )
+    rows = MemoryFile.objects.filter(scope=scope).values_list("path", "size")
+    return "\n".join(f"{path} ({size} bytes)" for path, size in rows) or "The bank is empty."
+
+
+def _bank_apply(
+    turn: Turn, scope: MemoryScope, path: str, content: str | None, base: str
+) -> ChangeSet:
+    with transaction.atomic(durable=True):
+        return change_set_apply(
+            user=turn.user,
+            scope=scope,
+            writes=[FileWrite(path, content)],
+            origin=ChangeSet.Origin.AUTOMATIC,
+            source=ChangeSet.Source.API,
+            machine=False,  # a bank is the agent's own notebook; no person text inside to guard
+            base_hashes={path: base},
+            summary=f"{'Deleted' if content is None else 'Wrote'} {path}",
+        )
+
+
+def _bank_write(turn: Turn, args: dict[str, Any]) -> str:
+    scope = _bank(turn)
+    path = clean_path(str(args.get("path") or BANK_INDEX_PATH))
+    row = MemoryFile.objects.filter(scope=scope, path=path).first()
+    _bank_apply(turn, scope, path, str(args.get("content") or ""), row.sha256 if row else ABSENT)
+    return f"Wrote {path}."
+
+
+def _bank_edit(turn: Turn, args: dict[str, Any]) -> str:
+    scope = _bank(turn)
+    path = clean_path(str(args.get("path") or BANK_INDEX_PATH))
+    old, new = str(args.get("old_string") or ""), str(args.get("new_string") or "")
+    if not old:
+        raise ChangeRefused("old_string is empty; give the exact text to replace.")
+    row = MemoryFile.objects.filter(scope=scope, path=path).first()
+    if row is None:
+        raise ChangeRefused(f"There is no file {path}; nothing was written.")
+    count = row.content.count(old)
+    if count != 1:
+        raise ChangeRefused(
+            f"old_string occurs {count} times in {path}; it must occur exactly once. "
+            "Nothing was written; include more surrounding text."
+        )
+    _bank_apply(turn, scope, path, row.content.replace(old, new, 1), row.sha256)
+    return f"Edited {path}."
+
+
+def _bank_delete(turn: Turn, args: dict[str, Any]) -> str:
+    scope = _bank(turn)
+    path = clean_path(str(args.get("path") or ""))
+    row = MemoryFile.objects.filter(scope=scope, path=path).first()
+    if row is None:
+        raise ChangeRefused(f"There is no file {path}; nothing was deleted.")
+    _bank_apply(turn, scope, path, None, row.sha256)
+    return f"Deleted {path}."
+
+
+_CHAT: dict[str, Callable[[Turn, dict[str, Any]], str]] = {
+    "context_read": _context_read,
+    "propose_change": _propose_change,
+    "revert_change": _revert_change,
+    "list_memory": _list_memory,
+}
+_BANK: dict[str, Callable[[Turn, dict[str, Any]], str]] = {
+    "read_memory": _bank_read,
+    "list_memory": _bank_list,
+    "write_memory": _bank_write,
+    "edit_memory": _bank_edit,
+    "delete_memory": _bank_delete,
+}
+
+
+def tool_call_execute(
+    *, turn: Turn, name: str, arguments: str | dict[str, Any]
+) -> tuple[bool, str]:
+    """Run one tool call; returns (ok, text for the model). Refusals are text, not exceptions."""
+    table = _BANK if turn.project_key else _CHAT
+    handler = table.get(name)
+    if handler is None:
+        return False, f"Unknown tool {name!r}. Available: {', '.join(sorted(table))}."
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments or "{}")
+        except json.JSONDecodeError:
+            return False, "The arguments are not valid JSON; send a JSON object."
+    if not isinstance(arguments, dict):
+        return False, "The arguments must be a JSON object."
+    try:
+        return True, handler(turn, arguments)
+    except MemoryRefusal as refusal:
+        return False, f"Refused: {refusal.message}"
