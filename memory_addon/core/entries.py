@@ -101,19 +101,20 @@ def parse_items(content: str) -> list[Item]:
 
     def flush_paragraph(end_index: int) -> None:
         nonlocal paragraph
-        if paragraph:
-            raw = "\n".join(paragraph)
+        # A list is one item per bullet, so the budget can send lines separately.
+        for offset, block in _split_list(paragraph):
+            raw = "\n".join(block)
             items.append(
                 Item(
                     kind="person",
                     text=raw.strip(),
                     raw=raw,
-                    start_line=paragraph_start + 1,
-                    end_line=end_index,
+                    start_line=paragraph_start + offset + 1,
+                    end_line=paragraph_start + offset + len(block),
                     position=len(items),
                 )
             )
-            paragraph = []
+        paragraph = []
 
     index = 0
     while index < len(lines):
@@ -135,6 +136,24 @@ def parse_items(content: str) -> list[Item]:
         index += 1
     flush_paragraph(len(lines))
     return items
+
+
+_BULLET = re.compile(r"^\s*[-*+]\s")
+
+
+def _split_list(lines: list[str]) -> list[tuple[int, list[str]]]:
+    """(offset, lines) blocks: one per bullet when the paragraph is a list, else one."""
+    if not lines:
+        return []
+    if not _BULLET.match(lines[0]):
+        return [(0, lines)]
+    blocks: list[tuple[int, list[str]]] = []
+    for offset, line in enumerate(lines):
+        if _BULLET.match(line) or not blocks:
+            blocks.append((offset, [line]))
+        else:
+            blocks[-1][1].append(line)
+    return blocks
 
 
 def _find_close(lines: list[str], start: int) -> int | None:

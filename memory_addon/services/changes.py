@@ -53,7 +53,9 @@ def current_entries_text(content: str) -> str:
     )
 
 
-def _check_limits(scope: MemoryScope, path: str, content: str, *, is_index: bool) -> None:
+def _check_limits(
+    scope: MemoryScope, path: str, content: str, *, is_index: bool, current: str
+) -> None:
     size = len(content.encode("utf-8"))
     if scope.kind == MemoryScope.Kind.PROJECT:
         if size > settings.MEMORY_BANK_FILE_MAX_BYTES:
@@ -69,7 +71,7 @@ def _check_limits(scope: MemoryScope, path: str, content: str, *, is_index: bool
                 f"The index would have {lines} lines and {size} bytes; the cap is "
                 f"{settings.MEMORY_INDEX_MAX_LINES} lines and {settings.MEMORY_INDEX_MAX_BYTES} "
                 "bytes. Merge or remove entries first. Current entries:\n"
-                + current_entries_text(content),
+                + current_entries_text(current),
                 lines=lines,
                 size=size,
             )
@@ -235,7 +237,7 @@ def _check_text(
             f"This change would alter text you wrote in {path}; the assistant may only add, "
             "replace or remove its own entries. Nothing was saved."
         )
-    _check_limits(scope, path, after, is_index=path == index_path(scope))
+    _check_limits(scope, path, after, is_index=path == index_path(scope), current=before or "")
 
 
 def _store(

@@ -17,7 +17,7 @@ import psutil
 
 from tests.conftest import ROOT, free_port
 
-READY_LINE = "Application startup complete"
+READY_LINE = "Uvicorn running on"  # printed once the socket is bound
 
 
 def _start(data_dir: Path, port: int) -> tuple[subprocess.Popen[str], list[str]]:

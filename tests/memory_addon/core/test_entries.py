@@ -1,0 +1,103 @@
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memory_addon.core import entries
+
+entry_text = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters="<>\r"),
+    min_size=1,
+    max_size=entries.MAX_ENTRY_CHARS,
+).filter(lambda t: t.strip() and len(t.strip()) <= entries.MAX_ENTRY_CHARS)
+
+
+@given(entry_text)
+def test_rendered_entry_parses_back_as_the_same_machine_entry(text):
+    block = entries.render_entry(
+        text, entry_id="ab12", origin="assistant", created="2026-11-02", source="chat"
+    )
+    items = entries.parse_items(f"My own paragraph.\n\n{block}\n")
+    assert [item.kind for item in items] == ["person", "machine"]
+    machine = items[1]
+    assert machine.text == text.strip()
+    assert (machine.entry_id, machine.origin, machine.created, machine.source) == (
+        "ab12",
+        "assistant",
+        "2026-11-02",
+        "chat",
+    )
+
+
+@given(entry_text, entry_text)
+def test_editing_an_entry_makes_it_the_persons_text(text, edit):
+    block = entries.render_entry(
+        text, entry_id="ab12", origin="assistant", created="2026-11-02", source="chat"
+    )
+    if edit.strip() == text.strip():
+        return
+    edited = block.replace(f"\n{text.strip()}\n", f"\n{edit.strip()}\n")
+    (item,) = entries.parse_items(edited)
+    assert item.kind == "person"
+    assert item.entry_id == ""
+
+
+def test_entry_longer_than_300_characters_is_refused():
+    with pytest.raises(entries.EntryRefused, match="at most 300"):
+        entries.render_entry(
+            "x" * 301, entry_id="a", origin="assistant", created="2026-01-01", source="chat"
+        )
+
+
+def test_entry_cannot_smuggle_a_fence():
+    with pytest.raises(entries.EntryRefused, match="comment markers"):
+        entries.render_entry(
+            "a --> b", entry_id="a", origin="assistant", created="2026-01-01", source="chat"
+        )
+
+
+def test_unclosed_fence_is_the_persons_text():
+    items = entries.parse_items(
+        "<!-- memory:entry id=a origin=x sha256=y created=z source=chat -->\n- note"
+    )
+    assert [item.kind for item in items] == ["person"]
+
+
+def test_send_order_puts_person_paragraphs_first_then_newest_entries():
+    old = entries.render_entry(
+        "- old", entry_id="o", origin="assistant", created="2026-01-01", source="chat"
+    )
+    new = entries.render_entry(
+        "- new", entry_id="n", origin="assistant", created="2026-06-01", source="chat"
+    )
+    content = f"{old}\n\nFirst para.\n\n{new}\n\nSecond para."
+    ordered = entries.send_order(entries.parse_items(content))
+    assert [item.text for item in ordered] == ["First para.", "Second para.", "- new", "- old"]
+
+
+def test_keeps_person_text_detects_an_altered_paragraph():
+    before = "I like tea.\n\nI live in Rome."
+    assert entries.keeps_person_text(before, before + "\n\nmore")
+    assert not entries.keeps_person_text(before, "I like coffee.\n\nI live in Rome.")
+    assert not entries.keeps_person_text(before, "I live in Rome.\n\nI like tea.")
+
+
+def test_replace_and_remove_touch_only_the_named_entry():
+    one = entries.render_entry(
+        "- one", entry_id="e1", origin="assistant", created="2026-01-01", source="chat"
+    )
+    two = entries.render_entry(
+        "- two", entry_id="e2", origin="assistant", created="2026-01-01", source="chat"
+    )
+    content = f"Mine.\n\n{one}\n\n{two}\n"
+    removed = entries.replace_entry(content, "e1", None)
+    assert [i.text for i in entries.parse_items(removed)] == ["Mine.", "- two"]
+    with pytest.raises(entries.EntryRefused):
+        entries.replace_entry(content, "missing", None)
+
+
+def test_index_line_is_parsed():
+    line = entries.parse_index_line("- home: lives in Rome -> home.md")
+    assert line == entries.IndexLine("home", "lives in Rome", "home.md")
+    assert entries.parse_index_line("just text") is None

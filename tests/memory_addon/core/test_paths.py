@@ -1,0 +1,41 @@
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memory_addon.core.paths import PathRefused, normalize_path
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [("home.md", "home.md"), ("./notes//home.md", "notes/home.md"), (" a/b.md ", "a/b.md")],
+)
+def test_paths_are_normalized(raw, expected):
+    assert normalize_path(raw) == expected
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "/etc/passwd.md", "../up.md", "a/../../b.md", "C:/x.md", "~/x.md", "a\\b.md",
+        ".hidden.md", "notes/.git/x.md", "con.md", "LPT1.md", "home.txt", "", "a\x00b.md",
+        "a\u202eb.md", "x" * 300 + ".md",
+    ],
+)  # fmt: skip
+def test_bad_paths_are_refused(raw):
+    with pytest.raises(PathRefused):
+        normalize_path(raw)
+
+
+@given(st.text(max_size=80))
+def test_normalized_paths_are_stable_relative_markdown_paths(raw):
+    try:
+        path = normalize_path(raw)
+    except PathRefused:
+        return
+    assert normalize_path(path) == path
+    assert path.endswith(".md")
+    assert not path.startswith("/")
+    assert ".." not in path.split("/")
+    assert all(part and not part.startswith(".") for part in path.split("/"))

@@ -1,0 +1,64 @@
+"""Confirmations, automatic saves, undo and expiry reach the person's sockets after commit."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from memory_addon import events
+from memory_addon.models import Proposal
+from memory_addon.services.changes import change_set_undo
+from memory_addon.services.proposals import memory_change_request, proposal_confirm
+from memory_addon.services.user_settings import addon_setting_put
+from memory_addon.tasks import proposals_expire_task
+
+pytestmark = pytest.mark.django_db
+
+ADD = {"action": "add", "text": "- tea: likes tea -> tea.md"}
+
+
+@pytest.fixture
+def pushed(monkeypatch):
+    sent: list[tuple[int, str]] = []
+    monkeypatch.setattr(events, "push_fragment", lambda user_id, html: sent.append((user_id, html)))
+    return sent
+
+
+def test_confirming_pushes_the_notice_and_the_inbox_count_after_commit(
+    turn, user, pushed, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        proposal = memory_change_request(turn=turn, operation=ADD).proposal
+    assert pushed[-1] == (user.pk, pushed[-1][1]) and 'id="inbox-count"' in pushed[-1][1]
+    assert ">1<" in pushed[-1][1]
+    pushed.clear()
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        proposal_confirm(user=user, proposal=proposal)
+        assert pushed == []  # nothing before commit
+    for callback in callbacks:
+        callback()
+    html = "".join(h for _, h in pushed)
+    assert 'data-origin="assistant"' in html and "Saved to memory." in html
+
+
+def test_automatic_save_and_undo_push_notices(
+    turn, user, pushed, django_capture_on_commit_callbacks
+):
+    addon_setting_put(user=user, addon="memory", key="save-mode", value="auto")
+    with django_capture_on_commit_callbacks(execute=True):
+        change = memory_change_request(turn=turn, operation=ADD).change_set
+    assert 'data-origin="automatic"' in pushed[-1][1]
+    with django_capture_on_commit_callbacks(execute=True):
+        change_set_undo(user=user, change_set=change)
+    assert 'data-origin="undo"' in pushed[-1][1]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_expiry_runs_in_the_real_worker(turn, celery_worker):
+    proposal = memory_change_request(turn=turn, operation=ADD).proposal
+    Proposal.objects.filter(pk=proposal.pk).update(expires_at=timezone.now() - timedelta(minutes=1))
+    assert proposals_expire_task.delay().get(timeout=30) == 1
+    proposal.refresh_from_db()
+    assert proposal.state == Proposal.State.EXPIRED
