@@ -84,7 +84,9 @@ def bench_turn_context() -> dict[str, float]:
         ("chat", channel_scope(binding)),
         ("user", user_scope(user)),
     ):
-        file_write(user=user, scope=scope, path="index.md", content=full_index(label), base_sha256="")
+        file_write(
+            user=user, scope=scope, path="index.md", content=full_index(label), base_sha256=""
+        )
     turn = Turn(user=user, agent=agent, binding=binding)
     context = turn_context_build(turn)
     timed(lambda: turn_context_build(turn), 20)  # warm-up
@@ -109,10 +111,13 @@ def bench_proposals(count: int = 200) -> dict[str, float]:
     propose_seconds = time.perf_counter() - start
     start = time.perf_counter()
     for user, proposal in zip(users, proposals, strict=True):
-        assert proposal is not None
+        if proposal is None:
+            raise RuntimeError("ask mode must create a proposal")
         proposal_confirm(user=user, proposal=proposal)
     confirm_seconds = time.perf_counter() - start
-    auto_users = [User.objects.create_user(f"bench-a-{uuid.uuid4().hex[:10]}") for _ in range(count)]
+    auto_users = [
+        User.objects.create_user(f"bench-a-{uuid.uuid4().hex[:10]}") for _ in range(count)
+    ]
     for user in auto_users:
         addon_setting_put(user=user, addon="memory", key="save-mode", value="auto")
     start = time.perf_counter()
@@ -128,7 +133,9 @@ def bench_proposals(count: int = 200) -> dict[str, float]:
 
 def write_section(name: str, body: str) -> None:
     start, end = f"<!-- bench:{name} -->", f"<!-- /bench:{name} -->"
-    text = RESULTS.read_text() if RESULTS.exists() else "# Benchmarks\n\nProduced by `make bench`.\n"
+    text = (
+        RESULTS.read_text() if RESULTS.exists() else "# Benchmarks\n\nProduced by `make bench`.\n"
+    )
     section = f"{start}\n{body.rstrip()}\n{end}"
     if start in text:
         head, rest = text.split(start, 1)
@@ -162,7 +169,7 @@ Model-initiated changes, 200 each, one transaction per change, sequential:
 
 | operation | throughput |
 |---|---|
-| propose (ask mode: validate by dry run, store the proposal) | {proposals["propose_per_s"]:.0f} / s |
+| propose (ask mode: dry-run checks, store) | {proposals["propose_per_s"]:.0f} / s |
 | confirm (apply as a change set with history) | {proposals["confirm_per_s"]:.0f} / s |
 | save at once (auto mode) | {proposals["auto_per_s"]:.0f} / s |
 """
