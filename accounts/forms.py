@@ -5,7 +5,7 @@ from typing import Any, ClassVar
 from django import forms
 from django.contrib.auth.forms import UserCreationForm
 
-from accounts.models import AIProfile, User
+from accounts.models import Agent, AIProfile, User
 
 
 class SignupForm(UserCreationForm[User]):
@@ -32,3 +32,29 @@ class AIProfileForm(forms.ModelForm[AIProfile]):
         super().__init__(*args, **kwargs)
         if self.instance.pk and self.instance.has_api_key:
             self.fields["api_key"].help_text = "A key is stored. Leave empty to keep it."
+
+
+class AgentForm(forms.ModelForm[Agent]):
+    class Meta:
+        model = Agent
+        fields: ClassVar = ["name", "slug", "instructions", "memory_allowed", "may_propose"]
+        labels: ClassVar = {
+            "memory_allowed": "Allow the Memory add-on for this agent",
+            "may_propose": "Allow it to propose memory changes",
+        }
+        help_texts: ClassVar = {
+            "slug": "Names the agent's memory folder: Memory/agents/<slug>/.",
+            "memory_allowed": "Without this, the agent's chats read no notes at all.",
+            "may_propose": "Proposals still follow your save mode; an agent cannot widen it.",
+        }
+
+    def __init__(self, *args: Any, owner: User, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.owner = owner
+
+    def clean_slug(self) -> str:
+        slug = str(self.cleaned_data["slug"])
+        clash = Agent.objects.filter(owner=self.owner, slug=slug).exclude(pk=self.instance.pk)
+        if clash.exists():
+            raise forms.ValidationError("You already have an agent with this slug.")
+        return slug

@@ -12,6 +12,9 @@ urlpatterns = [
     path("sign-out/", auth_views.LogoutView.as_view(), name="logout"),
     path("sign-up/", views.signup, name="signup"),
     path("settings/", views.settings_page, name="settings"),
+    path("agents/", views.agent_list, name="agents"),
+    path("agents/new/", views.agent_edit, name="agent_new"),
+    path("agents/<int:agent_id>/", views.agent_edit, name="agent_edit"),
     path("settings/ai-profiles/new/", views.ai_profile_edit, name="ai_profile_new"),
     path("settings/ai-profiles/<int:profile_id>/", views.ai_profile_edit, name="ai_profile_edit"),
     path(

@@ -12,8 +12,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 
 from accounts.auth import signed_in_user
-from accounts.forms import AIProfileForm, SignupForm
-from accounts.models import AIProfile
+from accounts.forms import AgentForm, AIProfileForm, SignupForm
+from accounts.models import Agent, AIProfile
 from accounts.services import ai_profile_save, site_settings_get
 
 
@@ -76,3 +76,22 @@ def ai_profile_delete(request: HttpRequest, profile_id: int) -> HttpResponse:
     profile.delete()
     messages.success(request, f"Deleted the AI profile “{name}”.")
     return redirect("accounts:settings")
+
+
+@login_required
+def agent_list(request: HttpRequest) -> HttpResponse:
+    agents = Agent.objects.filter(owner=signed_in_user(request))
+    return render(request, "accounts/agents.html", {"agents": agents})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def agent_edit(request: HttpRequest, agent_id: int | None = None) -> HttpResponse:
+    owner = signed_in_user(request)
+    agent = get_object_or_404(Agent, pk=agent_id, owner=owner) if agent_id else Agent(owner=owner)
+    form = AgentForm(request.POST or None, instance=agent, owner=owner)
+    if request.method == "POST" and form.is_valid():
+        saved = form.save()
+        messages.success(request, f"Saved the agent “{saved.name}”.")
+        return redirect("accounts:agent_edit", agent_id=saved.pk)
+    return render(request, "accounts/agent_form.html", {"form": form, "agent": agent})

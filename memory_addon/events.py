@@ -61,3 +61,31 @@ def proposals_changed_on_commit(user_id: int, pending_count: int) -> None:
         pending_count or "",
     )
     push_fragment_on_commit(user_id, str(html))
+
+
+def proposal_added_on_commit(user_id: int, proposal_id: int) -> None:
+    """Put the new proposal's card at the top of every open inbox of the person."""
+
+    def push() -> None:
+        from django.template.loader import render_to_string
+
+        from memory_addon.models import Proposal
+        from memory_addon.selectors import proposals_with_diffs
+
+        proposal = Proposal.objects.select_related("scope__agent", "scope__binding").filter(
+            pk=proposal_id, state=Proposal.State.PENDING
+        )
+        rows = proposals_with_diffs(list(proposal))
+        if not rows:
+            return
+        card = render_to_string("memory/_proposal_card.html", {"proposal": rows[0]})
+        # The ws extension swaps this out of band: the card goes first in the list.
+        push_fragment(user_id, f'<div hx-swap-oob="afterbegin:#proposal-list">{card}</div>')
+
+    transaction.on_commit(push)
+
+
+def proposal_removed_on_commit(user_id: int, proposal_id: int) -> None:
+    push_fragment_on_commit(
+        user_id, f'<article id="proposal-{int(proposal_id)}" hx-swap-oob="delete"></article>'
+    )

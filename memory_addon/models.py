@@ -227,3 +227,22 @@ class AddonSetting(models.Model):
 
     def __str__(self) -> str:
         return f"{self.addon}.{self.key}"
+
+
+class AddonInstallation(models.Model):
+    """Whether a person runs an add-on. No row means the built-in default (on)."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="addon_installations"
+    )
+    addon = models.CharField(max_length=80)
+    enabled = models.BooleanField(default=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints: ClassVar = [
+            models.UniqueConstraint(fields=["user", "addon"], name="unique_addon_installation"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.addon} ({'on' if self.enabled else 'off'})"

@@ -1,12 +1,44 @@
+"""htmx pages of the memory add-on: Memory tab, History, Files, Inbox, Audit, add-on page."""
+
 from __future__ import annotations
 
+from typing import Any
+
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from accounts.auth import signed_in_user
+from accounts.models import Agent
 from memory_addon import health
+from memory_addon.addons import MEMORY_ADDON, MEMORY_MANIFEST, SAVE_MODE
+from memory_addon.core.diffs import unified_diff
+from memory_addon.core.entries import MAX_ENTRY_CHARS
+from memory_addon.errors import MemoryRefusal, StaleBase
+from memory_addon.models import ChangeSet, FileChange, MemoryFile, MemoryScope, Proposal
+from memory_addon.pages import banners_for, scope_page
+from memory_addon.selectors import (
+    change_sets_for_user,
+    pending_proposals,
+    proposals_with_diffs,
+    scopes_for_user,
+    versions_for_scope,
+)
+from memory_addon.services.changes import (
+    change_set_undo,
+    clean_path,
+    file_delete,
+    file_write,
+    version_restore,
+)
+from memory_addon.services.policy import policy_for
+from memory_addon.services.proposals import proposal_confirm, proposal_reject
+from memory_addon.services.scopes import agent_scope, index_path, scope_folder, user_scope
+from memory_addon.services.user_settings import addon_enabled, addon_set_enabled, save_mode_for
 
 
 @require_GET
@@ -23,3 +55,326 @@ def home(request: HttpRequest) -> HttpResponse:
 @login_required
 def section(request: HttpRequest, section: str) -> HttpResponse:
     return render(request, f"sections/{section}.html", {"section": section})
+
+
+def _owned_scope(request: HttpRequest, scope_id: int | str | None) -> MemoryScope:
+    user = signed_in_user(request)
+    if not scope_id:
+        return user_scope(user)
+    return get_object_or_404(
+        MemoryScope.objects.select_related("agent", "binding"),
+        pk=scope_id,
+        owner=user,
+        kind__in=[MemoryScope.Kind.USER, MemoryScope.Kind.AGENT, MemoryScope.Kind.CHANNEL],
+    )
+
+
+def _scope_choices(request: HttpRequest) -> list[tuple[MemoryScope, str]]:
+    user = signed_in_user(request)
+    user_scope(user)
+    return [
+        (scope, scope_folder(scope))
+        for scope in scopes_for_user(user).exclude(kind=MemoryScope.Kind.PROJECT)
+    ]
+
+
+# --- Memory tab --------------------------------------------------------------
+
+
+@login_required
+@require_GET
+def memory_tab(request: HttpRequest) -> HttpResponse:
+    user = signed_in_user(request)
+    scope = _owned_scope(request, request.GET.get("scope"))
+    policy = policy_for(user)
+    page = scope_page(user, scope, policy)
+    view = "raw" if request.GET.get("view") == "raw" else "entries"
+    context = {
+        "page": page,
+        "view": view,
+        "scopes": _scope_choices(request),
+        "banners": banners_for(user),
+        "policy": policy,
+        "addon_enabled": addon_enabled(user=user, addon=MEMORY_ADDON),
+        "raw_text": page.index.content if page.index else "",
+        "base_sha256": page.index.sha256 if page.index else "",
+        "max_entry_chars": MAX_ENTRY_CHARS,
+    }
+    return render(request, "memory/tab.html", context)
+
+
+@login_required
+@require_POST
+def memory_raw_save(request: HttpRequest, scope_id: int) -> HttpResponse:
+    user = signed_in_user(request)
+    scope = _owned_scope(request, scope_id)
+    text = request.POST.get("content", "").replace("\r\n", "\n")
+    base = request.POST.get("base_sha256", "")
+    context: dict[str, Any] = {"page": {"scope": scope}, "raw_text": text, "base_sha256": base}
+    try:
+        file_write(
+            user=user, scope=scope, path=index_path(scope), content=text, base_sha256=base,
+            source=ChangeSet.Source.PAGE,
+        )  # fmt: skip
+    except StaleBase:
+        context["conflict"] = True
+    except MemoryRefusal as refusal:
+        context["error"] = refusal.message
+    else:
+        saved = MemoryFile.objects.get(scope=scope, path=index_path(scope))
+        context |= {"saved": True, "raw_text": saved.content, "base_sha256": saved.sha256}
+    return render(request, "memory/tab.html#raw_editor", context)
+
+
+@login_required
+@require_POST
+def memory_entry_add(request: HttpRequest, scope_id: int) -> HttpResponse:
+    user = signed_in_user(request)
+    scope = _owned_scope(request, scope_id)
+    text = " ".join(request.POST.get("text", "").split())
+    if not text:
+        messages.error(request, "Write the entry first.")
+    elif len(text) > MAX_ENTRY_CHARS:
+        messages.error(request, f"An entry holds at most {MAX_ENTRY_CHARS} characters.")
+    else:
+        row = MemoryFile.objects.filter(scope=scope, path=index_path(scope)).first()
+        current = row.content.rstrip("\n") if row else ""
+        line = text if text.startswith(("- ", "* ")) else f"- {text}"
+        try:
+            file_write(
+                user=user, scope=scope, path=index_path(scope),
+                content=f"{current}\n{line}\n" if current else f"{line}\n",
+                base_sha256=row.sha256 if row else "", source=ChangeSet.Source.PAGE,
+            )  # fmt: skip
+        except MemoryRefusal as refusal:
+            messages.error(request, refusal.message)
+        else:
+            messages.success(request, "Entry added.")
+    return redirect(f"{reverse('memory')}?scope={scope.pk}")
+
+
+# --- History and audit -------------------------------------------------------
+
+
+@login_required
+@require_GET
+def history_page(request: HttpRequest, scope_id: int) -> HttpResponse:
+    scope = _owned_scope(request, scope_id)
+    versions = versions_for_scope(scope)
+    change_ids = {v["change_set_id"] for v in versions}
+    undone = set(
+        ChangeSet.objects.filter(undoes_id__in=change_ids).values_list("undoes_id", flat=True)
+    )
+    for version in versions:
+        version["undoable"] = (
+            version["origin"] in (ChangeSet.Origin.AUTOMATIC, ChangeSet.Origin.ASSISTANT)
+            and version["change_set_id"] not in undone
+        )
+    return render(
+        request,
+        "memory/history.html",
+        {"scope": scope, "folder": scope_folder(scope), "versions": versions},
+    )
+
+
+def _owned_version(request: HttpRequest, version_id: int) -> FileChange:
+    return get_object_or_404(
+        FileChange.objects.select_related("scope", "change_set"),
+        pk=version_id,
+        scope__owner=signed_in_user(request),
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def version_restore_page(request: HttpRequest, version_id: int) -> HttpResponse:
+    version = _owned_version(request, version_id)
+    if request.method == "GET":
+        current = MemoryFile.objects.filter(scope=version.scope, path=version.path).first()
+        diff = unified_diff(
+            current.content if current else "", version.after or "", path=version.path
+        )
+        return render(request, "memory/restore_confirm.html", {"version": version, "diff": diff})
+    try:
+        version_restore(user=signed_in_user(request), version=version, source=ChangeSet.Source.PAGE)
+    except MemoryRefusal as refusal:
+        messages.error(request, refusal.message)
+    else:
+        messages.success(
+            request, f"Restored {version.path}. The text it replaced stays in the history."
+        )
+    return redirect("memory_history", scope_id=version.scope_id)
+
+
+@login_required
+@require_POST
+def change_set_undo_page(request: HttpRequest, change_set_id: int) -> HttpResponse:
+    user = signed_in_user(request)
+    change_set = get_object_or_404(
+        ChangeSet.objects.select_related("scope"), pk=change_set_id, user=user
+    )
+    try:
+        change_set_undo(user=user, change_set=change_set, source=ChangeSet.Source.PAGE)
+    except MemoryRefusal as refusal:
+        messages.error(request, refusal.message)
+    else:
+        messages.success(request, "Change undone.")
+    back = request.POST.get("next", "")
+    return redirect(
+        back if back.startswith("/") and not back.startswith("//") else reverse("memory_audit")
+    )
+
+
+@login_required
+@require_GET
+def audit_page(request: HttpRequest) -> HttpResponse:
+    change_sets = list(
+        change_sets_for_user(signed_in_user(request))
+        .filter(origin=ChangeSet.Origin.AUTOMATIC)
+        .select_related("scope__agent", "scope__binding")[:200]
+    )
+    rows = [(cs, scope_folder(cs.scope)) for cs in change_sets]
+    return render(request, "memory/audit.html", {"rows": rows})
+
+
+# --- Files -------------------------------------------------------------------
+
+
+@login_required
+@require_GET
+def files_page(request: HttpRequest) -> HttpResponse:
+    user = signed_in_user(request)
+    user_scope(user)
+    scopes = list(scopes_for_user(user))
+    files = MemoryFile.objects.filter(scope__in=scopes).only(
+        "scope_id", "path", "size", "updated_at"
+    )
+    by_scope: dict[int, list[MemoryFile]] = {}
+    for row in files:
+        by_scope.setdefault(row.scope_id, []).append(row)
+    tree = [(scope, scope_folder(scope), by_scope.get(scope.pk, [])) for scope in scopes]
+    return render(request, "memory/files.html", {"tree": tree})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def file_page(request: HttpRequest, scope_id: int) -> HttpResponse:
+    user = signed_in_user(request)
+    scope = get_object_or_404(
+        MemoryScope.objects.select_related("agent", "binding"), pk=scope_id, owner=user
+    )
+    try:
+        path = clean_path(request.GET.get("path") or request.POST.get("path") or "")
+    except MemoryRefusal as refusal:
+        messages.error(request, refusal.message)
+        return redirect("memory_files")
+    row = MemoryFile.objects.filter(scope=scope, path=path).first()
+    context: dict[str, Any] = {
+        "scope": scope, "folder": scope_folder(scope), "path": path, "row": row,
+        "text": row.content if row else "", "base_sha256": row.sha256 if row else "",
+        "editing": request.GET.get("edit") == "1" or row is None,
+    }  # fmt: skip
+    if request.method == "POST":
+        action = request.POST.get("action")
+        base = request.POST.get("base_sha256", "")
+        try:
+            if action == "delete":
+                file_delete(
+                    user=user,
+                    scope=scope,
+                    path=path,
+                    base_sha256=base,
+                    source=ChangeSet.Source.PAGE,
+                )
+                messages.success(request, f"Deleted {path}. It stays in the history.")
+                return redirect("memory_files")
+            text = request.POST.get("content", "").replace("\r\n", "\n")
+            context |= {"text": text, "editing": True}
+            file_write(
+                user=user,
+                scope=scope,
+                path=path,
+                content=text,
+                base_sha256=base,
+                source=ChangeSet.Source.PAGE,
+            )
+        except StaleBase:
+            context["conflict"] = True
+        except MemoryRefusal as refusal:
+            context["error"] = refusal.message
+        else:
+            messages.success(request, f"Saved {path}.")
+            return redirect(f"{reverse('memory_file', args=[scope.pk])}?path={path}")
+    if request.GET.get("confirm") == "delete":
+        context["confirm_delete"] = True
+    return render(request, "memory/file.html", context)
+
+
+# --- Inbox -------------------------------------------------------------------
+
+
+@login_required
+@require_GET
+def inbox_page(request: HttpRequest) -> HttpResponse:
+    proposals = proposals_with_diffs(pending_proposals(signed_in_user(request)))
+    return render(
+        request, "memory/inbox.html", {"proposals": proposals, "max_entry_chars": MAX_ENTRY_CHARS}
+    )
+
+
+@login_required
+@require_POST
+def inbox_decide(request: HttpRequest, proposal_id: int, decision: str) -> HttpResponse:
+    user = signed_in_user(request)
+    proposal = get_object_or_404(Proposal, pk=proposal_id, user=user)
+    try:
+        if decision == "reject":
+            proposal_reject(user=user, proposal=proposal)
+            messages.success(request, "Proposal rejected; nothing was saved.")
+        else:
+            edited = request.POST.get("text") if decision == "confirm-edited" else None
+            proposal_confirm(user=user, proposal=proposal, edited_text=edited)
+            messages.success(request, "Saved to memory.")
+    except MemoryRefusal as refusal:
+        messages.error(request, refusal.message)
+    return redirect("inbox")
+
+
+# --- Add-on page -------------------------------------------------------------
+
+
+@login_required
+@require_GET
+def addon_page(request: HttpRequest) -> HttpResponse:
+    user = signed_in_user(request)
+    return render(
+        request,
+        "memory/addon.html",
+        {
+            "manifest": MEMORY_MANIFEST,
+            "setting": MEMORY_MANIFEST.setting(SAVE_MODE),
+            "current": save_mode_for(user),
+            "enabled": addon_enabled(user=user, addon=MEMORY_ADDON),
+        },
+    )
+
+
+@login_required
+@require_POST
+def addon_toggle(request: HttpRequest) -> HttpResponse:
+    enabled = request.POST.get("enabled") == "1"
+    addon_set_enabled(user=signed_in_user(request), addon=MEMORY_ADDON, enabled=enabled)
+    messages.success(
+        request,
+        "Short memory is on."
+        if enabled
+        else "Short memory is off: the assistant reads nothing; your files are kept.",
+    )
+    return redirect("memory_addon_page")
+
+
+@login_required
+@require_GET
+def agent_memory(request: HttpRequest, agent_id: int) -> HttpResponse:
+    agent = get_object_or_404(Agent, pk=agent_id, owner=signed_in_user(request))
+    return redirect(f"{reverse('memory')}?scope={agent_scope(agent).pk}")

@@ -164,3 +164,47 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # Playwright's sync API leaves an event loop running in the main thread for the
     # rest of the session, which breaks async_to_sync in later tests: browsers go last.
     items.sort(key=lambda item: item.get_closest_marker("browser") is not None)
+
+
+@pytest.fixture
+def sign_in(page, live_asgi_server):
+    """Put a signed-in session for `user` into the browser, without the form."""
+    from django.test import Client
+
+    def as_user(user):
+        client = Client()
+        client.force_login(user)
+        cookie = client.cookies[settings.SESSION_COOKIE_NAME]
+        page.context.add_cookies(
+            [
+                {
+                    "name": settings.SESSION_COOKIE_NAME,
+                    "value": cookie.value,
+                    "url": live_asgi_server.url,
+                }
+            ]
+        )
+        return page
+
+    return as_user
+
+
+def wait_until_live(page) -> None:
+    """Block until the page's live-events socket is open."""
+    page.locator("body[data-live=connected]").wait_for(state="attached")
+
+
+def off_loop(fn, *args, **kwargs):
+    """Run sync code that pushes live events from a thread without Playwright's event loop."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from django.db import connections
+
+    def call():
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            connections.close_all()
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(call).result()

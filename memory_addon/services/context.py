@@ -9,6 +9,7 @@ from typing import Any
 
 from django.conf import settings
 
+from memory_addon.addons import MEMORY_ADDON
 from memory_addon.core import entries
 from memory_addon.core.budget import Candidate, pack
 from memory_addon.core.secret_guard import mask_outbound
@@ -23,6 +24,7 @@ from memory_addon.services.scopes import (
     scope_folder,
     user_scope,
 )
+from memory_addon.services.user_settings import addon_enabled
 from memory_addon.turns import Turn
 
 HEADER = (
@@ -98,6 +100,8 @@ def memory_readable(turn: Turn) -> str:
         return "Memory is off for this request."
     if policy_for(turn.user).memory_mode == "off":
         return "Your organization has turned memory off."
+    if not addon_enabled(user=turn.user, addon=MEMORY_ADDON):
+        return "The Short memory add-on is disabled; your notes are kept but not read."
     return ""
 
 

@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from accounts.models import User
 from memory_addon import events
+from memory_addon.addons import MEMORY_ADDON
 from memory_addon.core import entries
 from memory_addon.core.secret_guard import find_secret
 from memory_addon.errors import ChangeRefused, NotAllowed, ProposalClosed, SecretRefused
@@ -19,7 +20,7 @@ from memory_addon.models import ChangeSet, MemoryFile, MemoryScope, Proposal
 from memory_addon.services.changes import ABSENT, FileWrite, change_set_apply, clean_path
 from memory_addon.services.policy import kill_switch_on, policy_for
 from memory_addon.services.scopes import agent_scope, channel_scope, index_path, user_scope
-from memory_addon.services.user_settings import save_mode_for
+from memory_addon.services.user_settings import addon_enabled, save_mode_for
 from memory_addon.turns import Turn
 
 ACTIONS = ("add", "replace", "remove", "write_topic", "delete_topic")
@@ -44,6 +45,8 @@ def check_may_change(turn: Turn) -> None:
         raise NotAllowed("Your organization has turned memory off.")
     if policy.memory_mode == "read_only":
         raise NotAllowed("Your organization made memory read-only; nothing can be saved.")
+    if not addon_enabled(user=turn.user, addon=MEMORY_ADDON):
+        raise NotAllowed("The Short memory add-on is disabled; nothing can be saved.")
     if turn.is_background:
         raise NotAllowed("Scheduled and background runs cannot save notes.")
     if turn.agent and not turn.agent.memory_allowed:
@@ -243,6 +246,7 @@ def memory_change_request(*, turn: Turn, operation: dict[str, Any], reason: str 
             expires_at=timezone.now() + timedelta(hours=settings.MEMORY_PROPOSAL_TTL_HOURS),
         )
         _count_changed_on_commit(turn.user)
+        events.proposal_added_on_commit(turn.user.pk, proposal.pk)
     return Outcome(
         "proposed",
         f"Proposed (proposal {proposal.pk}); nothing is saved until the person confirms it "
@@ -279,6 +283,7 @@ def proposal_confirm(
             locked.state, locked.decided_at = Proposal.State.EXPIRED, timezone.now()
             locked.save(update_fields=["state", "decided_at"])
             _count_changed_on_commit(user)
+            events.proposal_removed_on_commit(user.pk, locked.pk)
             expired = True
         else:
             op = dict(locked.operations)
@@ -311,6 +316,7 @@ def proposal_confirm(
             locked.change_set = change_set
             locked.save(update_fields=["state", "decided_at", "change_set"])
             _count_changed_on_commit(user)
+            events.proposal_removed_on_commit(user.pk, locked.pk)
     if expired:
         raise ProposalClosed(
             "This proposal expired; it was not saved. Ask the assistant to propose it again."
@@ -326,6 +332,7 @@ def proposal_reject(*, user: User, proposal: Proposal) -> Proposal:
         locked.state, locked.decided_at = Proposal.State.REJECTED, timezone.now()
         locked.save(update_fields=["state", "decided_at"])
         _count_changed_on_commit(user)
+        events.proposal_removed_on_commit(user.pk, locked.pk)
     return locked
 
 
@@ -334,8 +341,10 @@ def proposals_expire() -> int:
     now = timezone.now()
     with transaction.atomic(durable=True):
         due = Proposal.objects.filter(state=Proposal.State.PENDING, expires_at__lte=now)
-        user_ids = set(due.values_list("user_id", flat=True))
+        expiring = list(due.values_list("pk", "user_id"))
         count = due.update(state=Proposal.State.EXPIRED, decided_at=now)
-        for user in User.objects.filter(pk__in=user_ids):
+        for user in User.objects.filter(pk__in={user_id for _, user_id in expiring}):
             _count_changed_on_commit(user)
+        for proposal_id, user_id in expiring:
+            events.proposal_removed_on_commit(user_id, proposal_id)
     return count

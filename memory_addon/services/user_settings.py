@@ -10,7 +10,7 @@ from django.db import transaction
 from accounts.models import User
 from memory_addon.addons import MANIFESTS, MEMORY_ADDON, SAVE_MODE, DeclaredSetting
 from memory_addon.errors import ChangeRefused, MemoryRefusal
-from memory_addon.models import AddonSetting
+from memory_addon.models import AddonInstallation, AddonSetting
 
 logger = logging.getLogger(__name__)
 
@@ -54,3 +54,18 @@ def save_mode_for(user: User) -> str:
     except Exception:  # a broken row or a database hiccup must never widen saving
         logger.warning("save-mode of user %s unreadable; asking", user.pk, exc_info=True)
         return "ask"
+
+
+def addon_enabled(*, user: User, addon: str) -> bool:
+    row = AddonInstallation.objects.filter(user=user, addon=addon).first()
+    return True if row is None else row.enabled
+
+
+def addon_set_enabled(*, user: User, addon: str, enabled: bool) -> None:
+    """Turn an add-on on or off for a person; its files are never touched."""
+    if addon not in MANIFESTS:
+        raise UnknownSetting(f"There is no add-on {addon!r}.")
+    with transaction.atomic(durable=True):
+        AddonInstallation.objects.update_or_create(
+            user=user, addon=addon, defaults={"enabled": enabled}
+        )

@@ -31,8 +31,11 @@ def test_confirming_pushes_the_notice_and_the_inbox_count_after_commit(
 ):
     with django_capture_on_commit_callbacks(execute=True):
         proposal = memory_change_request(turn=turn, operation=ADD).proposal
-    assert pushed[-1] == (user.pk, pushed[-1][1]) and 'id="inbox-count"' in pushed[-1][1]
-    assert ">1<" in pushed[-1][1]
+    assert {user_id for user_id, _ in pushed} == {user.pk}
+    count = next(html for _, html in pushed if 'id="inbox-count"' in html)
+    assert ">1<" in count
+    card = next(html for _, html in pushed if "afterbegin:#proposal-list" in html)
+    assert f'id="proposal-{proposal.pk}"' in card and "likes tea" in card
     pushed.clear()
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         proposal_confirm(user=user, proposal=proposal)
@@ -41,6 +44,7 @@ def test_confirming_pushes_the_notice_and_the_inbox_count_after_commit(
         callback()
     html = "".join(h for _, h in pushed)
     assert 'data-origin="assistant"' in html and "Saved to memory." in html
+    assert f'<article id="proposal-{proposal.pk}" hx-swap-oob="delete">' in html
 
 
 def test_automatic_save_and_undo_push_notices(

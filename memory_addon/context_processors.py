@@ -1,0 +1,13 @@
+from __future__ import annotations
+
+from django.http import HttpRequest
+
+from memory_addon.models import Proposal
+
+
+def inbox(request: HttpRequest) -> dict[str, object]:
+    """The pending-proposal count shown in the navigation (kept live over the websocket)."""
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated:
+        return {}
+    return {"inbox_count": Proposal.objects.filter(user=user, state=Proposal.State.PENDING).count()}

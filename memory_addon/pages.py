@@ -1,0 +1,109 @@
+"""Page data for the memory views: what one scope looks like to the person."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.conf import settings
+
+from accounts.models import User
+from memory_addon.core import entries
+from memory_addon.core.secret_guard import KIND_LABELS, find_secret
+from memory_addon.core.tokens import estimate_tokens
+from memory_addon.models import MemoryFile, MemoryScope
+from memory_addon.services.context import turn_context_build
+from memory_addon.services.policy import Policy, kill_switch_on, policy_for
+from memory_addon.services.scopes import index_path, scope_folder
+from memory_addon.turns import Turn
+
+
+@dataclass(frozen=True)
+class EntryRow:
+    item: entries.Item
+    sent: bool
+    tokens: int
+
+
+@dataclass(frozen=True)
+class SecretBanner:
+    path: str
+    line: int
+    kind_label: str
+
+
+@dataclass
+class ScopePage:
+    scope: MemoryScope
+    folder: str
+    index: MemoryFile | None
+    rows: list[EntryRow]
+    files: list[MemoryFile]
+    tokens_sent: int
+    budget: int
+    omitted: int
+    secret_banners: list[SecretBanner] = field(default_factory=list)
+
+    @property
+    def budget_percent(self) -> int:
+        return min(100, round(100 * self.tokens_sent / self.budget)) if self.budget else 0
+
+
+def turn_for_scope(user: User, scope: MemoryScope) -> Turn:
+    """The turn whose memory block this scope's entries would join."""
+    return Turn(user=user, agent=scope.agent, binding=scope.binding)
+
+
+def scope_page(user: User, scope: MemoryScope, policy: Policy) -> ScopePage:
+    files = list(MemoryFile.objects.filter(scope=scope))
+    index = next((f for f in files if f.path == index_path(scope)), None)
+    items = entries.send_order(entries.parse_items(index.content if index else ""))
+    context = turn_context_build(turn_for_scope(user, scope))
+    folder = scope_folder(scope)
+    sent_keys = {(s.entry_id, s.text) for s in context.sent if s.scope == folder}
+    rows = [
+        EntryRow(item, (item.entry_id, item.text) in sent_keys, estimate_tokens(item.text))
+        for item in items
+    ]
+    budget = settings.MEMORY_TURN_BUDGET_TOKENS
+    if policy.budget_cap is not None:
+        budget = min(budget, policy.budget_cap)
+    banners = []
+    for row in files:
+        finding = find_secret(row.content)
+        if finding:
+            banners.append(SecretBanner(row.path, finding.line, KIND_LABELS[finding.kind]))
+    return ScopePage(
+        scope=scope,
+        folder=folder,
+        index=index,
+        rows=rows,
+        files=files,
+        tokens_sent=context.tokens,
+        budget=budget,
+        omitted=context.omitted,
+        secret_banners=banners,
+    )
+
+
+@dataclass(frozen=True)
+class Banners:
+    policy: Policy
+    kill_switch: bool
+
+    @property
+    def policy_message(self) -> str:
+        if self.policy.memory_mode == "off":
+            return (
+                f"{self.policy.organization_name} has turned memory off: "
+                "the assistant reads and saves nothing."
+            )
+        if self.policy.memory_mode == "read_only":
+            return (
+                f"{self.policy.organization_name} made memory read-only: "
+                "the assistant reads your notes but cannot save new ones."
+            )
+        return ""
+
+
+def banners_for(user: User) -> Banners:
+    return Banners(policy=policy_for(user), kill_switch=kill_switch_on())
