@@ -187,3 +187,28 @@ def test_disabling_the_add_on_stops_memory_and_keeps_the_files(sign_in, person, 
     screenshot("off")
     assert turn_context_build(Turn(user=person)).block == ""
     assert MemoryFile.objects.get(scope=scope, path="index.md").content == "Lives in Rome.\n"
+
+
+def test_an_expired_proposal_leaves_the_open_inbox_without_reload(sign_in, person):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from memory_addon.models import Proposal
+    from memory_addon.services.proposals import proposals_expire
+
+    proposal = off_loop(
+        memory_change_request,
+        turn=Turn(user=person),
+        operation={"action": "add", "text": "- tea: likes tea -> tea.md"},
+    ).proposal
+    page = sign_in(person)
+    page.goto("/inbox/")
+    wait_until_live(page)
+    card = page.locator(f"#proposal-{proposal.pk}")
+    assert card.is_visible()
+    Proposal.objects.filter(pk=proposal.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+    assert off_loop(proposals_expire) == 1
+    card.wait_for(state="detached")
+    page.get_by_text("Nothing waits for you").wait_for()
+    assert page.locator("#inbox-count").inner_text() == ""
