@@ -98,8 +98,14 @@ def proposals_with_diffs(proposals: list[Proposal]) -> list[dict[str, Any]]:
                 scope_files=scope_files,
             )
         except ChangeRefused as refusal:
-            diffs = [{"path": "", "diff": f"Cannot be applied any more: {refusal.message}",
-                      "before_sha256": "", "after_sha256": ""}]  # fmt: skip
+            diffs = [
+                {
+                    "path": "",
+                    "diff": f"Cannot be applied any more: {refusal.message}",
+                    "before_sha256": "",
+                    "after_sha256": "",
+                }
+            ]
         else:
             diffs = []
             for write in writes:

@@ -41,6 +41,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "django.contrib.postgres",
     "django_htmx",
     "channels",
     "accounts",
@@ -253,3 +254,25 @@ CELERY_BEAT_SCHEDULE.update(
         },
     }
 )
+
+# --- Knowledge collections (SPEC §4) ------------------------------------------
+# Server folders a collection may read, comma-separated; uploads always go to DATA_DIR.
+KNOWLEDGE_ALLOWED_ROOTS = env_list("KNOWLEDGE_ALLOWED_ROOTS", [])
+EMBEDDING_MODEL = env_str("EMBEDDING_MODEL", "sentence-transformers/all-MiniLM-L6-v2")
+# A local folder with the model files, for machines that cannot download models.
+EMBEDDING_MODEL_PATH = env_str("EMBEDDING_MODEL_PATH", "")
+EMBEDDING_THREADS = env_int("EMBEDDING_THREADS", 2)
+KNOWLEDGE_WATCH_INTERVAL_SECONDS = env_int("KNOWLEDGE_WATCH_INTERVAL_SECONDS", 600)
+KNOWLEDGE_JOB_STALE_SECONDS = env_int("KNOWLEDGE_JOB_STALE_SECONDS", 300)
+CELERY_BEAT_SCHEDULE["knowledge-watch-sources"] = {
+    "task": "knowledge.watch_sources",
+    "schedule": float(KNOWLEDGE_WATCH_INTERVAL_SECONDS),
+}
+# Below this many enabled chunks an exact scan is cheap and always returns k rows.
+KNOWLEDGE_EXACT_SEARCH_MAX_CHUNKS = env_int("KNOWLEDGE_EXACT_SEARCH_MAX_CHUNKS", 20_000)
+KNOWLEDGE_MAX_EXCERPTS = env_int("KNOWLEDGE_MAX_EXCERPTS", 6)
+KNOWLEDGE_MAX_EXCERPTS_PER_SOURCE = env_int("KNOWLEDGE_MAX_EXCERPTS_PER_SOURCE", 2)
+KNOWLEDGE_MAX_RETRIEVED_TOKENS = env_int("KNOWLEDGE_MAX_RETRIEVED_TOKENS", 4000)
+KNOWLEDGE_MAX_CONTEXT_SHARE_PERCENT = env_int("KNOWLEDGE_MAX_CONTEXT_SHARE_PERCENT", 25)
+KNOWLEDGE_CHUNK_TOKENS = env_int("KNOWLEDGE_CHUNK_TOKENS", 800)
+KNOWLEDGE_CHUNK_OVERLAP_TOKENS = env_int("KNOWLEDGE_CHUNK_OVERLAP_TOKENS", 120)

@@ -10,7 +10,7 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
     path("chat/", views.section, {"section": "chat"}, name="chat"),
-    path("knowledge/", views.section, {"section": "knowledge"}, name="knowledge"),
+    path("knowledge/", include("knowledge.urls")),
     path("memory/", views.memory_tab, name="memory"),
     path("memory/<int:scope_id>/raw/", views.memory_raw_save, name="memory_raw_save"),
     path("memory/<int:scope_id>/entries/", views.memory_entry_add, name="memory_entry_add"),

@@ -113,9 +113,13 @@ def memory_raw_save(request: HttpRequest, scope_id: int) -> HttpResponse:
     context: dict[str, Any] = {"page": {"scope": scope}, "raw_text": text, "base_sha256": base}
     try:
         file_write(
-            user=user, scope=scope, path=index_path(scope), content=text, base_sha256=base,
+            user=user,
+            scope=scope,
+            path=index_path(scope),
+            content=text,
+            base_sha256=base,
             source=ChangeSet.Source.PAGE,
-        )  # fmt: skip
+        )
     except StaleBase:
         context["conflict"] = True
     except MemoryRefusal as refusal:
@@ -142,10 +146,13 @@ def memory_entry_add(request: HttpRequest, scope_id: int) -> HttpResponse:
         line = text if text.startswith(("- ", "* ")) else f"- {text}"
         try:
             file_write(
-                user=user, scope=scope, path=index_path(scope),
+                user=user,
+                scope=scope,
+                path=index_path(scope),
                 content=f"{current}\n{line}\n" if current else f"{line}\n",
-                base_sha256=row.sha256 if row else "", source=ChangeSet.Source.PAGE,
-            )  # fmt: skip
+                base_sha256=row.sha256 if row else "",
+                source=ChangeSet.Source.PAGE,
+            )
         except MemoryRefusal as refusal:
             messages.error(request, refusal.message)
         else:
@@ -270,10 +277,14 @@ def file_page(request: HttpRequest, scope_id: int) -> HttpResponse:
         return redirect("memory_files")
     row = MemoryFile.objects.filter(scope=scope, path=path).first()
     context: dict[str, Any] = {
-        "scope": scope, "folder": scope_folder(scope), "path": path, "row": row,
-        "text": row.content if row else "", "base_sha256": row.sha256 if row else "",
+        "scope": scope,
+        "folder": scope_folder(scope),
+        "path": path,
+        "row": row,
+        "text": row.content if row else "",
+        "base_sha256": row.sha256 if row else "",
         "editing": request.GET.get("edit") == "1" or row is None,
-    }  # fmt: skip
+    }
     if request.method == "POST":
         action = request.POST.get("action")
         base = request.POST.get("base_sha256", "")

@@ -39,6 +39,7 @@ def test_database_url() -> str:
 
 def child_env(**extra: str) -> dict[str, str]:
     """Environment for a child process that must use the test database and Redis."""
+    os.environ.setdefault("EMBEDDING_MODEL_PATH", settings.EMBEDDING_MODEL_PATH)
     inherited = {k: v for k, v in os.environ.items() if k != "DJANGO_ALLOW_ASYNC_UNSAFE"}
     return {
         **inherited,
@@ -61,13 +62,24 @@ def celery_worker(
     app.control.purge()
     worker = subprocess.Popen(
         [
-            sys.executable, "-m", "celery", "-A", "memory_addon", "worker",
-            "--pool", "solo", "--loglevel", "WARNING", "--without-gossip", "--without-mingle",
-            "--hostname", f"test-worker-{os.getpid()}@%h",
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "memory_addon",
+            "worker",
+            "--pool",
+            "solo",
+            "--loglevel",
+            "WARNING",
+            "--without-gossip",
+            "--without-mingle",
+            "--hostname",
+            f"test-worker-{os.getpid()}@%h",
         ],
         cwd=ROOT,
         env=env,
-    )  # fmt: skip
+    )
     from memory_addon.tasks import ping
 
     # The first ping waits in the queue until the worker is up: that is the readiness signal.
@@ -94,9 +106,13 @@ def live_asgi_server(django_db_setup: None) -> Iterator[LiveServer]:
 
     port = free_port()
     config = uvicorn.Config(
-        application, host="127.0.0.1", port=port, log_level="warning", lifespan="off",
+        application,
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        lifespan="off",
         ws="websockets-sansio",
-    )  # fmt: skip
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -122,10 +138,15 @@ def browser() -> Iterator[object]:
             executable_path=executable,
             headless=True,
             args=[
-                "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
             ],
-        )  # fmt: skip
+        )
         yield chromium
         chromium.close()
 
@@ -208,3 +229,20 @@ def off_loop(fn, *args, **kwargs):
 
     with ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(call).result()
+
+
+@pytest.fixture
+def fake_openai():
+    from tests.fake_openai import FakeOpenAI
+
+    server = FakeOpenAI().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def minilm_folder():
+    """The packaged all-MiniLM-L6-v2 as a local fastembed folder (EMBEDDING_MODEL_PATH)."""
+    from knowledge.local_model import assemble_minilm
+
+    return assemble_minilm(Path(settings.EMBEDDING_MODEL_PATH))

@@ -8,10 +8,13 @@ import unicodedata
 MAX_PATH_LENGTH = 200
 MAX_COMPONENT_LENGTH = 80
 _WINDOWS_RESERVED = {
-    "con", "prn", "aux", "nul",
+    "con",
+    "prn",
+    "aux",
+    "nul",
     *(f"com{i}" for i in range(1, 10)),
     *(f"lpt{i}" for i in range(1, 10)),
-}  # fmt: skip
+}
 _ALLOWED_COMPONENT = re.compile(r"^[\w][\w .@+-]*$")
 
 

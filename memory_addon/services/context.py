@@ -110,9 +110,13 @@ def turn_context_build(turn: Turn) -> TurnContext:
     candidates: list[Candidate[SentItem]] = []
     if policy.rules:
         rules_item = SentItem(
-            "organization", policy.organization_name, "rules", "", estimate_tokens(policy.rules),
+            "organization",
+            policy.organization_name,
+            "rules",
+            "",
+            estimate_tokens(policy.rules),
             policy.rules,
-        )  # fmt: skip
+        )
         candidates.append(Candidate(rules_item, rules_item.tokens, 0, mandatory=True))
     reason_off = memory_readable(turn)
     if not reason_off:

@@ -55,7 +55,7 @@ def test_a_new_proposal_appears_live_and_confirming_changes_the_file(sign_in, pe
         turn=Turn(user=person),
         operation={"action": "add", "text": "- home: lives in Rome -> home.md"},
         reason="They mentioned moving to Rome.",
-    ).proposal  # fmt: skip
+    ).proposal
     card = page.locator(f"#proposal-{proposal.pk}")
     card.wait_for()
     page.locator("#inbox-count", has_text="1").wait_for()

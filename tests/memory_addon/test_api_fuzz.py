@@ -36,15 +36,27 @@ def test_generated_requests_never_get_a_server_error(live_asgi_server, tmp_path)
     assert binary, "schemathesis is a test dependency"
     result = subprocess.run(
         [
-            binary, "run", f"{live_asgi_server.url}/api/openapi.json",
-            "--url", live_asgi_server.url,
-            "-H", f"Authorization: Bearer {token}",
-            "--checks", "not_a_server_error",
-            "--max-examples", "15",
-            "--seed", "1",
+            binary,
+            "run",
+            f"{live_asgi_server.url}/api/openapi.json",
+            "--url",
+            live_asgi_server.url,
+            "-H",
+            f"Authorization: Bearer {token}",
+            "--checks",
+            "not_a_server_error",
+            "--max-examples",
+            "15",
+            "--seed",
+            "1",
             "--generation-deterministic",
-            "--request-timeout", "20",
+            "--request-timeout",
+            "20",
         ],
-        capture_output=True, text=True, timeout=600, check=False, cwd=tmp_path,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]

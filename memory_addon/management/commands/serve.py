@@ -64,15 +64,32 @@ class Command(BaseCommand):
         if not options["no_worker"]:
             commands += [
                 [
-                    python, "-m", "celery", "-A", "memory_addon", "worker",
-                    "--concurrency", str(options["worker_concurrency"]),
-                    "--loglevel", "INFO", "--without-gossip", "--without-mingle",
+                    python,
+                    "-m",
+                    "celery",
+                    "-A",
+                    "memory_addon",
+                    "worker",
+                    "--concurrency",
+                    str(options["worker_concurrency"]),
+                    "--loglevel",
+                    "INFO",
+                    "--without-gossip",
+                    "--without-mingle",
                 ],
                 [
-                    python, "-m", "celery", "-A", "memory_addon", "beat", "--loglevel", "INFO",
-                    "--schedule", str(Path(settings.DATA_DIR) / "celerybeat-schedule"),
+                    python,
+                    "-m",
+                    "celery",
+                    "-A",
+                    "memory_addon",
+                    "beat",
+                    "--loglevel",
+                    "INFO",
+                    "--schedule",
+                    str(Path(settings.DATA_DIR) / "celerybeat-schedule"),
                 ],
-            ]  # fmt: skip
+            ]
         children = [
             # New session: the children do not see the terminal's Ctrl-C themselves,
             # so this process stops them in order and waits for each.

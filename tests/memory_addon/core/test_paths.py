@@ -18,11 +18,23 @@ def test_paths_are_normalized(raw, expected):
 @pytest.mark.parametrize(
     "raw",
     [
-        "/etc/passwd.md", "../up.md", "a/../../b.md", "C:/x.md", "~/x.md", "a\\b.md",
-        ".hidden.md", "notes/.git/x.md", "con.md", "LPT1.md", "home.txt", "", "a\x00b.md",
-        "a\u202eb.md", "x" * 300 + ".md",
+        "/etc/passwd.md",
+        "../up.md",
+        "a/../../b.md",
+        "C:/x.md",
+        "~/x.md",
+        "a\\b.md",
+        ".hidden.md",
+        "notes/.git/x.md",
+        "con.md",
+        "LPT1.md",
+        "home.txt",
+        "",
+        "a\x00b.md",
+        "a\u202eb.md",
+        "x" * 300 + ".md",
     ],
-)  # fmt: skip
+)
 def test_bad_paths_are_refused(raw):
     with pytest.raises(PathRefused):
         normalize_path(raw)

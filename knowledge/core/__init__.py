@@ -1,0 +1,1 @@
+"""Pure knowledge logic (formats, scanning, extraction, chunking, fusion, blocks): no Django."""

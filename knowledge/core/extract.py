@@ -1,0 +1,64 @@
+"""Text extraction: strict UTF-8 for text files, pypdf in a bounded child process for PDFs."""
+
+from __future__ import annotations
+
+import json
+import resource
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+PDF_TIMEOUT_SECONDS = 60
+PDF_MEMORY_BYTES = 1024 * 1024 * 1024
+_ALLOWED_CONTROLS = {"\t", "\n", "\r", "\f"}
+
+
+class Unreadable(Exception):
+    """A file that cannot be indexed; the message says why, for the review table."""
+
+
+@dataclass(frozen=True)
+class Page:
+    number: int | None  # 1-based PDF page, None for text files
+    text: str
+
+
+def text_from_bytes(data: bytes) -> str:
+    if b"\x00" in data:
+        raise Unreadable("binary content (NUL bytes)")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise Unreadable(f"not valid UTF-8 (byte {error.start})") from None
+    text = text.removeprefix("\ufeff")
+    if any(ord(ch) < 32 and ch not in _ALLOWED_CONTROLS for ch in text):
+        raise Unreadable("binary content (control characters)")
+    return text
+
+
+def _limit_child() -> None:  # pragma: no cover - runs in the child process
+    resource.setrlimit(resource.RLIMIT_AS, (PDF_MEMORY_BYTES, PDF_MEMORY_BYTES))
+
+
+def pdf_pages(path: Path, *, max_chars: int) -> list[Page]:
+    """Extract PDF text in a child process with a time and memory bound."""
+    try:
+        result = subprocess.run(  # noqa: S603 - our own module, a path argument
+            [sys.executable, "-m", "knowledge.core.pdf_child", str(path), str(max_chars)],
+            capture_output=True,
+            timeout=PDF_TIMEOUT_SECONDS,
+            preexec_fn=_limit_child,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise Unreadable(f"PDF took longer than {PDF_TIMEOUT_SECONDS} s to read") from None
+    if result.returncode != 0:
+        raise Unreadable("PDF could not be read (damaged, or too large to parse safely)")
+    payload = json.loads(result.stdout)
+    if payload.get("error"):
+        raise Unreadable(payload["error"])
+    pages = [Page(number, text) for number, text in payload["pages"]]
+    if not any(page.text.strip() for page in pages):
+        raise Unreadable("PDF has no extractable text (image-only or scanned)")
+    return pages

@@ -1,0 +1,170 @@
+"""Embedding providers behind one small interface: embed a batch, name the model and dimension.
+
+- fastembed: in-process ONNX (no PyTorch). all-MiniLM-L6-v2 reads at most 256 word
+  pieces, far less than an 800-token chunk, so long texts are embedded as windows
+  of WINDOW_WORDS words whose vectors are averaged (weighted by length) and
+  normalized, instead of silently embedding only the first third of a chunk.
+- openai: any OpenAI-compatible /v1/embeddings server, in batches of 32, with
+  timeouts and retries on named transient errors only.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import random
+import threading
+import time
+from pathlib import Path
+from typing import Any, Protocol
+
+import httpx
+from django.conf import settings
+
+logger = logging.getLogger(__name__)
+
+BATCH_SIZE = 32
+WINDOW_WORDS = 160
+RETRY_STATUSES = {408, 429, 500, 502, 503, 504}
+
+
+class EmbeddingUnavailable(Exception):
+    """No model can embed right now; the message says what to do."""
+
+
+class Embedder(Protocol):
+    provider: str
+    model_name: str
+    dimension: int
+
+    def embed(self, texts: list[str]) -> list[list[float]]: ...
+
+
+def windows(text: str, size: int = WINDOW_WORDS) -> list[str]:
+    words = text.split()
+    if not words:
+        return [""]
+    return [" ".join(words[i : i + size]) for i in range(0, len(words), size)]
+
+
+def _normalize(vector: list[float]) -> list[float]:
+    norm = math.sqrt(sum(x * x for x in vector)) or 1.0
+    return [x / norm for x in vector]
+
+
+def pooled(texts: list[str], embed_windows: Any, dimension: int) -> list[list[float]]:
+    """Embed every window of every text, then average each text's windows."""
+    spans: list[tuple[int, int]] = []
+    flat: list[str] = []
+    for text in texts:
+        parts = windows(text)
+        spans.append((len(flat), len(flat) + len(parts)))
+        flat.extend(parts)
+    vectors = embed_windows(flat)
+    result = []
+    for start, end in spans:
+        weights = [max(1, len(flat[i].split())) for i in range(start, end)]
+        total = float(sum(weights))
+        mean = [0.0] * dimension
+        for weight, vector in zip(weights, vectors[start:end], strict=True):
+            for index, value in enumerate(vector):
+                mean[index] += value * weight / total
+        result.append(_normalize(mean))
+    return result
+
+
+_models: dict[tuple[str, str], Any] = {}
+_models_lock = threading.Lock()
+
+
+def _fastembed_model(model_name: str) -> Any:
+    path = settings.EMBEDDING_MODEL_PATH
+    key = (model_name, path)
+    with _models_lock:
+        if key not in _models:
+            try:
+                from fastembed import TextEmbedding
+
+                kwargs: dict[str, Any] = {"cache_dir": str(Path(settings.DATA_DIR) / "models")}
+                if path:
+                    kwargs["specific_model_path"] = path
+                _models[key] = TextEmbedding(
+                    model_name, threads=settings.EMBEDDING_THREADS, **kwargs
+                )
+            except Exception as error:  # a missing model folder, no network, a bad file
+                raise EmbeddingUnavailable(
+                    f"The local embedding model {model_name!r} could not be loaded "
+                    f"({type(error).__name__}). Set EMBEDDING_MODEL_PATH to a folder with the "
+                    "model files, or let the server download it once from a machine with internet."
+                ) from error
+        return _models[key]
+
+
+class FastembedEmbedder:
+    provider = "fastembed"
+
+    def __init__(self, model_name: str) -> None:
+        self.model_name = model_name
+        self._model = _fastembed_model(model_name)
+        self.dimension = int(self._model.embedding_size)
+
+    def _embed_windows(self, texts: list[str]) -> list[list[float]]:
+        return [vector.tolist() for vector in self._model.embed(texts, batch_size=BATCH_SIZE)]
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        return pooled(texts, self._embed_windows, self.dimension)
+
+
+class OpenAIEmbedder:
+    provider = "openai"
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        model_name: str,
+        api_key: str = "",
+        dimension: int | None = None,
+        timeout: float = 30.0,
+        attempts: int = 3,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.model_name = model_name
+        self.api_key = api_key
+        self.timeout = timeout
+        self.attempts = attempts
+        self.dimension = dimension or len(self._post(["dimension probe"])[0])
+
+    def _post(self, batch: list[str]) -> list[list[float]]:
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        for attempt in range(1, self.attempts + 1):
+            try:
+                response = httpx.post(
+                    f"{self.base_url}/embeddings",
+                    json={"model": self.model_name, "input": batch},
+                    headers=headers,
+                    timeout=self.timeout,
+                )
+            except (httpx.TimeoutException, httpx.NetworkError) as error:
+                reason = type(error).__name__
+            else:
+                if response.status_code == 200:
+                    data = sorted(response.json()["data"], key=lambda item: item["index"])
+                    return [list(map(float, item["embedding"])) for item in data]
+                if response.status_code not in RETRY_STATUSES:
+                    raise EmbeddingUnavailable(
+                        f"The embeddings server answered {response.status_code}: "
+                        f"{response.text[:200]}"
+                    )
+                reason = f"HTTP {response.status_code}"
+            if attempt < self.attempts:
+                delay = min(8.0, 0.5 * 2 ** (attempt - 1)) * (1 + random.random() / 2)  # noqa: S311
+                logger.warning("Embeddings call failed (%s); retrying in %.1f s", reason, delay)
+                time.sleep(delay)
+        raise EmbeddingUnavailable(f"The embeddings server did not answer ({reason}).")
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        vectors: list[list[float]] = []
+        for start in range(0, len(texts), BATCH_SIZE):
+            vectors.extend(self._post(texts[start : start + BATCH_SIZE]))
+        return vectors

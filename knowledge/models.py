@@ -1,0 +1,216 @@
+"""Collections (stores), their sources, documents, chunks with vectors, and jobs."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from django.conf import settings
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.db.models import Q
+from pgvector.django import VectorField
+
+MIB = 1024 * 1024
+
+
+class Store(models.Model):
+    """A collection. Its embedding provider, model and dimension are fixed at creation."""
+
+    class Provider(models.TextChoices):
+        FASTEMBED = "fastembed", "Local model (fastembed)"
+        OPENAI = "openai", "OpenAI-compatible server"
+        NONE = "none", "None (keyword search only)"
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="knowledge_stores"
+    )
+    name = models.CharField(max_length=120)
+    provider = models.CharField(max_length=16, choices=Provider.choices)
+    model_name = models.CharField(max_length=200, blank=True)
+    dimension = models.PositiveIntegerField(null=True, blank=True)
+    ai_profile = models.ForeignKey(
+        "accounts.AIProfile", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    role_text = models.BooleanField(default=True)
+    role_coding = models.BooleanField(default=False)
+    autonomous_opt_in = models.BooleanField(
+        default=False, help_text="Background and scheduled runs may retrieve from it."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints: ClassVar = [
+            models.UniqueConstraint(fields=["owner", "name"], name="unique_store_name_per_owner"),
+        ]
+        ordering: ClassVar = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def semantic(self) -> bool:
+        return self.provider != self.Provider.NONE and bool(self.dimension)
+
+    @property
+    def index_name(self) -> str:
+        return f"knowledge_chunk_hnsw_{self.pk}"
+
+
+class Source(models.Model):
+    class Kind(models.TextChoices):
+        FOLDER = "folder", "Folder"
+        UPLOAD = "upload", "Uploaded files"
+
+    class SyncMode(models.TextChoices):
+        MANUAL = "manual", "Manual"
+        WATCH = "watch", "Watch"
+
+    class Status(models.TextChoices):
+        NEW = "new", "Not indexed yet"
+        OK = "ok", "OK"
+        INDEXING = "indexing", "Indexing"
+        MISSING = "missing", "Missing"
+        ERROR = "error", "Error"
+
+    store = models.ForeignKey(Store, on_delete=models.CASCADE, related_name="sources")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    path = models.CharField(max_length=1024, help_text="Absolute folder on the server.")
+    include_globs = models.JSONField(default=list, blank=True)
+    exclude_globs = models.JSONField(default=list, blank=True)
+    use_gitignore = models.BooleanField(default=True)
+    max_file_bytes = models.PositiveBigIntegerField(
+        default=50 * MIB, validators=[MinValueValidator(MIB), MaxValueValidator(1024 * MIB)]
+    )
+    sync_mode = models.CharField(max_length=16, choices=SyncMode.choices, default=SyncMode.MANUAL)
+    enabled = models.BooleanField(default=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.NEW)
+    status_message = models.CharField(max_length=500, blank=True)
+    file_count = models.PositiveIntegerField(default=0)
+    chunk_count = models.PositiveIntegerField(default=0)
+    problem_count = models.PositiveIntegerField(default=0)
+    last_indexed_at = models.DateTimeField(null=True, blank=True)
+    hashes = models.JSONField(default=dict, blank=True, help_text="Relative path → sha256.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering: ClassVar = ["path"]
+
+    def __str__(self) -> str:
+        return self.path
+
+
+class Document(models.Model):
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="documents")
+    path = models.CharField(max_length=1024)
+    sha256 = models.CharField(max_length=64)
+    format = models.CharField(max_length=40)
+    size = models.PositiveBigIntegerField()
+    indexed_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints: ClassVar = [
+            models.UniqueConstraint(fields=["source", "path"], name="unique_document_per_source"),
+        ]
+
+    def __str__(self) -> str:
+        return self.path
+
+
+class Chunk(models.Model):
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="chunks")
+    # Denormalized so retrieval filters by store and source without joins.
+    store = models.ForeignKey(Store, on_delete=models.CASCADE, related_name="+")
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="+")
+    ordinal = models.PositiveIntegerField()
+    page = models.PositiveIntegerField(null=True, blank=True)
+    text = models.TextField()
+    token_count = models.PositiveIntegerField()
+    # No fixed dimension: each store's HNSW index casts to its own (see services).
+    embedding = VectorField(null=True, blank=True)
+    search = models.GeneratedField(
+        expression=SearchVector("text", config="english"),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
+
+    class Meta:
+        constraints: ClassVar = [
+            models.UniqueConstraint(fields=["document", "ordinal"], name="unique_chunk_ordinal"),
+        ]
+        indexes: ClassVar = [
+            models.Index(fields=["store", "source"], name="chunk_store_source_idx"),
+            GinIndex(fields=["search"], name="chunk_search_gin"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.document_id}#{self.ordinal}"
+
+
+class StagedChunk(models.Model):
+    """Chunks an index job prepared; they become Chunks in the job's final commit."""
+
+    job = models.ForeignKey("Job", on_delete=models.CASCADE, related_name="staged")
+    path = models.CharField(max_length=1024)
+    ordinal = models.PositiveIntegerField()
+    page = models.PositiveIntegerField(null=True, blank=True)
+    text = models.TextField()
+    token_count = models.PositiveIntegerField()
+    embedding = VectorField(null=True, blank=True)
+
+    class Meta:
+        constraints: ClassVar = [
+            models.UniqueConstraint(fields=["job", "path", "ordinal"], name="unique_staged_chunk"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.path}#{self.ordinal}"
+
+
+class Job(models.Model):
+    class Kind(models.TextChoices):
+        SCAN = "scan", "Scan"
+        INDEX = "index", "Index"
+
+    class State(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        REVIEW = "review", "Waiting for your review"
+        SUCCEEDED = "succeeded", "Done"
+        FAILED = "failed", "Failed"
+        CANCELLED = "cancelled", "Cancelled"
+        DISMISSED = "dismissed", "Dismissed"
+
+    ACTIVE_STATES = (State.QUEUED, State.RUNNING)
+
+    store = models.ForeignKey(Store, on_delete=models.CASCADE, related_name="jobs")
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="jobs")
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    state = models.CharField(max_length=16, choices=State.choices, default=State.QUEUED)
+    progress = models.PositiveSmallIntegerField(default=0)
+    counts = models.JSONField(default=dict, blank=True)
+    problems = models.JSONField(default=list, blank=True)
+    review = models.JSONField(default=list, blank=True, help_text="Scan rows for the review.")
+    cancel_requested = models.BooleanField(default=False)
+    error = models.CharField(max_length=500, blank=True)
+    scan_job = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints: ClassVar = [
+            # One scan or index job per store at a time.
+            models.UniqueConstraint(
+                fields=["store"],
+                condition=Q(state__in=["queued", "running"]),
+                name="one_active_job_per_store",
+            ),
+        ]
+        ordering: ClassVar = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} job #{self.pk} ({self.state})"

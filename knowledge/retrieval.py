@@ -1,0 +1,154 @@
+"""Bounded, cited retrieval (K7, K8): hybrid vector + full-text search fused by rank."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+
+from knowledge.core import blocks
+from knowledge.models import Chunk, Source, Store
+from knowledge.services import store_embedder
+
+CANDIDATES = 50
+
+
+@dataclass
+class Retrieval:
+    block: str
+    excerpts: list[blocks.Excerpt] = field(default_factory=list)
+    semantic: bool = True
+
+    def sent_along(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "marker": excerpt.marker,
+                "source_id": excerpt.candidate.source_id,
+                "path": excerpt.candidate.path,
+                "page": excerpt.candidate.page,
+                "tokens": excerpt.tokens,
+            }
+            for excerpt in self.excerpts
+        ]
+
+
+def _enabled_sources(store: Store) -> list[Source]:
+    return list(store.sources.filter(enabled=True))
+
+
+def vector_ranking(
+    store: Store, vector: list[float], source_ids: list[int], limit: int = CANDIDATES
+) -> list[int]:
+    """Chunk ids nearest to the vector among the given sources, always up to `limit` of them.
+
+    pgvector applies WHERE filters after the HNSW scan, so a filtered index query can
+    return fewer rows than asked; small or mostly-disabled sets use an exact scan, and
+    an index query that comes back short falls back to one.
+    """
+    if not source_ids or not store.dimension:
+        return []
+    enabled = Source.objects.filter(pk__in=source_ids).values_list("chunk_count", flat=True)
+    enabled_chunks = sum(enabled)
+    total_chunks = sum(store.sources.values_list("chunk_count", flat=True))
+    literal = "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
+    dim = int(store.dimension)
+    exact = (
+        enabled_chunks <= settings.KNOWLEDGE_EXACT_SEARCH_MAX_CHUNKS
+        or enabled_chunks < total_chunks / 2
+    )
+    with transaction.atomic(), connection.cursor() as cursor:
+        if not exact:
+            cursor.execute("SET LOCAL hnsw.ef_search = %s", [max(100, 2 * limit)])
+            cursor.execute(
+                f"""SELECT id FROM knowledge_chunk
+                    WHERE store_id = %s AND source_id = ANY(%s) AND embedding IS NOT NULL
+                    ORDER BY (embedding::vector({dim})) <=> %s::vector({dim}) LIMIT %s""",  # noqa: S608
+                [store.pk, source_ids, literal, limit],
+            )
+            ids = [row[0] for row in cursor.fetchall()]
+            if len(ids) >= min(limit, enabled_chunks):
+                return ids
+        cursor.execute(
+            """SELECT id FROM knowledge_chunk
+               WHERE store_id = %s AND source_id = ANY(%s) AND embedding IS NOT NULL
+               ORDER BY embedding <=> %s::vector LIMIT %s""",
+            [store.pk, source_ids, literal, limit],
+        )
+        return [row[0] for row in cursor.fetchall()]
+
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def keyword_ranking(
+    store: Store, query: str, source_ids: list[int], limit: int = CANDIDATES
+) -> list[int]:
+    """Full-text search with OR semantics and ranking: natural questions rarely match every word."""
+    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(query)))[:64]
+    if not words or not source_ids:
+        return []
+    ts_query = " | ".join(f"'{w}'" for w in words)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """SELECT id FROM knowledge_chunk, to_tsquery('english', %s) AS q
+               WHERE store_id = %s AND source_id = ANY(%s) AND search @@ q
+               ORDER BY ts_rank_cd(search, q) DESC, id LIMIT %s""",
+            [ts_query, store.pk, source_ids, limit],
+        )
+        return [row[0] for row in cursor.fetchall()]
+
+
+def rank(store: Store, query: str, *, mode: str = "hybrid", limit: int = CANDIDATES) -> list[int]:
+    """Chunk ids best first: hybrid, vector-only or keyword-only."""
+    source_ids = [s.pk for s in _enabled_sources(store)]
+    rankings = []
+    embedder = store_embedder(store) if mode in ("hybrid", "vector") else None
+    if embedder is not None:
+        rankings.append(vector_ranking(store, embedder.embed([query])[0], source_ids, limit))
+    if mode in ("hybrid", "keyword") or embedder is None:
+        rankings.append(keyword_ranking(store, query, source_ids, limit))
+    return blocks.fuse(rankings)[:limit]
+
+
+def bounds() -> blocks.Bounds:
+    return blocks.Bounds(
+        max_excerpts=settings.KNOWLEDGE_MAX_EXCERPTS,
+        max_per_source=settings.KNOWLEDGE_MAX_EXCERPTS_PER_SOURCE,
+        max_tokens=settings.KNOWLEDGE_MAX_RETRIEVED_TOKENS,
+        max_context_share=settings.KNOWLEDGE_MAX_CONTEXT_SHARE_PERCENT / 100,
+    )
+
+
+def retrieve(
+    stores: list[Store], query: str, *, context_window: int, autonomous: bool = False
+) -> Retrieval:
+    """The bounded block for a prompt; autonomous runs only see stores that opted in."""
+    usable = [store for store in stores if store.autonomous_opt_in or not autonomous]
+    rankings = [rank(store, query) for store in usable]
+    ordered = blocks.fuse(rankings) if len(rankings) > 1 else (rankings[0] if rankings else [])
+    chunks = Chunk.objects.filter(pk__in=ordered).select_related("document")
+    by_id = {chunk.pk: chunk for chunk in chunks}
+    candidates = [
+        blocks.Candidate(
+            source_id=by_id[i].source_id,
+            path=by_id[i].document.path,
+            page=by_id[i].page,
+            text=by_id[i].text,
+            score=0.0,
+            chunk_id=i,
+        )
+        for i in ordered
+        if i in by_id
+    ]
+    excerpts = blocks.select(candidates, context_window=context_window, bounds=bounds())
+    return Retrieval(
+        block=blocks.render(excerpts),
+        excerpts=excerpts,
+        semantic=all(store.semantic for store in usable),
+    )
+
+
+__all__ = ["Retrieval", "rank", "retrieve"]

@@ -1,0 +1,631 @@
+"""Every write of the knowledge app: stores, sources, scan and index jobs."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import shutil
+from collections.abc import Iterable
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.files.uploadedfile import UploadedFile
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from accounts.models import AIProfile, User
+from knowledge import events
+from knowledge.core import scanning
+from knowledge.core.chunking import chunk_pages
+from knowledge.core.extract import Unreadable
+from knowledge.embeddings import (
+    BATCH_SIZE,
+    Embedder,
+    EmbeddingUnavailable,
+    FastembedEmbedder,
+    OpenAIEmbedder,
+)
+from knowledge.errors import IndexMismatch, JobBusy, KnowledgeRefusal
+from knowledge.models import Chunk, Document, Job, Source, StagedChunk, Store
+
+logger = logging.getLogger(__name__)
+MIB = 1024 * 1024
+_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._ -]")
+
+
+# --- Stores ------------------------------------------------------------------
+
+
+def embedder_build(*, provider: str, model_name: str, ai_profile: AIProfile | None) -> Embedder:
+    if provider == Store.Provider.FASTEMBED:
+        return FastembedEmbedder(model_name or settings.EMBEDDING_MODEL)
+    if provider == Store.Provider.OPENAI:
+        if ai_profile is None:
+            raise KnowledgeRefusal("Choose an AI profile with the embedding role for this server.")
+        return OpenAIEmbedder(
+            base_url=ai_profile.base_url,
+            model_name=model_name or ai_profile.model,
+            api_key=ai_profile.api_key,
+        )
+    raise KnowledgeRefusal(f"Unknown embedding provider {provider!r}.")
+
+
+def store_embedder(store: Store) -> Embedder | None:
+    """The store's embedder, or None for keyword-only stores. A mismatch is refused."""
+    if not store.semantic:
+        return None
+    if store.provider == Store.Provider.OPENAI:
+        embedder: Embedder = OpenAIEmbedder(
+            base_url=store.ai_profile.base_url if store.ai_profile else "",
+            model_name=store.model_name,
+            api_key=store.ai_profile.api_key if store.ai_profile else "",
+            dimension=store.dimension,
+        )
+    else:
+        embedder = embedder_build(
+            provider=store.provider, model_name=store.model_name, ai_profile=None
+        )
+    if embedder.model_name != store.model_name or embedder.dimension != store.dimension:
+        raise IndexMismatch(
+            f"This collection was indexed with {store.model_name} ({store.dimension} dimensions) "
+            f"but the configured model is {embedder.model_name} ({embedder.dimension}). "
+            "Rebuild the collection to use the new model."
+        )
+    return embedder
+
+
+def semantic_status() -> str:
+    """Empty when the local model loads; otherwise why semantic search is off and how to fix it."""
+    try:
+        FastembedEmbedder(settings.EMBEDDING_MODEL)
+    except EmbeddingUnavailable as error:
+        return str(error)
+    return ""
+
+
+def store_create(
+    *,
+    owner: User,
+    name: str,
+    provider: str,
+    model_name: str = "",
+    ai_profile: AIProfile | None = None,
+    role_text: bool = True,
+    role_coding: bool = False,
+    autonomous_opt_in: bool = False,
+) -> Store:
+    name = name.strip()
+    if not name:
+        raise KnowledgeRefusal("Give the collection a name.")
+    if Store.objects.filter(owner=owner, name=name).exists():
+        raise KnowledgeRefusal(f"You already have a collection named {name!r}.")
+    if ai_profile is not None and ai_profile.owner_id != owner.pk:
+        raise KnowledgeRefusal("That AI profile is not yours.")
+    dimension = None
+    if provider != Store.Provider.NONE:
+        try:
+            embedder = embedder_build(
+                provider=provider, model_name=model_name, ai_profile=ai_profile
+            )
+        except EmbeddingUnavailable as error:
+            raise KnowledgeRefusal(str(error)) from error
+        model_name, dimension = embedder.model_name, embedder.dimension
+    with transaction.atomic(durable=True):
+        store = Store.objects.create(
+            owner=owner,
+            name=name,
+            provider=provider,
+            model_name=model_name,
+            dimension=dimension,
+            ai_profile=ai_profile,
+            role_text=role_text,
+            role_coding=role_coding,
+            autonomous_opt_in=autonomous_opt_in,
+        )
+        if store.semantic:
+            _create_vector_index(store)
+    return store
+
+
+def _create_vector_index(store: Store) -> None:
+    # One partial HNSW index per store, on the embedding cast to the store's dimension:
+    # a query for one store only walks that store's graph.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"CREATE INDEX IF NOT EXISTS {store.index_name} ON knowledge_chunk "
+            f"USING hnsw ((embedding::vector({int(store.dimension or 0)})) vector_cosine_ops) "
+            f"WHERE store_id = {int(store.pk)}"
+        )
+
+
+def store_delete(*, store: Store) -> None:
+    """Delete a collection and its chunks; the original files are never touched."""
+    uploads = [Path(s.path) for s in store.sources.filter(kind=Source.Kind.UPLOAD)]
+    with transaction.atomic(durable=True):
+        with connection.cursor() as cursor:
+            cursor.execute(f"DROP INDEX IF EXISTS {store.index_name}")
+        store.delete()
+    for folder in uploads:  # our own copies of uploaded files, not the person's originals
+        if folder.is_relative_to(_upload_root()):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+# --- Sources -----------------------------------------------------------------
+
+
+def _upload_root() -> Path:
+    return (Path(settings.DATA_DIR) / "uploads" / "knowledge").resolve()
+
+
+def allowed_roots() -> list[Path]:
+    return [Path(root).resolve() for root in settings.KNOWLEDGE_ALLOWED_ROOTS]
+
+
+def _check_folder(raw: str) -> Path:
+    path = Path(raw.strip()).expanduser()
+    if not path.is_absolute():
+        raise KnowledgeRefusal("Give the full path of the folder on the server, starting with /.")
+    if path.is_symlink() or path.resolve() != path.absolute():
+        raise KnowledgeRefusal(
+            "The folder path goes through a symbolic link; links are never followed."
+        )
+    roots = allowed_roots()
+    if not any(path == root or path.is_relative_to(root) for root in roots):
+        where = ", ".join(str(r) for r in roots) or "none yet"
+        raise KnowledgeRefusal(
+            f"{path} is outside the folders an admin allowed (KNOWLEDGE_ALLOWED_ROOTS: {where})."
+        )
+    return path
+
+
+def _check_overlap(store: Store, path: Path) -> None:
+    for existing in store.sources.filter(kind=Source.Kind.FOLDER):
+        other = Path(existing.path)
+        if path == other:
+            raise KnowledgeRefusal(f"This folder is already a source: {other}.")
+        if path.is_relative_to(other):
+            raise KnowledgeRefusal(f"This folder is already covered by the source {other}.")
+        if other.is_relative_to(path):
+            raise KnowledgeRefusal(
+                f"This folder contains the existing source {other}; remove that one first."
+            )
+
+
+def _start_job(
+    *,
+    store: Store,
+    source: Source,
+    kind: str,
+    auto_index: bool = False,
+    scan_job: Job | None = None,
+) -> Job:
+    try:
+        with transaction.atomic():
+            job = Job.objects.create(
+                store=store,
+                source=source,
+                kind=kind,
+                scan_job=scan_job,
+                counts={"auto_index": auto_index},
+            )
+    except IntegrityError:
+        raise JobBusy(
+            "A scan or index job is already running for this collection; wait for it or cancel it."
+        ) from None
+    from knowledge import tasks
+
+    task = tasks.scan_source if kind == Job.Kind.SCAN else tasks.index_source
+    transaction.on_commit(lambda: task.delay(job.pk))
+    events.job_changed_on_commit(job)
+    return job
+
+
+def source_add_folder(
+    *,
+    store: Store,
+    path: str,
+    include: Iterable[str] = (),
+    exclude: Iterable[str] = (),
+    use_gitignore: bool = True,
+    max_file_mib: int = 50,
+    sync_mode: str = Source.SyncMode.MANUAL,
+) -> tuple[Source, Job]:
+    folder = _check_folder(path)
+    if not 1 <= max_file_mib <= 1024:
+        raise KnowledgeRefusal("The file size limit must be between 1 MiB and 1024 MiB (1 GiB).")
+    with transaction.atomic(durable=True):
+        Store.objects.select_for_update().get(pk=store.pk)
+        _check_overlap(store, folder)
+        source = Source.objects.create(
+            store=store,
+            kind=Source.Kind.FOLDER,
+            path=str(folder),
+            include_globs=[g for g in include if g.strip()],
+            exclude_globs=[g for g in exclude if g.strip()],
+            use_gitignore=use_gitignore,
+            max_file_bytes=max_file_mib * MIB,
+            sync_mode=sync_mode,
+        )
+        job = _start_job(store=store, source=source, kind=Job.Kind.SCAN)
+    return source, job
+
+
+def source_add_upload(*, store: Store, files: list[UploadedFile[bytes]]) -> tuple[Source, Job]:
+    if not files:
+        raise KnowledgeRefusal("Choose at least one file to upload.")
+    with transaction.atomic(durable=True):
+        Store.objects.select_for_update().get(pk=store.pk)
+        source = Source.objects.create(store=store, kind=Source.Kind.UPLOAD, path="")
+        folder = _upload_root() / f"store-{store.pk}" / f"source-{source.pk}"
+        folder.mkdir(parents=True, exist_ok=True)
+        for upload in files:
+            name = _UNSAFE_NAME.sub("_", Path(upload.name or "file").name).lstrip(".") or "file"
+            with (folder / name).open("wb") as handle:
+                for part in upload.chunks():
+                    handle.write(part)
+        source.path = str(folder)
+        source.save(update_fields=["path"])
+        job = _start_job(store=store, source=source, kind=Job.Kind.SCAN)
+    return source, job
+
+
+def source_update_now(*, source: Source, auto_index: bool = False) -> Job:
+    with transaction.atomic(durable=True):
+        return _start_job(
+            store=source.store, source=source, kind=Job.Kind.SCAN, auto_index=auto_index
+        )
+
+
+def source_set_enabled(*, source: Source, enabled: bool) -> None:
+    """Disabled sources keep their chunks but retrieval skips them."""
+    Source.objects.filter(pk=source.pk).update(enabled=enabled)
+
+
+def source_remove(*, source: Source) -> None:
+    """Delete the source's chunks; the original files are never touched."""
+    folder = Path(source.path)
+    with transaction.atomic(durable=True):
+        if Job.objects.filter(source=source, state__in=Job.ACTIVE_STATES).exists():
+            raise JobBusy("A job is running for this source; cancel it first.")
+        source.delete()
+    if source.kind == Source.Kind.UPLOAD and folder.is_relative_to(_upload_root()):
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def job_cancel(*, job: Job) -> None:
+    updated = Job.objects.filter(pk=job.pk, state__in=Job.ACTIVE_STATES).update(
+        cancel_requested=True
+    )
+    if not updated:
+        raise KnowledgeRefusal("This job is not running any more.")
+
+
+def scan_confirm(*, scan_job: Job) -> Job:
+    """The person confirmed the review: index what it listed."""
+    with transaction.atomic(durable=True):
+        locked = Job.objects.select_for_update().get(pk=scan_job.pk)
+        if locked.kind != Job.Kind.SCAN or locked.state != Job.State.REVIEW:
+            raise KnowledgeRefusal("This review is no longer waiting for a confirmation.")
+        locked.state = Job.State.SUCCEEDED
+        locked.save(update_fields=["state"])
+        return _start_job(
+            store=locked.store, source=locked.source, kind=Job.Kind.INDEX, scan_job=locked
+        )
+
+
+def scan_dismiss(*, scan_job: Job) -> None:
+    Job.objects.filter(pk=scan_job.pk, state=Job.State.REVIEW).update(state=Job.State.DISMISSED)
+    if scan_job.source.status == Source.Status.NEW and not scan_job.source.documents.exists():
+        source_remove(source=scan_job.source)
+
+
+# --- Running jobs (called by Celery tasks) -------------------------------------
+
+
+def _claim(job_id: int, kind: str) -> Job | None:
+    """Take a queued job, or one whose worker died (stale heartbeat), for this run."""
+    now = timezone.now()
+    stale = now - timedelta(seconds=settings.KNOWLEDGE_JOB_STALE_SECONDS)
+    claimable = (
+        Q(state=Job.State.QUEUED)
+        | Q(state=Job.State.RUNNING, heartbeat_at__lt=stale)
+        | Q(state=Job.State.RUNNING, heartbeat_at__isnull=True)
+    )
+    claimed = Job.objects.filter(claimable, pk=job_id, kind=kind).update(
+        state=Job.State.RUNNING, heartbeat_at=now
+    )
+    if not claimed:
+        return None
+    return Job.objects.select_related("source", "store").get(pk=job_id)
+
+
+class _Stop(Exception):
+    pass
+
+
+def _beat(job: Job, *, progress: int | None = None, counts: dict[str, Any] | None = None) -> None:
+    """Record liveness and progress outside any transaction; stop when cancel was asked."""
+    fields: dict[str, Any] = {"heartbeat_at": timezone.now()}
+    if progress is not None:
+        job.progress = fields["progress"] = progress
+    if counts is not None:
+        job.counts = fields["counts"] = {**job.counts, **counts}
+    Job.objects.filter(pk=job.pk).update(**fields)
+    if Job.objects.filter(pk=job.pk, cancel_requested=True).exists():
+        raise _Stop
+    events.job_changed_on_commit(job)
+
+
+def _finish(job: Job, state: str, *, error: str = "", **fields: Any) -> None:
+    job.state, job.error, job.finished_at = state, error[:500], timezone.now()
+    for name, value in fields.items():
+        setattr(job, name, value)
+    job.save()
+    events.job_changed_on_commit(job)
+
+
+def _spec(source: Source) -> scanning.ScanSpec:
+    return scanning.ScanSpec(
+        root=Path(source.path),
+        include=tuple(source.include_globs),
+        exclude=tuple(source.exclude_globs),
+        use_gitignore=source.use_gitignore,
+        max_file_bytes=source.max_file_bytes,
+        known_hashes=dict(source.hashes),
+    )
+
+
+def scan_run(job_id: int) -> None:
+    job = _claim(job_id, Job.Kind.SCAN)
+    if job is None:
+        logger.info("Scan job %s is not waiting to run; nothing to do", job_id)
+        return
+    source = job.source
+    checked = {"n": 0}
+
+    def should_stop() -> bool:
+        checked["n"] += 1
+        if checked["n"] % 50:
+            return False
+        try:
+            _beat(job)
+        except _Stop:
+            return True
+        return False
+
+    try:
+        result = scanning.scan(_spec(source), should_stop=should_stop)
+    except scanning.Cancelled:
+        _finish(job, Job.State.CANCELLED)
+        return
+    rows = [row.__dict__ for row in result.rows]
+    if result.missing_root:
+        _apply_missing_root(job, source, rows)
+        return
+    if result.fatal:
+        Source.objects.filter(pk=source.pk).update(
+            status=Source.Status.ERROR, status_message=result.fatal
+        )
+        _finish(job, Job.State.FAILED, error=result.fatal, review=rows)
+        return
+    summary = result.summary()
+    counts = {**summary, "limit": result.limit_reached}
+    changes = sum(summary["counts"][s] for s in ("new", "changed", "deleted"))  # type: ignore[index]
+    if job.counts.get("auto_index"):
+        if not changes:
+            _finish(job, Job.State.SUCCEEDED, review=rows, counts=counts, progress=100)
+            return
+        _finish(job, Job.State.REVIEW, review=rows, counts=counts, progress=100)
+        scan_confirm(scan_job=job)
+        return
+    _finish(job, Job.State.REVIEW, review=rows, counts=counts, progress=100)
+
+
+def _apply_missing_root(job: Job, source: Source, rows: list[dict[str, Any]]) -> None:
+    """A deleted root removes the source's chunks at once, so no stale excerpt remains."""
+    with transaction.atomic(durable=True):
+        removed = source.documents.count()
+        source.documents.all().delete()
+        Source.objects.filter(pk=source.pk).update(
+            status=Source.Status.MISSING,
+            status_message="The folder no longer exists.",
+            hashes={},
+            file_count=0,
+            chunk_count=0,
+        )
+        _finish(
+            job,
+            Job.State.SUCCEEDED,
+            review=rows,
+            progress=100,
+            counts={"removed": removed, "new": 0, "unchanged": 0, "skipped": 0},
+        )
+
+
+def index_run(job_id: int) -> None:
+    job = _claim(job_id, Job.Kind.INDEX)
+    if job is None:
+        logger.info("Index job %s is not waiting to run; nothing to do", job_id)
+        return
+    source, store = job.source, job.store
+    # A re-run after a crash starts from scratch: drop what the dead run staged.
+    StagedChunk.objects.filter(job=job).delete()
+    previous_status = source.status if source.status != Source.Status.INDEXING else Source.Status.OK
+    Source.objects.filter(pk=source.pk).update(status=Source.Status.INDEXING)
+    rows = job.scan_job.review if job.scan_job else []
+    try:
+        embedder = store_embedder(store)
+        outcome = _index_rows(job, source, embedder, rows)
+    except _Stop:
+        StagedChunk.objects.filter(job=job).delete()
+        Source.objects.filter(pk=source.pk).update(status=previous_status)
+        _finish(job, Job.State.CANCELLED)
+        return
+    except (EmbeddingUnavailable, KnowledgeRefusal) as error:
+        StagedChunk.objects.filter(job=job).delete()
+        Source.objects.filter(pk=source.pk).update(
+            status=Source.Status.ERROR, status_message=str(error)[:500]
+        )
+        _finish(job, Job.State.FAILED, error=str(error))
+        return
+    _commit(job, source, rows, outcome)
+
+
+def _index_rows(
+    job: Job, source: Source, embedder: Embedder | None, rows: list[dict[str, Any]]
+) -> dict[str, Any]:
+    root = Path(source.path)
+    to_index = [row for row in rows if row["status"] in ("new", "changed")]
+    problems: list[dict[str, str]] = []
+    documents: dict[str, dict[str, Any]] = {}
+    pending: list[StagedChunk] = []
+    total = max(1, len(to_index))
+    staged_chunks = 0
+
+    def flush() -> None:
+        nonlocal pending, staged_chunks
+        if not pending:
+            return
+        if embedder is not None:
+            vectors = embedder.embed([chunk.text for chunk in pending])
+            for chunk, vector in zip(pending, vectors, strict=True):
+                chunk.embedding = vector
+        StagedChunk.objects.bulk_create(pending)
+        staged_chunks += len(pending)
+        pending = []
+
+    for done, row in enumerate(to_index, start=1):
+        path = root / row["path"]
+        try:
+            if path.is_symlink():
+                raise Unreadable("became a symbolic link")
+            digest = scanning.file_hash(path)
+            pages = scanning.read_document(
+                path, row["format"], max_chars=scanning.MAX_EXTRACTED_CHARS
+            )
+        except (Unreadable, OSError) as error:
+            problems.append({"path": row["path"], "reason": str(error)})
+            continue
+        documents[row["path"]] = {
+            "sha256": digest,
+            "format": row["format"],
+            "size": path.stat().st_size,
+        }
+        for chunk in chunk_pages(
+            pages,
+            chunk_tokens=settings.KNOWLEDGE_CHUNK_TOKENS,
+            overlap_tokens=settings.KNOWLEDGE_CHUNK_OVERLAP_TOKENS,
+        ):
+            pending.append(
+                StagedChunk(
+                    job=job,
+                    path=row["path"],
+                    ordinal=chunk.ordinal,
+                    page=chunk.page,
+                    text=chunk.text,
+                    token_count=chunk.tokens,
+                )
+            )
+            if len(pending) >= BATCH_SIZE:
+                flush()
+                _beat(
+                    job, progress=min(99, int(90 * done / total)), counts={"chunks": staged_chunks}
+                )
+        _beat(
+            job,
+            progress=min(99, int(90 * done / total)),
+            counts={
+                "documents": done,
+                "of": len(to_index),
+                "chunks": staged_chunks + len(pending),
+                "problems": len(problems),
+            },
+        )
+    flush()
+    return {"documents": documents, "problems": problems}
+
+
+def _commit(job: Job, source: Source, rows: list[dict[str, Any]], outcome: dict[str, Any]) -> None:
+    """Make the new state visible in one transaction."""
+    documents: dict[str, dict[str, Any]] = outcome["documents"]
+    problems = outcome["problems"]
+    removed_paths = {row["path"] for row in rows if row["status"] == "deleted"}
+    replaced_paths = removed_paths | set(documents)
+    with transaction.atomic(durable=True):
+        locked = Source.objects.select_for_update().get(pk=source.pk)
+        if Job.objects.filter(pk=job.pk, cancel_requested=True).exists():
+            StagedChunk.objects.filter(job=job).delete()
+            Source.objects.filter(pk=source.pk).update(
+                status=Source.Status.OK if locked.hashes else Source.Status.NEW
+            )
+            _finish(job, Job.State.CANCELLED)
+            return
+        removed = Document.objects.filter(source=locked, path__in=removed_paths).count()
+        Document.objects.filter(source=locked, path__in=replaced_paths).delete()
+        created = Document.objects.bulk_create(
+            [Document(source=locked, path=path, **meta) for path, meta in documents.items()]
+        )
+        by_path = {document.path: document.pk for document in created}
+        with connection.cursor() as cursor:
+            cursor.execute(
+                """
+                INSERT INTO knowledge_chunk (document_id, store_id, source_id, ordinal, page, text,
+                                             token_count, embedding)
+                SELECT (%s::jsonb ->> s.path)::bigint, %s, %s, s.ordinal, s.page, s.text,
+                       s.token_count, s.embedding
+                FROM knowledge_stagedchunk s
+                WHERE s.job_id = %s AND %s::jsonb ? s.path
+                """,
+                [_json(by_path), job.store_id, locked.pk, job.pk, _json(by_path)],
+            )
+        StagedChunk.objects.filter(job=job).delete()
+        hashes = {path: sha for path, sha in locked.hashes.items() if path not in replaced_paths}
+        hashes |= {path: meta["sha256"] for path, meta in documents.items()}
+        skipped = sum(1 for row in rows if row["status"] == "skipped") + len(problems)
+        chunk_count = Chunk.objects.filter(source=locked).count()
+        Source.objects.filter(pk=locked.pk).update(
+            status=Source.Status.OK,
+            status_message="",
+            hashes=hashes,
+            file_count=len(hashes),
+            chunk_count=chunk_count,
+            problem_count=skipped,
+            last_indexed_at=timezone.now(),
+        )
+        unchanged = sum(1 for row in rows if row["status"] == "unchanged")
+        _finish(
+            job,
+            Job.State.SUCCEEDED,
+            progress=100,
+            problems=problems,
+            counts={
+                **job.counts,
+                "new": len(documents),
+                "unchanged": unchanged,
+                "removed": removed,
+                "skipped": skipped,
+                "chunks": chunk_count,
+            },
+        )
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value)
+
+
+def watch_sources() -> int:
+    """Re-scan watched sources; changes are indexed without a review (the person chose watch)."""
+    started = 0
+    for source in Source.objects.filter(
+        sync_mode=Source.SyncMode.WATCH, enabled=True
+    ).select_related("store"):
+        try:
+            source_update_now(source=source, auto_index=True)
+        except JobBusy:
+            continue
+        started += 1
+    return started

@@ -1,0 +1,20 @@
+from __future__ import annotations
+
+from celery import shared_task
+
+from knowledge import services
+
+
+@shared_task(name="knowledge.scan_source")
+def scan_source(job_id: int) -> None:
+    services.scan_run(job_id)
+
+
+@shared_task(name="knowledge.index_source")
+def index_source(job_id: int) -> None:
+    services.index_run(job_id)
+
+
+@shared_task(name="knowledge.watch_sources")
+def watch_sources() -> int:
+    return services.watch_sources()

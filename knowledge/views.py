@@ -1,0 +1,228 @@
+"""Collection pages: list, create, the store page with sources, review, progress and test search."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from accounts.auth import signed_in_user
+from knowledge import services
+from knowledge.forms import FolderSourceForm, SearchForm, StoreForm, UploadForm
+from knowledge.models import Job, Source, Store
+from knowledge.retrieval import retrieve
+from memory_addon.errors import MemoryRefusal
+
+
+def _store(request: HttpRequest, store_id: int) -> Store:
+    return get_object_or_404(Store, pk=store_id, owner=signed_in_user(request))
+
+
+@login_required
+@require_GET
+def store_list(request: HttpRequest) -> HttpResponse:
+    stores = Store.objects.filter(owner=signed_in_user(request))
+    return render(request, "knowledge/list.html", {"stores": stores})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def store_new(request: HttpRequest) -> HttpResponse:
+    owner = signed_in_user(request)
+    semantic_off = services.semantic_status()
+    form = StoreForm(
+        request.POST or None,
+        owner=owner,
+        local_model=settings.EMBEDDING_MODEL,
+        local_ok=not semantic_off,
+    )
+    if request.method == "POST" and form.is_valid():
+        provider, profile = form.provider_and_profile()
+        try:
+            store = services.store_create(
+                owner=owner,
+                name=form.cleaned_data["name"],
+                provider=provider,
+                ai_profile=profile,
+                role_text=form.cleaned_data["role_text"],
+                role_coding=form.cleaned_data["role_coding"],
+                autonomous_opt_in=form.cleaned_data["autonomous_opt_in"],
+            )
+        except MemoryRefusal as refusal:
+            form.add_error(None, refusal.message)
+        else:
+            return redirect("knowledge_store", store_id=store.pk)
+    return render(request, "knowledge/new.html", {"form": form, "semantic_off": semantic_off})
+
+
+def _store_context(store: Store, **extra: Any) -> dict[str, Any]:
+    jobs = list(store.jobs.select_related("source", "store")[:1])
+    review_job = (
+        store.jobs.filter(kind=Job.Kind.SCAN, state=Job.State.REVIEW)
+        .select_related("source")
+        .first()
+    )
+    return {
+        "store": store,
+        "sources": list(store.sources.all()),
+        "job": jobs[0] if jobs else None,
+        "review_job": review_job,
+        "folder_form": extra.pop("folder_form", None) or FolderSourceForm(),
+        "upload_form": extra.pop("upload_form", None) or UploadForm(),
+        "search_form": extra.pop("search_form", None) or SearchForm(),
+        "allowed_roots": services.allowed_roots(),
+        "watch_interval_minutes": settings.KNOWLEDGE_WATCH_INTERVAL_SECONDS // 60,
+        **extra,
+    }
+
+
+@login_required
+@require_GET
+def store_page(request: HttpRequest, store_id: int) -> HttpResponse:
+    return render(request, "knowledge/store.html", _store_context(_store(request, store_id)))
+
+
+@login_required
+@require_POST
+def store_delete(request: HttpRequest, store_id: int) -> HttpResponse:
+    store = _store(request, store_id)
+    services.store_delete(store=store)
+    messages.success(
+        request, f"Deleted the collection “{store.name}”. Your original files are untouched."
+    )
+    return redirect("knowledge")
+
+
+@login_required
+@require_POST
+def source_add_folder(request: HttpRequest, store_id: int) -> HttpResponse:
+    store = _store(request, store_id)
+    form = FolderSourceForm(request.POST)
+    if form.is_valid():
+        data = form.cleaned_data
+        try:
+            services.source_add_folder(
+                store=store,
+                path=data["path"],
+                include=data["include"].splitlines(),
+                exclude=data["exclude"].splitlines(),
+                use_gitignore=data["use_gitignore"],
+                max_file_mib=data["max_file_mib"],
+                sync_mode=data["sync_mode"],
+            )
+        except MemoryRefusal as refusal:
+            form.add_error("path", refusal.message)
+        else:
+            messages.success(
+                request, "Checking the folder… The review appears here when the scan is done."
+            )
+            return redirect("knowledge_store", store_id=store.pk)
+    return render(
+        request, "knowledge/store.html", _store_context(store, folder_form=form), status=400
+    )
+
+
+@login_required
+@require_POST
+def source_upload(request: HttpRequest, store_id: int) -> HttpResponse:
+    store = _store(request, store_id)
+    form = UploadForm(request.POST, request.FILES)
+    if form.is_valid():
+        try:
+            services.source_add_upload(store=store, files=form.cleaned_data["documents"])
+        except MemoryRefusal as refusal:
+            form.add_error("documents", refusal.message)
+        else:
+            messages.success(request, "Checking the uploaded files…")
+            return redirect("knowledge_store", store_id=store.pk)
+    return render(
+        request, "knowledge/store.html", _store_context(store, upload_form=form), status=400
+    )
+
+
+def _source(request: HttpRequest, source_id: int) -> Source:
+    return get_object_or_404(
+        Source.objects.select_related("store"), pk=source_id, store__owner=signed_in_user(request)
+    )
+
+
+@login_required
+@require_POST
+def source_action(request: HttpRequest, source_id: int, action: str) -> HttpResponse:
+    if action not in ("update", "enable", "disable", "remove"):
+        raise Http404
+    source = _source(request, source_id)
+    try:
+        if action == "update":
+            services.source_update_now(source=source)
+            messages.success(
+                request, "Checking for changes… The review appears here when the scan is done."
+            )
+        elif action in ("enable", "disable"):
+            services.source_set_enabled(source=source, enabled=action == "enable")
+            messages.success(request, f"Source {'enabled' if action == 'enable' else 'disabled'}.")
+        elif action == "remove":
+            services.source_remove(source=source)
+            messages.success(
+                request, "Source removed with its excerpts. The original files are untouched."
+            )
+    except MemoryRefusal as refusal:
+        messages.error(request, refusal.message)
+    return redirect("knowledge_store", store_id=source.store_id)
+
+
+def _job(request: HttpRequest, job_id: int) -> Job:
+    return get_object_or_404(
+        Job.objects.select_related("store", "source"),
+        pk=job_id,
+        store__owner=signed_in_user(request),
+    )
+
+
+@login_required
+@require_POST
+def job_action(request: HttpRequest, job_id: int, action: str) -> HttpResponse:
+    if action not in ("confirm", "dismiss", "cancel"):
+        raise Http404
+    job = _job(request, job_id)
+    try:
+        if action == "confirm":
+            services.scan_confirm(scan_job=job)
+        elif action == "dismiss":
+            services.scan_dismiss(scan_job=job)
+        elif action == "cancel":
+            services.job_cancel(job=job)
+    except MemoryRefusal as refusal:
+        messages.error(request, refusal.message)
+    return redirect("knowledge_store", store_id=job.store_id)
+
+
+@login_required
+@require_GET
+def job_status(request: HttpRequest, job_id: int) -> HttpResponse:
+    return render(request, "knowledge/_job_status.html", {"job": _job(request, job_id)})
+
+
+@login_required
+@require_GET
+def test_search(request: HttpRequest, store_id: int) -> HttpResponse:
+    store = _store(request, store_id)
+    form = SearchForm(request.GET)
+    context: dict[str, Any] = {"search_form": form}
+    if form.is_valid():
+        try:
+            result = retrieve(
+                [store],
+                form.cleaned_data["query"],
+                context_window=form.cleaned_data["context_window"],
+            )
+        except MemoryRefusal as refusal:
+            context["search_error"] = refusal.message
+        else:
+            context["result"] = result
+    return render(request, "knowledge/store.html", _store_context(store, **context))
