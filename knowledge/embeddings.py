@@ -74,29 +74,39 @@ def pooled(texts: list[str], embed_windows: Any, dimension: int) -> list[list[fl
 
 
 _models: dict[tuple[str, str], Any] = {}
+_failures: dict[tuple[str, str], tuple[float, str]] = {}
 _models_lock = threading.Lock()
+# A failed load (no network, no folder) is not retried for this long: a download
+# attempt blocks for tens of seconds and must not slow every page and job down.
+FAILURE_MEMORY_SECONDS = 600
 
 
 def _fastembed_model(model_name: str) -> Any:
     path = settings.EMBEDDING_MODEL_PATH
     key = (model_name, path)
     with _models_lock:
+        failed = _failures.get(key)
+        if failed and time.monotonic() - failed[0] < FAILURE_MEMORY_SECONDS:
+            raise EmbeddingUnavailable(failed[1])
         if key not in _models:
             try:
                 from fastembed import TextEmbedding
 
                 kwargs: dict[str, Any] = {"cache_dir": str(Path(settings.DATA_DIR) / "models")}
                 if path:
-                    kwargs["specific_model_path"] = path
+                    kwargs |= {"specific_model_path": path, "local_files_only": True}
                 _models[key] = TextEmbedding(
                     model_name, threads=settings.EMBEDDING_THREADS, **kwargs
                 )
             except Exception as error:  # a missing model folder, no network, a bad file
-                raise EmbeddingUnavailable(
+                message = (
                     f"The local embedding model {model_name!r} could not be loaded "
                     f"({type(error).__name__}). Set EMBEDDING_MODEL_PATH to a folder with the "
-                    "model files, or let the server download it once from a machine with internet."
-                ) from error
+                    "model files (`manage.py knowledge_local_model` builds one), or let the "
+                    "server download it once on a machine with internet."
+                )
+                _failures[key] = (time.monotonic(), message)
+                raise EmbeddingUnavailable(message) from error
         return _models[key]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -10,9 +11,11 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from knowledge.core import blocks
+from knowledge.embeddings import EmbeddingUnavailable
 from knowledge.models import Chunk, Source, Store
 from knowledge.services import store_embedder
 
+logger = logging.getLogger(__name__)
 CANDIDATES = 50
 
 
@@ -107,7 +110,14 @@ def rank(store: Store, query: str, *, mode: str = "hybrid", limit: int = CANDIDA
     rankings = []
     embedder = store_embedder(store) if mode in ("hybrid", "vector") else None
     if embedder is not None:
-        rankings.append(vector_ranking(store, embedder.embed([query])[0], source_ids, limit))
+        try:
+            vector = embedder.embed([query])[0]
+        except EmbeddingUnavailable:
+            # The embeddings server is down: answer from keywords rather than not at all.
+            logger.warning("Embedding the query failed for store %s; keyword search only", store.pk)
+            embedder = None
+        else:
+            rankings.append(vector_ranking(store, vector, source_ids, limit))
     if mode in ("hybrid", "keyword") or embedder is None:
         rankings.append(keyword_ranking(store, query, source_ids, limit))
     return blocks.fuse(rankings)[:limit]

@@ -6,7 +6,11 @@ import os
 from pathlib import Path
 
 os.environ.setdefault("DATA_DIR", str(Path(__file__).resolve().parent.parent / ".data" / "test"))
+# The offline MiniLM folder that tests/conftest.py assembles from packaged files.
+os.environ.setdefault(
+    "EMBEDDING_MODEL_PATH", str(Path(os.environ["DATA_DIR"]) / "models" / "all-MiniLM-L6-v2")
+)
 
-from memory_addon.settings import *  # noqa: F403
+from memory_addon.settings import *  # noqa: E402, F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
