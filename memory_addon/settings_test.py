@@ -11,6 +11,6 @@ os.environ.setdefault(
     "EMBEDDING_MODEL_PATH", str(Path(os.environ["DATA_DIR"]) / "models" / "all-MiniLM-L6-v2")
 )
 
-from memory_addon.settings import *  # noqa: E402, F403
+from memory_addon.settings import *  # noqa: F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -16,8 +16,12 @@ DIM = 64
 def _fill(store, sources: int, per_source: int, rng) -> dict[int, np.ndarray]:
     vectors: dict[int, np.ndarray] = {}
     for s in range(sources):
-        source = Source.objects.create(store=store, kind=Source.Kind.FOLDER, path=f"/data/{store.pk}/{s}",
-                                       chunk_count=per_source)  # fmt: skip
+        source = Source.objects.create(
+            store=store,
+            kind=Source.Kind.FOLDER,
+            path=f"/data/{store.pk}/{s}",
+            chunk_count=per_source,
+        )
         document = Document.objects.create(
             source=source, path="d.txt", sha256="x", format="text", size=1
         )
@@ -32,7 +36,7 @@ def _fill(store, sources: int, per_source: int, rng) -> dict[int, np.ndarray]:
                 text=f"c{i}",
                 token_count=1,
                 embedding=batch[i].tolist(),
-            )  # fmt: skip
+            )
             for i in range(per_source)
         )
         vectors |= {row.pk: batch[i] for i, row in enumerate(rows)}

@@ -24,13 +24,26 @@ QUEUE = "crash-test"
 def _worker(**env: str) -> subprocess.Popen[bytes]:
     process = subprocess.Popen(
         [
-            sys.executable, "-m", "celery", "-A", "memory_addon", "worker", "-Q", QUEUE,
-            "--pool", "solo", "--loglevel", "WARNING", "--without-gossip", "--without-mingle",
-            "--hostname", f"crash-{os.getpid()}-{len(env)}@%h",
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "memory_addon",
+            "worker",
+            "-Q",
+            QUEUE,
+            "--pool",
+            "solo",
+            "--loglevel",
+            "WARNING",
+            "--without-gossip",
+            "--without-mingle",
+            "--hostname",
+            f"crash-{os.getpid()}-{len(env)}@%h",
         ],
         cwd=ROOT,
         env=child_env(**env),
-    )  # fmt: skip
+    )
     assert ping.apply_async(queue=QUEUE).get(timeout=60) == "pong"
     return process
 
