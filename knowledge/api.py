@@ -1,0 +1,178 @@
+"""The knowledge API: collections, sources, jobs and retrieval. Foreign ids are 404."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import Http404, HttpRequest
+from django.shortcuts import get_object_or_404
+from ninja import Router, Status
+
+from accounts.auth import signed_in_user
+from accounts.models import AIProfile
+from knowledge import services
+from knowledge.models import Job, Source, Store
+from knowledge.retrieval import retrieve
+from knowledge.schemas import (
+    FolderSourceIn,
+    JobOut,
+    RetrieveIn,
+    RetrieveOut,
+    SourceAddedOut,
+    SourceOut,
+    SourcePatch,
+    StoreIn,
+    StoreOut,
+)
+from memory_addon.schemas import ErrorOut
+
+router = Router(tags=["knowledge"])
+ERRORS = {400: ErrorOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut}
+
+
+def _store(request: HttpRequest, store_id: int) -> Store:
+    return get_object_or_404(Store, pk=store_id, owner=signed_in_user(request))
+
+
+def _source(request: HttpRequest, source_id: int) -> Source:
+    return get_object_or_404(Source, pk=source_id, store__owner=signed_in_user(request))
+
+
+def _job(request: HttpRequest, job_id: int) -> Job:
+    return get_object_or_404(Job, pk=job_id, store__owner=signed_in_user(request))
+
+
+@router.get("/stores", response=list[StoreOut], summary="Your collections")
+def store_list(request: HttpRequest) -> list[Store]:
+    return list(Store.objects.filter(owner=signed_in_user(request)))
+
+
+@router.post("/stores", response={201: StoreOut, **ERRORS}, summary="Create a collection")
+def store_new(request: HttpRequest, payload: StoreIn) -> Status[Store]:
+    owner = signed_in_user(request)
+    profile = (
+        get_object_or_404(AIProfile, pk=payload.ai_profile_id, owner=owner)
+        if payload.ai_profile_id
+        else None
+    )
+    store = services.store_create(
+        owner=owner,
+        name=payload.name,
+        provider=payload.provider,
+        ai_profile=profile,
+        role_text=payload.role_text,
+        role_coding=payload.role_coding,
+        autonomous_opt_in=payload.autonomous_opt_in,
+    )
+    return Status(201, store)
+
+
+@router.get("/stores/{store_id}", response={200: StoreOut, 404: ErrorOut}, summary="One collection")
+def store_get(request: HttpRequest, store_id: int) -> Store:
+    return _store(request, store_id)
+
+
+@router.delete(
+    "/stores/{store_id}", response={204: None, 404: ErrorOut}, summary="Delete a collection"
+)
+def store_remove(request: HttpRequest, store_id: int) -> Status[None]:
+    services.store_delete(store=_store(request, store_id))
+    return Status(204, None)
+
+
+@router.get(
+    "/stores/{store_id}/sources",
+    response={200: list[SourceOut], 404: ErrorOut},
+    summary="Sources of a collection",
+)
+def source_list(request: HttpRequest, store_id: int) -> list[Source]:
+    return list(_store(request, store_id).sources.all())
+
+
+@router.post(
+    "/stores/{store_id}/sources",
+    response={201: SourceAddedOut, **ERRORS},
+    summary="Add a server folder; starts the scan whose review must be confirmed",
+)
+def source_add(
+    request: HttpRequest, store_id: int, payload: FolderSourceIn
+) -> Status[dict[str, Any]]:
+    source, job = services.source_add_folder(
+        store=_store(request, store_id),
+        path=payload.path,
+        include=payload.include,
+        exclude=payload.exclude,
+        use_gitignore=payload.use_gitignore,
+        max_file_mib=payload.max_file_mib,
+        sync_mode=payload.sync_mode,
+    )
+    return Status(201, {"source": source, "job": job})
+
+
+@router.post(
+    "/sources/{source_id}/update",
+    response={202: JobOut, **ERRORS},
+    summary="Update now: scan for changes (review before indexing)",
+)
+def source_update(request: HttpRequest, source_id: int) -> Status[Job]:
+    return Status(202, services.source_update_now(source=_source(request, source_id)))
+
+
+@router.patch(
+    "/sources/{source_id}", response={200: SourceOut, **ERRORS}, summary="Enable or disable"
+)
+def source_patch(request: HttpRequest, source_id: int, payload: SourcePatch) -> Source:
+    source = _source(request, source_id)
+    services.source_set_enabled(source=source, enabled=payload.enabled)
+    source.refresh_from_db()
+    return source
+
+
+@router.delete(
+    "/sources/{source_id}",
+    response={204: None, **ERRORS},
+    summary="Remove a source and its chunks (never the original files)",
+)
+def source_delete(request: HttpRequest, source_id: int) -> Status[None]:
+    services.source_remove(source=_source(request, source_id))
+    return Status(204, None)
+
+
+@router.get("/jobs/{job_id}", response={200: JobOut, 404: ErrorOut}, summary="A scan or index job")
+def job_get(request: HttpRequest, job_id: int) -> Job:
+    return _job(request, job_id)
+
+
+@router.post(
+    "/jobs/{job_id}/confirm",
+    response={202: JobOut, **ERRORS},
+    summary="Confirm a scan's review and start indexing",
+)
+def job_confirm(request: HttpRequest, job_id: int) -> Status[Job]:
+    return Status(202, services.scan_confirm(scan_job=_job(request, job_id)))
+
+
+@router.post(
+    "/jobs/{job_id}/cancel", response={200: JobOut, **ERRORS}, summary="Cancel a running job"
+)
+def job_cancel(request: HttpRequest, job_id: int) -> Job:
+    job = _job(request, job_id)
+    services.job_cancel(job=job)
+    job.refresh_from_db()
+    return job
+
+
+@router.post(
+    "/retrieve",
+    response={200: RetrieveOut, **ERRORS},
+    summary="The bounded, cited block for a prompt (also the test search)",
+)
+def retrieve_endpoint(request: HttpRequest, payload: RetrieveIn) -> dict[str, Any]:
+    owner = signed_in_user(request)
+    stores = list(Store.objects.filter(owner=owner, pk__in=payload.store_ids))
+    if len(stores) != len(set(payload.store_ids)):
+        raise Http404
+    result = retrieve(
+        stores, payload.query, context_window=payload.context_window, autonomous=payload.autonomous
+    )
+    return {"block": result.block, "excerpts": result.sent_along()}

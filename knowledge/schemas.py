@@ -1,0 +1,94 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from ninja import Schema
+from pydantic import Field
+
+
+class StoreIn(Schema):
+    name: str
+    provider: Literal["fastembed", "openai", "none"] = "fastembed"
+    ai_profile_id: int | None = Field(
+        None, description="For provider 'openai': an embedding profile."
+    )
+    role_text: bool = True
+    role_coding: bool = False
+    autonomous_opt_in: bool = False
+
+
+class StoreOut(Schema):
+    id: int
+    name: str
+    provider: str
+    model_name: str
+    dimension: int | None
+    role_text: bool
+    role_coding: bool
+    autonomous_opt_in: bool
+    semantic: bool
+
+
+class FolderSourceIn(Schema):
+    path: str
+    include: list[str] = []
+    exclude: list[str] = []
+    use_gitignore: bool = True
+    max_file_mib: int = Field(50, ge=1, le=1024)
+    sync_mode: Literal["manual", "watch"] = "manual"
+
+
+class SourceOut(Schema):
+    id: int
+    kind: str
+    path: str
+    sync_mode: str
+    enabled: bool
+    status: str
+    status_message: str
+    file_count: int
+    chunk_count: int
+    problem_count: int
+    last_indexed_at: datetime | None
+
+
+class SourcePatch(Schema):
+    enabled: bool
+
+
+class JobOut(Schema):
+    id: int
+    kind: str
+    state: str
+    progress: int
+    source_id: int
+    counts: dict[str, Any]
+    problems: list[dict[str, Any]]
+    review: list[dict[str, Any]]
+    error: str
+
+
+class SourceAddedOut(Schema):
+    source: SourceOut
+    job: JobOut
+
+
+class RetrieveIn(Schema):
+    store_ids: list[int]
+    query: str = Field(min_length=1, max_length=4000)
+    context_window: int = Field(8192, ge=512, le=10_000_000)
+    autonomous: bool = False
+
+
+class ExcerptOut(Schema):
+    marker: str
+    source_id: int
+    path: str
+    page: int | None
+    tokens: int
+
+
+class RetrieveOut(Schema):
+    block: str
+    excerpts: list[ExcerptOut]

@@ -1,0 +1,94 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from knowledge.models import Job, Source
+from knowledge.services import store_create
+from tests.factories import UserFactory
+from tests.knowledge.conftest import barrier
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _post(client, url, body):
+    return client.post(url, data=json.dumps(body), content_type="application/json")
+
+
+def test_the_api_runs_add_review_confirm_and_retrieve(
+    client, user, store, sample_folder, allowed_root, celery_worker
+):
+    client.force_login(user)
+    added = _post(client, f"/api/knowledge/stores/{store.pk}/sources", {"path": str(sample_folder)})
+    assert added.status_code == 201, added.content
+    job_id = added.json()["job"]["id"]
+    barrier()
+    review = client.get(f"/api/knowledge/jobs/{job_id}").json()
+    assert review["state"] == "review"
+    assert {row["path"] for row in review["review"] if row["status"] == "new"} == {
+        "guide/setup.md",
+        "manual.pdf",
+        "notes.txt",
+        "tool.py",
+    }
+    confirmed = _post(client, f"/api/knowledge/jobs/{job_id}/confirm", {})
+    assert confirmed.status_code == 202
+    barrier()
+    result = _post(
+        client, "/api/knowledge/retrieve", {"store_ids": [store.pk], "query": "guanaco care"}
+    ).json()
+    assert result["excerpts"][0]["path"] == "manual.pdf" and result["excerpts"][0]["page"] == 1
+    assert "[R1] manual.pdf, page 1" in result["block"]
+
+
+def test_another_users_collection_source_and_job_are_404(client, user, embedding_profile, tmp_path):
+    stranger = UserFactory()
+    theirs = store_create(owner=stranger, name="theirs", provider="none")
+    source = Source.objects.create(store=theirs, kind=Source.Kind.FOLDER, path=str(tmp_path))
+    job = Job.objects.create(
+        store=theirs, source=source, kind=Job.Kind.SCAN, state=Job.State.REVIEW
+    )
+    client.force_login(user)
+    responses = [
+        client.get(f"/api/knowledge/stores/{theirs.pk}"),
+        client.get(f"/api/knowledge/stores/{theirs.pk}/sources"),
+        client.delete(f"/api/knowledge/stores/{theirs.pk}"),
+        _post(client, f"/api/knowledge/sources/{source.pk}/update", {}),
+        client.delete(f"/api/knowledge/sources/{source.pk}"),
+        client.get(f"/api/knowledge/jobs/{job.pk}"),
+        _post(client, f"/api/knowledge/jobs/{job.pk}/confirm", {}),
+        _post(client, "/api/knowledge/retrieve", {"store_ids": [theirs.pk], "query": "x"}),
+        client.get(f"/knowledge/{theirs.pk}/"),
+        client.post(f"/knowledge/sources/{source.pk}/remove/"),
+    ]
+    assert [r.status_code for r in responses] == [404] * len(responses)
+    assert Source.objects.filter(pk=source.pk).exists()
+
+
+def test_keyword_only_collections_work_without_a_model(
+    client, user, sample_folder, allowed_root, celery_worker
+):
+    client.force_login(user)
+    created = _post(client, "/api/knowledge/stores", {"name": "Plain", "provider": "none"})
+    assert created.status_code == 201 and created.json()["semantic"] is False
+    store_id = created.json()["id"]
+    job_id = _post(
+        client, f"/api/knowledge/stores/{store_id}/sources", {"path": str(sample_folder)}
+    ).json()["job"]["id"]
+    barrier()
+    _post(client, f"/api/knowledge/jobs/{job_id}/confirm", {})
+    barrier()
+    result = _post(
+        client,
+        "/api/knowledge/retrieve",
+        {"store_ids": [store_id], "query": "Which animals live in the Andes?"},
+    ).json()
+    assert result["excerpts"] and result["excerpts"][0]["path"] == "notes.txt"
+
+
+def test_bad_input_is_a_clear_400(client, user, store):
+    client.force_login(user)
+    response = _post(client, f"/api/knowledge/stores/{store.pk}/sources", {"path": "relative/path"})
+    assert response.status_code == 400
+    assert "full path" in response.json()["detail"]
