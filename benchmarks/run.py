@@ -17,6 +17,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 os.environ.setdefault("DATA_DIR", str(ROOT / ".data" / "bench"))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_addon.settings")
+os.environ.setdefault(
+    "EMBEDDING_MODEL_PATH", str(Path(os.environ["DATA_DIR"]) / "models" / "all-MiniLM-L6-v2")
+)
 sys.path.insert(0, str(ROOT))
 
 import django  # noqa: E402
@@ -147,6 +150,12 @@ def write_section(name: str, body: str) -> None:
 
 def main() -> None:
     call_command("migrate", interactive=False, verbosity=0)
+    try:
+        from knowledge.local_model import assemble_minilm
+
+        assemble_minilm(Path(os.environ["EMBEDDING_MODEL_PATH"]))
+    except FileNotFoundError as error:
+        print(f"Local model not available ({error}); vector rows are skipped.")
     context = bench_turn_context()
     proposals = bench_proposals()
     machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
@@ -175,6 +184,9 @@ Model-initiated changes, 200 each, one transaction per change, sequential:
 """
     write_section("memory", body)
     print(body)
+    from benchmarks.knowledge_bench import run as knowledge_run
+
+    print(knowledge_run(write_section, machine))
 
 
 if __name__ == "__main__":

@@ -108,7 +108,10 @@ def rank(store: Store, query: str, *, mode: str = "hybrid", limit: int = CANDIDA
     """Chunk ids best first: hybrid, vector-only or keyword-only."""
     source_ids = [s.pk for s in _enabled_sources(store)]
     rankings = []
-    embedder = store_embedder(store) if mode in ("hybrid", "vector") else None
+    try:
+        embedder = store_embedder(store) if mode in ("hybrid", "vector") else None
+    except EmbeddingUnavailable:
+        embedder = None
     if embedder is not None:
         try:
             vector = embedder.embed([query])[0]

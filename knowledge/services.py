@@ -59,11 +59,16 @@ def store_embedder(store: Store) -> Embedder | None:
     if not store.semantic:
         return None
     if store.provider == Store.Provider.OPENAI:
+        profile = store.ai_profile
+        if profile is None:
+            raise IndexMismatch(
+                "The AI profile of this collection was deleted; rebuild it with another."
+            )
         embedder: Embedder = OpenAIEmbedder(
-            base_url=store.ai_profile.base_url if store.ai_profile else "",
-            model_name=store.model_name,
-            api_key=store.ai_profile.api_key if store.ai_profile else "",
-            dimension=store.dimension,
+            base_url=profile.base_url,
+            model_name=profile.model,
+            api_key=profile.api_key,
+            dimension=store.dimension if profile.model == store.model_name else None,
         )
     else:
         embedder = embedder_build(
@@ -629,3 +634,36 @@ def watch_sources() -> int:
             continue
         started += 1
     return started
+
+
+def store_rebuild(*, store: Store) -> Store:
+    """Start over with the configured model: drop the old vectors; sources then re-index."""
+    if store.provider == Store.Provider.NONE:
+        raise KnowledgeRefusal("A keyword-only collection has no vectors to rebuild.")
+    try:
+        embedder = embedder_build(
+            provider=store.provider,
+            model_name=settings.EMBEDDING_MODEL
+            if store.provider == Store.Provider.FASTEMBED
+            else (store.ai_profile.model if store.ai_profile else ""),
+            ai_profile=store.ai_profile,
+        )
+    except EmbeddingUnavailable as error:
+        raise KnowledgeRefusal(str(error)) from error
+    with transaction.atomic(durable=True):
+        if Job.objects.filter(store=store, state__in=Job.ACTIVE_STATES).exists():
+            raise JobBusy("A job is running for this collection; wait for it or cancel it.")
+        with connection.cursor() as cursor:
+            cursor.execute(f"DROP INDEX IF EXISTS {store.index_name}")
+        Document.objects.filter(source__store=store).delete()
+        store.sources.update(
+            hashes={},
+            file_count=0,
+            chunk_count=0,
+            status=Source.Status.NEW,
+            status_message="Rebuilt for a new model: run Update now to index it again.",
+        )
+        store.model_name, store.dimension = embedder.model_name, embedder.dimension
+        store.save(update_fields=["model_name", "dimension"])
+        _create_vector_index(store)
+    return store

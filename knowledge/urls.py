@@ -9,6 +9,7 @@ urlpatterns = [
     path("new/", views.store_new, name="knowledge_new"),
     path("<int:store_id>/", views.store_page, name="knowledge_store"),
     path("<int:store_id>/delete/", views.store_delete, name="knowledge_store_delete"),
+    path("<int:store_id>/rebuild/", views.store_rebuild, name="knowledge_store_rebuild"),
     path("<int:store_id>/folders/", views.source_add_folder, name="knowledge_add_folder"),
     path("<int:store_id>/uploads/", views.source_upload, name="knowledge_upload"),
     path("<int:store_id>/search/", views.test_search, name="knowledge_search"),

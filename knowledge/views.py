@@ -13,6 +13,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from accounts.auth import signed_in_user
 from knowledge import services
+from knowledge.embeddings import EmbeddingUnavailable
 from knowledge.forms import FolderSourceForm, SearchForm, StoreForm, UploadForm
 from knowledge.models import Job, Source, Store
 from knowledge.retrieval import retrieve
@@ -60,6 +61,16 @@ def store_new(request: HttpRequest) -> HttpResponse:
     return render(request, "knowledge/new.html", {"form": form, "semantic_off": semantic_off})
 
 
+def _index_problem(store: Store) -> str:
+    try:
+        services.store_embedder(store)
+    except MemoryRefusal as refusal:
+        return refusal.message
+    except EmbeddingUnavailable as error:
+        return f"Semantic search is off for now: {error}"
+    return ""
+
+
 def _store_context(store: Store, **extra: Any) -> dict[str, Any]:
     jobs = list(store.jobs.select_related("source", "store")[:1])
     review_job = (
@@ -77,6 +88,9 @@ def _store_context(store: Store, **extra: Any) -> dict[str, Any]:
         "search_form": extra.pop("search_form", None) or SearchForm(),
         "allowed_roots": services.allowed_roots(),
         "watch_interval_minutes": settings.KNOWLEDGE_WATCH_INTERVAL_SECONDS // 60,
+        "index_problem": extra.pop("index_problem", None)
+        if "index_problem" in extra
+        else _index_problem(store),
         **extra,
     }
 
@@ -96,6 +110,21 @@ def store_delete(request: HttpRequest, store_id: int) -> HttpResponse:
         request, f"Deleted the collection “{store.name}”. Your original files are untouched."
     )
     return redirect("knowledge")
+
+
+@login_required
+@require_POST
+def store_rebuild(request: HttpRequest, store_id: int) -> HttpResponse:
+    store = _store(request, store_id)
+    try:
+        services.store_rebuild(store=store)
+    except MemoryRefusal as refusal:
+        messages.error(request, refusal.message)
+    else:
+        messages.success(
+            request, "The old index is gone. Run Update now on each source to index it again."
+        )
+    return redirect("knowledge_store", store_id=store.pk)
 
 
 @login_required
