@@ -17,7 +17,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def _indexed(store, folder, **options):
     source, job = services.source_add_folder(store=store, path=str(folder), **options)
     barrier()
-    index_job = services.scan_confirm(scan_job=Job.objects.get(pk=job.pk))
+    services.scan_confirm(scan_job=Job.objects.get(pk=job.pk))
     barrier()
     source.refresh_from_db()
     return source
