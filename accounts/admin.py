@@ -8,6 +8,7 @@ from django.contrib.auth.admin import UserAdmin
 from django.http import HttpRequest
 
 from accounts.models import (
+    ApiToken,
     Agent,
     AIProfile,
     Membership,
@@ -85,3 +86,14 @@ class AIProfileAdmin(admin.ModelAdmin[AIProfile]):
         if form.cleaned_data.get("api_key"):
             obj.api_key = form.cleaned_data["api_key"]
         super().save_model(request, obj, form, change)
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin[ApiToken]):
+    # Only the hash is stored; nothing here can show the token itself.
+    list_display = ["name", "user", "prefix", "created_at", "last_used_at", "revoked_at"]
+    readonly_fields = ["prefix", "created_at", "last_used_at"]
+    exclude = ["token_hash"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # tokens are created by their owner, who sees the value once

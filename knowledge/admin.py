@@ -1,0 +1,24 @@
+from __future__ import annotations
+
+from django.contrib import admin
+
+from knowledge.models import Job, Source, Store
+
+
+@admin.register(Store)
+class StoreAdmin(admin.ModelAdmin[Store]):
+    list_display = ["name", "owner", "provider", "model_name", "dimension"]
+
+
+@admin.register(Source)
+class SourceAdmin(admin.ModelAdmin[Source]):
+    list_display = ["path", "store", "kind", "status", "enabled", "file_count", "chunk_count"]
+    list_filter = ["status", "kind", "enabled"]
+    exclude = ["hashes"]
+
+
+@admin.register(Job)
+class JobAdmin(admin.ModelAdmin[Job]):
+    list_display = ["__str__", "store", "kind", "state", "progress", "created_at"]
+    list_filter = ["kind", "state"]
+    exclude = ["review"]
