@@ -8,9 +8,9 @@ from django.contrib.auth.admin import UserAdmin
 from django.http import HttpRequest
 
 from accounts.models import (
-    ApiToken,
     Agent,
     AIProfile,
+    ApiToken,
     Membership,
     MessagingBinding,
     Organization,

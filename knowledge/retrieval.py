@@ -64,7 +64,8 @@ def vector_ranking(
     )
     with transaction.atomic(), connection.cursor() as cursor:
         if not exact:
-            cursor.execute("SET LOCAL hnsw.ef_search = %s", [max(100, 2 * limit)])
+            ef_search = max(settings.KNOWLEDGE_HNSW_EF_SEARCH, 2 * limit)
+            cursor.execute("SET LOCAL hnsw.ef_search = %s", [ef_search])
             cursor.execute(
                 f"""SELECT id FROM knowledge_chunk
                     WHERE store_id = %s AND source_id = ANY(%s) AND embedding IS NOT NULL

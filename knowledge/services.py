@@ -143,6 +143,8 @@ def _create_vector_index(store: Store) -> None:
         cursor.execute(
             f"CREATE INDEX IF NOT EXISTS {store.index_name} ON knowledge_chunk "
             f"USING hnsw ((embedding::vector({int(store.dimension or 0)})) vector_cosine_ops) "
+            f"WITH (m = {int(settings.KNOWLEDGE_HNSW_M)}, "
+            f"ef_construction = {int(settings.KNOWLEDGE_HNSW_EF_CONSTRUCTION)}) "
             f"WHERE store_id = {int(store.pk)}"
         )
 
