@@ -100,3 +100,18 @@ def test_a_changed_model_is_refused_until_the_collection_is_rebuilt(
     services.scan_confirm(scan_job=Job.objects.get(pk=update.pk))
     barrier()
     assert "Alpacas" in retrieve([store], "alpacas", context_window=8192).block
+
+
+@pytest.mark.django_db(transaction=False)
+def test_a_scan_can_be_cancelled_before_the_review(store, allowed_root):
+    folder = allowed_root / "many"
+    folder.mkdir()
+    for i in range(120):
+        (folder / f"note{i}.md").write_text(f"note {i}\n")
+    # Inside the test transaction nothing is handed to a worker; the scan runs here.
+    source, job = services.source_add_folder(store=store, path=str(folder))
+    services.job_cancel(job=job)
+    services.scan_run(job.pk)
+    job.refresh_from_db()
+    assert job.state == Job.State.CANCELLED and job.review == []
+    assert Document.objects.filter(source=source).count() == 0
