@@ -6,6 +6,7 @@ import hashlib
 import secrets
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -14,15 +15,9 @@ from accounts.models import AIProfile, ApiToken, MessagingBinding, SiteSettings,
 
 def site_settings_get() -> SiteSettings:
     settings_row, _ = SiteSettings.objects.get_or_create(
-        pk=1, defaults={"signup_enabled": _signup_default()}
+        pk=1, defaults={"signup_enabled": bool(settings.SIGNUP_ENABLED_DEFAULT)}
     )
     return settings_row
-
-
-def _signup_default() -> bool:
-    from django.conf import settings
-
-    return bool(settings.SIGNUP_ENABLED_DEFAULT)
 
 
 @dataclass(frozen=True)

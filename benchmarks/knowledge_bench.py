@@ -235,7 +235,7 @@ def bench_locomo(embedder: FastembedEmbedder | None) -> dict[str, dict[str, floa
             questions += 1
             evidence = set(qa["evidence"])
             for mode in modes:
-                found = [dia_of[i] for i in rank(store, qa["question"], mode=mode, limit=10)]
+                found = [dia_of[i] for i in rank(store, qa["question"], mode=mode, limit=10).ids]
                 if mode == "keyword" and not found:
                     empty_keyword += 1
                 hit = len(evidence & set(found))

@@ -5,7 +5,7 @@ from typing import Any
 from django import forms
 
 from accounts.models import AIProfile, User
-from knowledge.models import Source, Store
+from knowledge.models import Source
 
 
 class StoreForm(forms.Form):
@@ -91,6 +91,3 @@ class SearchForm(forms.Form):
     context_window = forms.IntegerField(
         label="Model context window (tokens)", min_value=512, max_value=10_000_000, initial=8192
     )
-
-
-__all__ = ["FolderSourceForm", "SearchForm", "Store", "StoreForm", "UploadForm"]

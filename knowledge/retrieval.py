@@ -105,7 +105,13 @@ def keyword_ranking(
         return [row[0] for row in cursor.fetchall()]
 
 
-def rank(store: Store, query: str, *, mode: str = "hybrid", limit: int = CANDIDATES) -> list[int]:
+@dataclass(frozen=True)
+class Ranking:
+    ids: list[int]
+    semantic: bool  # False when no vectors were searched (keyword-only or embedder down)
+
+
+def rank(store: Store, query: str, *, mode: str = "hybrid", limit: int = CANDIDATES) -> Ranking:
     """Chunk ids best first: hybrid, vector-only or keyword-only."""
     source_ids = [s.pk for s in _enabled_sources(store)]
     rankings = []
@@ -124,7 +130,7 @@ def rank(store: Store, query: str, *, mode: str = "hybrid", limit: int = CANDIDA
             rankings.append(vector_ranking(store, vector, source_ids, limit))
     if mode in ("hybrid", "keyword") or embedder is None:
         rankings.append(keyword_ranking(store, query, source_ids, limit))
-    return blocks.fuse(rankings)[:limit]
+    return Ranking(blocks.fuse(rankings)[:limit], semantic=embedder is not None)
 
 
 def bounds() -> blocks.Bounds:
@@ -141,7 +147,8 @@ def retrieve(
 ) -> Retrieval:
     """The bounded block for a prompt; autonomous runs only see stores that opted in."""
     usable = [store for store in stores if store.autonomous_opt_in or not autonomous]
-    rankings = [rank(store, query) for store in usable]
+    results = [rank(store, query) for store in usable]
+    rankings = [result.ids for result in results]
     ordered = blocks.fuse(rankings) if len(rankings) > 1 else (rankings[0] if rankings else [])
     chunks = Chunk.objects.filter(pk__in=ordered).select_related("document")
     by_id = {chunk.pk: chunk for chunk in chunks}
@@ -161,8 +168,8 @@ def retrieve(
     return Retrieval(
         block=blocks.render(excerpts),
         excerpts=excerpts,
-        semantic=all(store.semantic for store in usable),
+        semantic=bool(results) and all(result.semantic for result in results),
     )
 
 
-__all__ = ["Retrieval", "rank", "retrieve"]
+__all__ = ["Ranking", "Retrieval", "rank", "retrieve"]

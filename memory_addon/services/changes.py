@@ -19,7 +19,6 @@ from memory_addon.core.secret_guard import find_secret
 from memory_addon.errors import (
     ChangeRefused,
     LimitExceeded,
-    MemoryRefusal,
     PathNotAllowed,
     SecretRefused,
     StaleBase,
@@ -375,16 +374,3 @@ def history_prune() -> int:
             deleted += FileChange.objects.filter(id__in=stale_ids).delete()[0]
     ChangeSet.objects.filter(created_at__lt=cutoff, changes__isnull=True).delete()
     return deleted
-
-
-__all__ = [
-    "ABSENT",
-    "FileWrite",
-    "MemoryRefusal",
-    "change_set_apply",
-    "change_set_undo",
-    "file_delete",
-    "file_write",
-    "history_prune",
-    "version_restore",
-]
