@@ -5,13 +5,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
-from ninja import Query, Router, Schema
+from ninja import File, Query, Router, Schema, UploadedFile
 
 from accounts.auth import signed_in_user
 from accounts.models import Agent, MessagingBinding, User
 from memory_addon.core.secret_guard import find_secret
+from memory_addon.errors import MemoryRefusal
 from memory_addon.models import ChangeSet, FileChange, MemoryFile, MemoryScope, Proposal
 from memory_addon.schemas import (
     ChangeDetailOut,
@@ -40,6 +41,7 @@ from memory_addon.selectors import (
     scopes_for_user,
     versions_for_scope,
 )
+from memory_addon.services.backup import MAX_ARCHIVE_BYTES, memory_export, memory_restore
 from memory_addon.services.changes import (
     change_set_undo,
     clean_path,
@@ -349,3 +351,34 @@ def setting_put(request: HttpRequest, addon: str, key: str, payload: SettingIn) 
 
 
 __all__ = ["addons_router", "chats_router", "router"]
+
+
+class RestoreOut(Schema):
+    added: list[str]
+    kept: list[str]
+    refused: list[list[str]]
+
+
+@router.get("/export", summary="All your memory files as a zip of Markdown")
+def export(request: HttpRequest) -> HttpResponse:
+    response = HttpResponse(
+        memory_export(user=signed_in_user(request)), content_type="application/zip"
+    )
+    response["Content-Disposition"] = 'attachment; filename="memory-export.zip"'
+    return response
+
+
+@router.post(
+    "/restore",
+    response={200: RestoreOut, 400: ErrorOut},
+    summary="Restore an export: adds only files that do not exist yet, never replaces",
+)
+def restore(request: HttpRequest, archive: File[UploadedFile]) -> dict[str, Any]:
+    if archive.size and archive.size > MAX_ARCHIVE_BYTES:
+        raise MemoryRefusal("The archive is too large to be a memory export.")
+    report = memory_restore(user=signed_in_user(request), archive_bytes=archive.read())
+    return {
+        "added": report.added,
+        "kept": report.kept,
+        "refused": [list(r) for r in report.refused],
+    }

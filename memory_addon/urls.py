@@ -26,6 +26,8 @@ urlpatterns = [
     path("memory/audit/", views.audit_page, name="memory_audit"),
     path("memory/agents/<int:agent_id>/", views.agent_memory, name="memory_agent"),
     path("files/", views.files_page, name="memory_files"),
+    path("files/export.zip", views.memory_export_download, name="memory_export"),
+    path("files/restore/", views.memory_restore_upload, name="memory_restore_upload"),
     path("files/<int:scope_id>/", views.file_page, name="memory_file"),
     path("inbox/", views.inbox_page, name="inbox"),
     path(

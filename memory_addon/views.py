@@ -28,6 +28,7 @@ from memory_addon.selectors import (
     scopes_for_user,
     versions_for_scope,
 )
+from memory_addon.services.backup import MAX_ARCHIVE_BYTES, memory_export, memory_restore
 from memory_addon.services.changes import (
     change_set_undo,
     clean_path,
@@ -389,3 +390,37 @@ def addon_toggle(request: HttpRequest) -> HttpResponse:
 def agent_memory(request: HttpRequest, agent_id: int) -> HttpResponse:
     agent = get_object_or_404(Agent, pk=agent_id, owner=signed_in_user(request))
     return redirect(f"{reverse('memory')}?scope={agent_scope(agent).pk}")
+
+
+@login_required
+@require_GET
+def memory_export_download(request: HttpRequest) -> HttpResponse:
+    data = memory_export(user=signed_in_user(request))
+    response = HttpResponse(data, content_type="application/zip")
+    response["Content-Disposition"] = 'attachment; filename="memory-export.zip"'
+    return response
+
+
+@login_required
+@require_POST
+def memory_restore_upload(request: HttpRequest) -> HttpResponse:
+    upload = request.FILES.get("archive")
+    if upload is None:
+        messages.error(request, "Choose a memory export (.zip) to restore.")
+        return redirect("memory_files")
+    if upload.size and upload.size > MAX_ARCHIVE_BYTES:
+        messages.error(request, "The archive is too large to be a memory export.")
+        return redirect("memory_files")
+    try:
+        report = memory_restore(user=signed_in_user(request), archive_bytes=upload.read())
+    except MemoryRefusal as refusal:
+        messages.error(request, refusal.message)
+        return redirect("memory_files")
+    messages.success(
+        request,
+        f"Restored {len(report.added)} file(s); kept {len(report.kept)} that already existed "
+        "(current memory is never replaced).",
+    )
+    for name, reason in report.refused[:20]:
+        messages.error(request, f"Not restored: {name} — {reason}")
+    return redirect("memory_files")
