@@ -49,9 +49,9 @@ from memory_addon.services.changes import (
     file_write,
     version_restore,
 )
-from memory_addon.services.context import turn_context_build
+from memory_addon.services.context import bank_startup_context, turn_context_build
 from memory_addon.services.proposals import proposal_confirm, proposal_reject
-from memory_addon.services.scopes import scope_folder, user_scope
+from memory_addon.services.scopes import bank_scope, scope_folder, user_scope
 from memory_addon.services.tools import tool_call_execute, tool_schemas
 from memory_addon.services.user_settings import addon_setting_get, addon_setting_put
 from memory_addon.turns import Turn
@@ -382,3 +382,61 @@ def restore(request: HttpRequest, archive: File[UploadedFile]) -> dict[str, Any]
         "kept": report.kept,
         "refused": [list(r) for r in report.refused],
     }
+
+
+class BankIn(Schema):
+    project_key: str
+    project_name: str = ""
+
+
+class BankStatusOut(Schema):
+    project_key: str
+    folder: str
+    enabled: bool
+    files: int
+    bytes: int
+    startup_context: str
+
+
+def _bank_status(scope: MemoryScope) -> dict[str, Any]:
+    rows = list(MemoryFile.objects.filter(scope=scope).values_list("size", flat=True))
+    return {
+        "project_key": scope.project_key,
+        "folder": scope_folder(scope),
+        "enabled": scope.enabled,
+        "files": len(rows),
+        "bytes": sum(rows),
+        "startup_context": bank_startup_context(scope),
+    }
+
+
+@router.get(
+    "/banks/status", response=BankStatusOut, summary="A project bank: state and startup context"
+)
+def bank_status(request: HttpRequest, project_key: str) -> dict[str, Any]:
+    return _bank_status(bank_scope(signed_in_user(request), project_key))
+
+
+@router.post(
+    "/banks/enabled",
+    response=BankStatusOut,
+    summary="Turn a project bank on or off (files are kept)",
+)
+def bank_enabled(request: HttpRequest, payload: BankIn, enabled: bool) -> dict[str, Any]:
+    scope = bank_scope(signed_in_user(request), payload.project_key, payload.project_name)
+    MemoryScope.objects.filter(pk=scope.pk).update(enabled=enabled)
+    scope.enabled = enabled
+    return _bank_status(scope)
+
+
+@router.get("/banks/files", response=list[FileOut], summary="Files of a project bank")
+def bank_files(request: HttpRequest, project_key: str) -> list[MemoryFile]:
+    return list(MemoryFile.objects.filter(scope=bank_scope(signed_in_user(request), project_key)))
+
+
+@router.get(
+    "/banks/file", response={200: FileContentOut, **ERRORS}, summary="One file of a project bank"
+)
+def bank_file(request: HttpRequest, project_key: str, path: str = "MEMORY.md") -> dict[str, Any]:
+    scope = bank_scope(signed_in_user(request), project_key)
+    return file_read(request, scope.pk, path)

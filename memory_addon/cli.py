@@ -1,0 +1,106 @@
+"""Command-line client for project memory banks (M17).
+
+    python -m memory_addon.cli status|on|off|files|show [path]|path
+
+Talks to the host's REST API with a personal token. The project identity is the
+Git common directory (so linked worktrees share a bank; separate clones do not),
+or the resolved folder outside Git. Settings: MEMORY_HOST_URL (default
+http://127.0.0.1:8000) and MEMORY_HOST_TOKEN (create one under /api/tokens).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+
+def project_identity(folder: Path) -> tuple[str, str]:
+    """(stable key, readable name) for the project that holds `folder`."""
+    try:
+        common = subprocess.run(
+            ["git", "rev-parse", "--path-format=absolute", "--git-common-dir"],  # noqa: S607
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=10,
+        ).stdout.strip()
+        root = Path(common).resolve()
+        kind, name = "git", root.parent.name if root.name == ".git" else root.name
+    except (subprocess.CalledProcessError, FileNotFoundError, subprocess.TimeoutExpired):
+        root = folder.resolve()
+        kind, name = "path", root.name
+    digest = hashlib.sha256(f"{kind}:{root}".encode()).hexdigest()[:32]
+    return f"{kind}:{digest}", name
+
+
+class Client:
+    def __init__(self, base_url: str, token: str) -> None:
+        self.http = httpx.Client(
+            base_url=base_url.rstrip("/") + "/api/memory",
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=30,
+        )
+
+    def call(self, method: str, url: str, **kwargs: Any) -> Any:
+        response = self.http.request(method, url, **kwargs)
+        if response.status_code >= 400:
+            try:
+                detail = response.json().get("detail", response.text)
+            except ValueError:
+                detail = response.text
+            raise SystemExit(f"error: {detail} (HTTP {response.status_code})")
+        return response.json()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="memory", description="Project memory bank client")
+    parser.add_argument("command", choices=["status", "on", "off", "files", "show", "path"])
+    parser.add_argument("path", nargs="?", default="MEMORY.md")
+    parser.add_argument("--project", default=".", help="a folder of the project (default: here)")
+    args = parser.parse_args(argv)
+    base = os.environ.get("MEMORY_HOST_URL", "http://127.0.0.1:8000")
+    token = os.environ.get("MEMORY_HOST_TOKEN", "")
+    if not token:
+        print("error: set MEMORY_HOST_TOKEN to a personal API token", file=sys.stderr)
+        return 2
+    key, name = project_identity(Path(args.project))
+    client = Client(base, token)
+    params = {"project_key": key}
+    if args.command == "status" or args.command in ("on", "off"):
+        if args.command == "status":
+            status = client.call("GET", "/banks/status", params=params)
+        else:
+            status = client.call(
+                "POST",
+                "/banks/enabled",
+                params={"enabled": args.command == "on"},
+                json={"project_key": key, "project_name": name},
+            )
+        print(f"project: {name} ({key})")
+        print(f"memory: {'on' if status['enabled'] else 'off'}")
+        print(f"files: {status['files']}, {status['bytes']} bytes")
+        if args.command == "status":
+            print("startup context:")
+            print(status["startup_context"])
+    elif args.command == "files":
+        for row in client.call("GET", "/banks/files", params=params):
+            print(f"{row['path']}\t{row['size']} bytes")
+    elif args.command == "show":
+        row = client.call("GET", "/banks/file", params={**params, "path": args.path})
+        print(row["content"], end="" if row["content"].endswith("\n") else "\n")
+    else:
+        status = client.call("GET", "/banks/status", params=params)
+        print(f"{base.rstrip('/')} · {status['folder']} ({key})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
