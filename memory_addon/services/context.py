@@ -15,7 +15,7 @@ from memory_addon.core.budget import Candidate, pack
 from memory_addon.core.secret_guard import mask_outbound
 from memory_addon.core.tokens import estimate_tokens
 from memory_addon.models import MemoryFile, MemoryScope
-from memory_addon.services.policy import kill_switch_on, policy_for
+from memory_addon.services.policy import Policy, kill_switch_on, policy_for
 from memory_addon.services.scopes import (
     BANK_INDEX_PATH,
     agent_scope,
@@ -92,13 +92,13 @@ def readable_scopes(turn: Turn) -> list[tuple[str, MemoryScope]]:
     return scopes
 
 
-def memory_readable(turn: Turn) -> str:
+def memory_readable(turn: Turn, policy: Policy | None = None) -> str:
     """Empty when this turn may read the person's memory, else the reason it may not."""
     if kill_switch_on():
         return "Memory is off on this server (MEMORY_AI_MEMORY=off)."
     if turn.memory_off:
         return "Memory is off for this request."
-    if policy_for(turn.user).memory_mode == "off":
+    if (policy or policy_for(turn.user)).memory_mode == "off":
         return "Your organization has turned memory off."
     if not addon_enabled(user=turn.user, addon=MEMORY_ADDON):
         return "The Short memory add-on is disabled; your notes are kept but not read."
@@ -118,7 +118,7 @@ def turn_context_build(turn: Turn) -> TurnContext:
             policy.rules,
         )
         candidates.append(Candidate(rules_item, rules_item.tokens, 0, mandatory=True))
-    reason_off = memory_readable(turn)
+    reason_off = memory_readable(turn, policy)
     if not reason_off:
         scopes = readable_scopes(turn)
         indexes = {
