@@ -7,6 +7,7 @@ from typing import TypedDict
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
+from django.urls import reverse
 from django.utils.html import format_html
 
 
@@ -44,12 +45,23 @@ NOTICE_TEXT = {
 
 def memory_changed_on_commit(user_id: int, change_set_id: int, origin: str) -> None:
     """Tell the person's open pages that their memory changed."""
+    undo = ""
+    if origin == "automatic":
+        # Saved without asking: offer the way back right where the notice appears.
+        undo = format_html(
+            '<form method="post" action="{}" class="inline-form">'
+            '<input type="hidden" name="next" value="{}">'
+            '<button type="submit">Undo</button></form>',
+            reverse("memory_undo", args=[change_set_id]),
+            reverse("memory_audit"),
+        )
     html = format_html(
         '<div id="live-notice" hx-swap-oob="true" aria-live="polite" '
-        'data-change-set="{}" data-origin="{}"><p class="notice">{}</p></div>',
+        'data-change-set="{}" data-origin="{}"><p class="notice">{} {}</p></div>',
         change_set_id,
         origin,
         NOTICE_TEXT.get(origin, "Memory changed."),
+        undo,
     )
     push_fragment_on_commit(user_id, str(html))
 

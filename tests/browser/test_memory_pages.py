@@ -212,3 +212,22 @@ def test_an_expired_proposal_leaves_the_open_inbox_without_reload(sign_in, perso
     card.wait_for(state="detached")
     page.get_by_text("Nothing waits for you").wait_for()
     assert page.locator("#inbox-count").inner_text() == ""
+
+
+def test_an_automatic_save_shows_saved_to_memory_with_undo_live(sign_in, person):
+    from memory_addon.services.user_settings import addon_setting_put
+
+    addon_setting_put(user=person, addon="memory", key="save-mode", value="auto")
+    page = sign_in(person)
+    page.goto("/memory/")
+    wait_until_live(page)
+    off_loop(
+        memory_change_request,
+        turn=Turn(user=person),
+        operation={"action": "add", "text": "- tea: likes green tea -> tea.md"},
+    )
+    notice = page.locator("#live-notice")
+    notice.get_by_text("Saved to memory.").wait_for()
+    notice.get_by_role("button", name="Undo").click()
+    page.get_by_text("Change undone.").wait_for()
+    assert not MemoryFile.objects.filter(scope=user_scope(person), path="index.md").exists()

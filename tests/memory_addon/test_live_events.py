@@ -54,6 +54,7 @@ def test_automatic_save_and_undo_push_notices(
     with django_capture_on_commit_callbacks(execute=True):
         change = memory_change_request(turn=turn, operation=ADD).change_set
     assert 'data-origin="automatic"' in pushed[-1][1]
+    assert f'action="/memory/changes/{change.pk}/undo/"' in pushed[-1][1]
     with django_capture_on_commit_callbacks(execute=True):
         change_set_undo(user=user, change_set=change)
     assert 'data-origin="undo"' in pushed[-1][1]
