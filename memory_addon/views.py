@@ -9,6 +9,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -228,9 +229,10 @@ def change_set_undo_page(request: HttpRequest, change_set_id: int) -> HttpRespon
     else:
         messages.success(request, "Change undone.")
     back = request.POST.get("next", "")
-    return redirect(
-        back if back.startswith("/") and not back.startswith("//") else reverse("memory_audit")
+    safe = url_has_allowed_host_and_scheme(
+        back, allowed_hosts={request.get_host()}, require_https=request.is_secure()
     )
+    return redirect(back if safe else reverse("memory_audit"))
 
 
 @login_required

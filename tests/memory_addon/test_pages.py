@@ -147,3 +147,10 @@ def test_nav_shows_the_pending_count(signed_in, user):
         'id="inbox-count" class="badge" aria-live="polite">2<'
         in signed_in.get("/memory/").content.decode()
     )
+
+
+@pytest.mark.parametrize("target", ["https://evil.example/", "//evil.example/", "/\\evil.example/"])
+def test_undo_never_redirects_off_site(signed_in, user, scope, target):
+    change = file_write(user=user, scope=scope, path="a.md", content="x\n", base_sha256="")
+    response = signed_in.post(f"/memory/changes/{change.pk}/undo/", {"next": target})
+    assert response.status_code == 302 and response["Location"] == "/memory/audit/"
