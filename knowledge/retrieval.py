@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,6 +13,7 @@ from knowledge.core import blocks
 from knowledge.embeddings import EmbeddingUnavailable
 from knowledge.models import Chunk, Source, Store
 from knowledge.services import store_embedder
+from memory_addon.core.fulltext import or_query
 
 logger = logging.getLogger(__name__)
 CANDIDATES = 50
@@ -53,9 +53,9 @@ def vector_ranking(
     """
     if not source_ids or not store.dimension:
         return []
-    enabled = Source.objects.filter(pk__in=source_ids).values_list("chunk_count", flat=True)
-    enabled_chunks = sum(enabled)
-    total_chunks = sum(store.sources.values_list("chunk_count", flat=True))
+    counts = dict(store.sources.values_list("pk", "chunk_count"))
+    enabled_chunks = sum(counts.get(pk, 0) for pk in source_ids)
+    total_chunks = sum(counts.values())
     literal = "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
     dim = int(store.dimension)
     exact = (
@@ -84,17 +84,13 @@ def vector_ranking(
         return [row[0] for row in cursor.fetchall()]
 
 
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
-
-
 def keyword_ranking(
     store: Store, query: str, source_ids: list[int], limit: int = CANDIDATES
 ) -> list[int]:
     """Full-text search with OR semantics and ranking: natural questions rarely match every word."""
-    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(query)))[:64]
-    if not words or not source_ids:
+    ts_query = or_query(query)
+    if not ts_query or not source_ids:
         return []
-    ts_query = " | ".join(f"'{w}'" for w in words)
     with connection.cursor() as cursor:
         cursor.execute(
             """SELECT id FROM knowledge_chunk, to_tsquery('english', %s) AS q

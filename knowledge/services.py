@@ -576,7 +576,7 @@ def _commit(job: Job, source: Source, rows: list[dict[str, Any]], outcome: dict[
         created = Document.objects.bulk_create(
             [Document(source=locked, path=path, **meta) for path, meta in documents.items()]
         )
-        by_path = {document.path: document.pk for document in created}
+        by_path = json.dumps({document.path: document.pk for document in created})
         with connection.cursor() as cursor:
             cursor.execute(
                 """
@@ -587,7 +587,7 @@ def _commit(job: Job, source: Source, rows: list[dict[str, Any]], outcome: dict[
                 FROM knowledge_stagedchunk s
                 WHERE s.job_id = %s AND %s::jsonb ? s.path
                 """,
-                [_json(by_path), job.store_id, locked.pk, job.pk, _json(by_path)],
+                [by_path, job.store_id, locked.pk, job.pk, by_path],
             )
         StagedChunk.objects.filter(job=job).delete()
         hashes = {path: sha for path, sha in locked.hashes.items() if path not in replaced_paths}
@@ -618,10 +618,6 @@ def _commit(job: Job, source: Source, rows: list[dict[str, Any]], outcome: dict[
                 "chunks": chunk_count,
             },
         )
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value)
 
 
 def watch_sources() -> int:

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 logger = logging.getLogger(__name__)
+# pgserver asks platformdirs for a runtime folder at import; the fallback is fine here.
+warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
 
 DATABASE_NAME = "memory"
 
@@ -38,7 +40,6 @@ def postgres_url(data_dir: Path) -> str:
     """Start or attach to the embedded PostgreSQL and return a URL for our database."""
     if "postgres" in _handles:
         return str(_handles["postgres_url"])
-    warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
     from pgserver.postgres_server import get_server
 
     pgdata = data_dir / "postgres"
@@ -79,7 +80,6 @@ def _normalize(value: str, unit: str | None) -> int:
 
 
 def _tune(server: Any, pgdata: Path) -> Any:
-    warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
     import psycopg
     from pgserver.postgres_server import get_server
 

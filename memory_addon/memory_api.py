@@ -123,7 +123,11 @@ def file_list(request: HttpRequest, scope_id: int) -> list[MemoryFile]:
     summary="Read one file (with a secret flag when a line looks like one)",
 )
 def file_read(request: HttpRequest, scope_id: int, path: str) -> dict[str, Any]:
-    row = get_object_or_404(MemoryFile, scope=_scope(request, scope_id), path=clean_path(path))
+    return _file_content(_scope(request, scope_id), path)
+
+
+def _file_content(scope: MemoryScope, path: str) -> dict[str, Any]:
+    row = get_object_or_404(MemoryFile, scope=scope, path=clean_path(path))
     finding = find_secret(row.content)
     return {
         "path": row.path,
@@ -438,5 +442,4 @@ def bank_files(request: HttpRequest, project_key: str) -> list[MemoryFile]:
     "/banks/file", response={200: FileContentOut, **ERRORS}, summary="One file of a project bank"
 )
 def bank_file(request: HttpRequest, project_key: str, path: str = "MEMORY.md") -> dict[str, Any]:
-    scope = bank_scope(signed_in_user(request), project_key)
-    return file_read(request, scope.pk, path)
+    return _file_content(bank_scope(signed_in_user(request), project_key), path)

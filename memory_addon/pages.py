@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from django.conf import settings
-
 from accounts.models import User
 from memory_addon.core import entries
 from memory_addon.core.secret_guard import KIND_LABELS, find_secret
@@ -57,16 +55,13 @@ def scope_page(user: User, scope: MemoryScope, policy: Policy) -> ScopePage:
     files = list(MemoryFile.objects.filter(scope=scope))
     index = next((f for f in files if f.path == index_path(scope)), None)
     items = entries.send_order(entries.parse_items(index.content if index else ""))
-    context = turn_context_build(turn_for_scope(user, scope))
+    context = turn_context_build(turn_for_scope(user, scope), policy)
     folder = scope_folder(scope)
     sent_keys = {(s.entry_id, s.text) for s in context.sent if s.scope == folder}
     rows = [
         EntryRow(item, (item.entry_id, item.text) in sent_keys, estimate_tokens(item.text))
         for item in items
     ]
-    budget = settings.MEMORY_TURN_BUDGET_TOKENS
-    if policy.budget_cap is not None:
-        budget = min(budget, policy.budget_cap)
     banners = []
     for row in files:
         finding = find_secret(row.content)
@@ -79,7 +74,7 @@ def scope_page(user: User, scope: MemoryScope, policy: Policy) -> ScopePage:
         rows=rows,
         files=files,
         tokens_sent=context.tokens,
-        budget=budget,
+        budget=context.budget,
         omitted=context.omitted,
         secret_banners=banners,
     )

@@ -202,7 +202,7 @@ def scan(spec: ScanSpec, *, should_stop: Callable[[], bool] = lambda: False) -> 
             continue
         path = root / relative
         try:
-            digest = _hash(path)
+            digest = file_hash(path)
             if spec.known_hashes.get(relative) == digest:
                 status = UNCHANGED
             else:
@@ -233,13 +233,9 @@ def scan(spec: ScanSpec, *, should_stop: Callable[[], bool] = lambda: False) -> 
     return result
 
 
-def _hash(path: Path) -> str:
+def file_hash(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as handle:
         for block in iter(lambda: handle.read(1024 * 1024), b""):
             digest.update(block)
     return digest.hexdigest()
-
-
-def file_hash(path: Path) -> str:
-    return _hash(path)

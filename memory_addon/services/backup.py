@@ -38,7 +38,8 @@ def memory_export(*, user: User) -> bytes:
 
 def _scopes_by_folder(user: User) -> dict[str, MemoryScope]:
     """Every folder the person could restore into, creating agent/conversation scopes as needed."""
-    scopes = {scope_folder(user_scope(user)): user_scope(user)}
+    own = user_scope(user)
+    scopes = {scope_folder(own): own}
     for agent in user.agents.all():
         scope = agent_scope(agent)
         scopes[scope_folder(scope)] = scope

@@ -20,7 +20,6 @@ from memory_addon.services.scopes import (
     BANK_INDEX_PATH,
     agent_scope,
     channel_scope,
-    index_path,
     scope_folder,
     user_scope,
 )
@@ -51,6 +50,7 @@ class TurnContext:
     sent: list[SentItem] = field(default_factory=list)
     omitted: int = 0
     tokens: int = 0
+    budget: int = 0
     reason_off: str = ""
 
     def sent_along(self) -> dict[str, Any]:
@@ -105,8 +105,8 @@ def memory_readable(turn: Turn, policy: Policy | None = None) -> str:
     return ""
 
 
-def turn_context_build(turn: Turn) -> TurnContext:
-    policy = policy_for(turn.user)
+def turn_context_build(turn: Turn, policy: Policy | None = None) -> TurnContext:
+    policy = policy or policy_for(turn.user)
     candidates: list[Candidate[SentItem]] = []
     if policy.rules:
         rules_item = SentItem(
@@ -149,6 +149,7 @@ def turn_context_build(turn: Turn) -> TurnContext:
         sent=sent,
         omitted=packed.omitted,
         tokens=packed.tokens,
+        budget=budget,
         reason_off=reason_off,
     )
 
@@ -204,4 +205,4 @@ def bank_startup_context(scope: MemoryScope) -> str:
     )
 
 
-__all__ = ["TurnContext", "bank_startup_context", "index_path", "turn_context_build"]
+__all__ = ["TurnContext", "bank_startup_context", "turn_context_build"]

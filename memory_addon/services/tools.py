@@ -12,6 +12,7 @@ from typing import Any
 
 from django.db import connection, transaction
 
+from memory_addon.core.fulltext import or_query
 from memory_addon.errors import ChangeRefused, MemoryRefusal, NotAllowed
 from memory_addon.models import ChangeSet, MemoryFile, MemoryScope
 from memory_addon.services.changes import (
@@ -167,10 +168,9 @@ def _search(
     scopes: list[MemoryScope], query: str, limit: int = 10
 ) -> list[tuple[MemoryScope, str, str]]:
     """Full-text search with OR semantics: natural questions rarely match every word."""
-    words = [w for w in "".join(ch if ch.isalnum() else " " for ch in query).split() if w]
-    if not words or not scopes:
+    ts_query = or_query(query)
+    if not ts_query or not scopes:
         return []
-    ts_query = " | ".join(words)
     by_id = {scope.pk: scope for scope in scopes}
     with connection.cursor() as cursor:
         cursor.execute(

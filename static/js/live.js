@@ -1,3 +1,5 @@
+import { csrfToken } from "./sdk.js";
+
 // Marks the page while its live-events socket is open, so people (and tests)
 // can tell that updates arrive without reloading.
 document.addEventListener("htmx:wsOpen", () => { document.body.dataset.live = "connected"; });
@@ -9,15 +11,9 @@ document.addEventListener("submit", (event) => {
   const form = event.target;
   if (!(form instanceof HTMLFormElement) || form.method.toLowerCase() !== "post") return;
   if (form.querySelector("input[name=csrfmiddlewaretoken]")) return;
-  let token = "";
-  try {
-    token = JSON.parse(document.body.getAttribute("hx-headers") || "{}")["X-CSRFToken"] || "";
-  } catch (error) {
-    return;
-  }
   const input = document.createElement("input");
   input.type = "hidden";
   input.name = "csrfmiddlewaretoken";
-  input.value = token;
+  input.value = csrfToken();
   form.appendChild(input);
 }, true);

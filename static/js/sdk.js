@@ -2,7 +2,7 @@
 // person's settings of an add-on through /api/addons/{addon}/settings/{key}.
 // The server validates every value against the add-on's declared setting.
 
-function csrfToken() {
+export function csrfToken() {
   try {
     return JSON.parse(document.body.getAttribute("hx-headers") || "{}")["X-CSRFToken"] || "";
   } catch (error) {
