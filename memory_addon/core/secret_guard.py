@@ -68,12 +68,6 @@ class SecretFinding:
         )
 
 
-class SecretDetected(ValueError):
-    def __init__(self, finding: SecretFinding) -> None:
-        super().__init__(finding.message())
-        self.finding = finding
-
-
 def _entropy(text: str) -> float:
     counts = Counter(text)
     return -sum(n / len(text) * math.log2(n / len(text)) for n in counts.values())
@@ -120,12 +114,6 @@ def find_secret(text: str) -> SecretFinding | None:
         if kind:
             return SecretFinding(line=number, kind=kind)
     return None
-
-
-def refuse_secrets(text: str) -> None:
-    finding = find_secret(text)
-    if finding:
-        raise SecretDetected(finding)
 
 
 MASK = "[masked]"
