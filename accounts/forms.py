@@ -26,7 +26,15 @@ class AIProfileForm(forms.ModelForm[AIProfile]):
 
     class Meta:
         model = AIProfile
-        fields: ClassVar = ["name", "base_url", "model", "context_window", "role", "is_default"]
+        fields: ClassVar = [
+            "name",
+            "base_url",
+            "model",
+            "context_window",
+            "role",
+            "is_default",
+            "supports_tools",
+        ]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -157,6 +157,11 @@ class AIProfile(models.Model):
     )
     role = models.CharField(max_length=16, choices=Role.choices, default=Role.TEXT)
     is_default = models.BooleanField(default=False)
+    supports_tools = models.BooleanField(
+        default=True,
+        help_text="The model can call functions (tools). Without it, chats send the memory "
+        "block only and cannot propose notes.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

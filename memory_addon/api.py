@@ -9,6 +9,7 @@ from ninja.security import django_auth
 
 from accounts.api import router as accounts_router
 from accounts.auth import TokenAuth
+from chat.api import router as chat_router
 from knowledge.api import router as knowledge_router
 from memory_addon.errors import MemoryRefusal
 from memory_addon.memory_api import addons_router, chats_router
@@ -29,6 +30,7 @@ api.add_router("/memory", memory_router)
 api.add_router("/chats", chats_router)
 api.add_router("/addons", addons_router)
 api.add_router("/knowledge", knowledge_router)
+api.add_router("/chat", chat_router)
 
 
 @api.exception_handler(MemoryRefusal)

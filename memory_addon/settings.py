@@ -47,6 +47,7 @@ INSTALLED_APPS = [
     "accounts",
     "memory_addon",
     "knowledge",
+    "chat",
 ]
 
 MIDDLEWARE = [
@@ -282,3 +283,33 @@ KNOWLEDGE_CHUNK_OVERLAP_TOKENS = env_int("KNOWLEDGE_CHUNK_OVERLAP_TOKENS", 120)
 KNOWLEDGE_HNSW_M = env_int("KNOWLEDGE_HNSW_M", 16)
 KNOWLEDGE_HNSW_EF_CONSTRUCTION = env_int("KNOWLEDGE_HNSW_EF_CONSTRUCTION", 128)
 KNOWLEDGE_HNSW_EF_SEARCH = env_int("KNOWLEDGE_HNSW_EF_SEARCH", 400)
+
+# --- Chat (SPEC H3, H9) --------------------------------------------------------
+# Chat turns wait on the model most of the time: their own queue, served by a
+# thread-pool worker, so they never wait behind indexing jobs or each other.
+CHAT_QUEUE = env_str("CHAT_QUEUE", "chat")
+CHAT_WORKER_CONCURRENCY = env_int("CHAT_WORKER_CONCURRENCY", 8)
+CELERY_TASK_ROUTES = {"chat.turn_run": {"queue": CHAT_QUEUE}}
+CHAT_MAX_TOOL_ROUNDS = env_int("CHAT_MAX_TOOL_ROUNDS", 8)
+CHAT_CONNECT_TIMEOUT_SECONDS = env_int("CHAT_CONNECT_TIMEOUT_SECONDS", 5)
+# Longest silence allowed between two chunks (and before the first one).
+CHAT_READ_TIMEOUT_SECONDS = env_int("CHAT_READ_TIMEOUT_SECONDS", 120)
+CHAT_MAX_RETRIES = env_int("CHAT_MAX_RETRIES", 3)
+CHAT_RETRY_MAX_WAIT_SECONDS = env_int("CHAT_RETRY_MAX_WAIT_SECONDS", 10)
+CHAT_PUSH_INTERVAL_MS = env_int("CHAT_PUSH_INTERVAL_MS", 50)
+CHAT_PERSIST_INTERVAL_MS = env_int("CHAT_PERSIST_INTERVAL_MS", 500)
+# Room kept free in the context window for the answer when history is trimmed.
+CHAT_ANSWER_RESERVE_TOKENS = env_int("CHAT_ANSWER_RESERVE_TOKENS", 1024)
+# A streaming answer whose worker has not written for this long is marked failed.
+CHAT_STALE_SECONDS = env_int("CHAT_STALE_SECONDS", CHAT_READ_TIMEOUT_SECONDS + 60)
+# An answer no chat worker picked up within this time is marked failed.
+CHAT_QUEUED_MAX_SECONDS = env_int("CHAT_QUEUED_MAX_SECONDS", 600)
+CHAT_REAP_INTERVAL_SECONDS = env_int("CHAT_REAP_INTERVAL_SECONDS", 60)
+CELERY_BEAT_SCHEDULE["chat-reap-stalled"] = {
+    "task": "chat.reap_stalled",
+    "schedule": float(CHAT_REAP_INTERVAL_SECONDS),
+}
+CELERY_BEAT_SCHEDULE["chat-scheduled-runs"] = {
+    "task": "chat.schedules_due",
+    "schedule": 60.0,
+}

@@ -9,7 +9,7 @@ from memory_addon.api import api
 urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
-    path("chat/", views.section, {"section": "chat"}, name="chat"),
+    path("chat/", include("chat.urls")),
     path("knowledge/", include("knowledge.urls")),
     path("memory/", views.memory_tab, name="memory"),
     path("memory/<int:scope_id>/raw/", views.memory_raw_save, name="memory_raw_save"),

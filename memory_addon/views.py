@@ -351,7 +351,12 @@ def inbox_decide(request: HttpRequest, proposal_id: int, decision: str) -> HttpR
             messages.success(request, "Saved to memory.")
     except MemoryRefusal as refusal:
         messages.error(request, refusal.message)
-    return redirect("inbox")
+    # The same card sits under a chat answer; it sends people back to where they were.
+    back = request.POST.get("next", "")
+    safe = url_has_allowed_host_and_scheme(
+        back, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    )
+    return redirect(back if back and safe else reverse("inbox"))
 
 
 # --- Add-on page -------------------------------------------------------------

@@ -2,6 +2,22 @@
 
 Embeddings are deterministic bag-of-words vectors (hashed words, normalized), so texts
 that share words are close. Tests can script failures and hold requests at a gate.
+
+Chat completions: each request takes the next script from `chat_replies` (default: the
+content "ok"). A request with `"stream": true` is answered as server-sent events. A script
+is a dict with any of:
+
+- ``content`` (str, sent word by word) or ``deltas`` (list of str, sent as given);
+- ``tool_calls``: ``[{"id", "name", "arguments"}]``, streamed with their index, arguments
+  in two pieces, so several are parallel tool calls; ``arguments`` may be any string;
+- ``usage``: the usage of the final chunk;
+- ``status`` (with ``message``, ``code``, ``retry_after``): an error reply instead;
+- ``cut_after``: drop the connection after that many content chunks;
+- ``malformed_after``: send a broken ``data:`` line after that many content chunks;
+- ``gate_after``: after that many content chunks set ``reached_gate`` and wait for
+  ``chat_gate`` (tests release it), so a test can act while an answer is mid-stream;
+- ``stall``: wait (at most that many seconds, or until ``chat_gate``) before answering;
+- ``chunk_delay``: seconds between chunks, like a real model's pace.
 """
 
 from __future__ import annotations
@@ -10,7 +26,9 @@ import hashlib
 import json
 import math
 import re
+import socket
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -38,6 +56,8 @@ class FakeOpenAI:
         self.release = threading.Event()
         self.chat_replies: list[dict[str, Any]] = []
         self.chat_requests: list[dict[str, Any]] = []
+        self.chat_gate = threading.Event()
+        self.reached_gate = threading.Event()
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -59,6 +79,7 @@ class FakeOpenAI:
 
     def stop(self) -> None:
         self.release.set()
+        self.chat_gate.set()
         self._server.shutdown()
         self._server.server_close()
 
@@ -83,22 +104,146 @@ class FakeOpenAI:
                 if self.path.endswith("/embeddings"):
                     self._embeddings(body)
                 elif self.path.endswith("/chat/completions"):
-                    fake.chat_requests.append(body)
-                    reply = fake.chat_replies.pop(0) if fake.chat_replies else {"content": "ok"}
-                    self._reply(
-                        200,
-                        {
-                            "choices": [
-                                {
-                                    "index": 0,
-                                    "message": {"role": "assistant", **reply},
-                                    "finish_reason": "stop",
-                                }
-                            ]
-                        },
-                    )
+                    with fake._lock:
+                        fake.chat_requests.append(body)
+                        reply = fake.chat_replies.pop(0) if fake.chat_replies else {"content": "ok"}
+                    if reply.get("stall"):
+                        fake.reached_gate.set()
+                        fake.chat_gate.wait(timeout=float(reply["stall"]))
+                    if reply.get("status"):
+                        self._chat_error(reply)
+                    elif body.get("stream"):
+                        self._chat_stream(body, reply)
+                        return
+                    else:
+                        self._chat_plain(reply)
                 else:
                     self._reply(404, {"error": {"message": "unknown path"}})
+
+            def _chat_error(self, reply: dict[str, Any]) -> None:
+                data = json.dumps(
+                    {
+                        "error": {
+                            "message": reply.get("message", f"scripted {reply['status']}"),
+                            "type": "error",
+                            "code": reply.get("code"),
+                        }
+                    }
+                ).encode()
+                self.send_response(int(reply["status"]))
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                if reply.get("retry_after") is not None:
+                    self.send_header("Retry-After", str(reply["retry_after"]))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _chunk(self, payload: str) -> None:
+                data = payload.encode()
+                self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+                self.wfile.flush()
+
+            def _event(self, model: str, delta: dict[str, Any], finish: str | None = None) -> None:
+                chunk = {
+                    "id": "chatcmpl-fake",
+                    "object": "chat.completion.chunk",
+                    "created": 0,
+                    "model": model,
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+                }
+                self._chunk(f"data: {json.dumps(chunk)}\n\n")
+
+            def _chat_stream(self, body: dict[str, Any], reply: dict[str, Any]) -> None:
+                model = str(body.get("model") or "fake")
+                self.protocol_version = "HTTP/1.1"
+                self.close_connection = True
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                deltas = reply.get("deltas")
+                if deltas is None:
+                    words = str(reply.get("content", "")).split(" ")
+                    deltas = [w if i == 0 else " " + w for i, w in enumerate(words) if w or i == 0]
+                    deltas = [d for d in deltas if d]
+                pace = float(reply.get("chunk_delay", 0))
+                try:
+                    self._event(model, {"role": "assistant", "content": ""})
+                    for sent, delta in enumerate(deltas):
+                        if reply.get("cut_after") == sent:
+                            self.connection.shutdown(socket.SHUT_RDWR)
+                            return
+                        if reply.get("malformed_after") == sent:
+                            self._chunk("data: {this is not json\n\n")
+                        if reply.get("gate_after") == sent:
+                            fake.reached_gate.set()
+                            fake.chat_gate.wait(timeout=60)
+                        if pace:
+                            time.sleep(pace)
+                        self._event(model, {"content": delta})
+                    calls = reply.get("tool_calls") or []
+                    for index, call in enumerate(calls):
+                        arguments = str(call.get("arguments", "{}"))
+                        half = len(arguments) // 2
+                        self._event(
+                            model,
+                            {
+                                "tool_calls": [
+                                    {
+                                        "index": index,
+                                        "id": call.get("id", f"call_{index}"),
+                                        "type": "function",
+                                        "function": {
+                                            "name": call["name"],
+                                            "arguments": arguments[:half],
+                                        },
+                                    }
+                                ]
+                            },
+                        )
+                        self._event(
+                            model,
+                            {
+                                "tool_calls": [
+                                    {"index": index, "function": {"arguments": arguments[half:]}}
+                                ]
+                            },
+                        )
+                    self._event(model, {}, "tool_calls" if calls else "stop")
+                    usage = reply.get("usage") or {
+                        "prompt_tokens": 10,
+                        "completion_tokens": len(deltas),
+                        "total_tokens": 10 + len(deltas),
+                    }
+                    final = {
+                        "id": "chatcmpl-fake",
+                        "object": "chat.completion.chunk",
+                        "created": 0,
+                        "model": model,
+                        "choices": [],
+                        "usage": usage,
+                    }
+                    self._chunk(f"data: {json.dumps(final)}\n\n")
+                    self._chunk("data: [DONE]\n\n")
+                    self.wfile.write(b"0\r\n\r\n")
+                    self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
+                    return  # the client hung up (Stop): nothing more to send
+
+            def _chat_plain(self, reply: dict[str, Any]) -> None:
+                self._reply(
+                    200,
+                    {
+                        "choices": [
+                            {
+                                "index": 0,
+                                "message": {"role": "assistant", **reply},
+                                "finish_reason": "stop",
+                            }
+                        ]
+                    },
+                )
 
             def _embeddings(self, body: dict[str, Any]) -> None:
                 with fake._lock:

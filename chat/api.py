@@ -1,0 +1,97 @@
+"""Chat over JSON: the same services and owner checks as the pages."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest
+from ninja import Router
+
+from accounts.auth import signed_in_user
+from chat import services
+from chat.models import Conversation, Message
+from chat.schemas import (
+    ConversationDetailOut,
+    ConversationIn,
+    ConversationOut,
+    ErrorOut,
+    MessageIn,
+    MessageOut,
+)
+from chat.selectors import conversation_for_user, conversations_for_user, message_for_user
+
+router = Router(tags=["chat"])
+
+
+@router.get("/conversations", response=list[ConversationOut], summary="List conversations")
+def conversations_list(request: HttpRequest, q: str = "") -> list[Conversation]:
+    """Newest first; `q` matches the title or the text of any message."""
+    return list(conversations_for_user(signed_in_user(request), q)[:200])
+
+
+@router.post(
+    "/conversations",
+    response={201: ConversationOut, 400: ErrorOut},
+    summary="Start a conversation",
+)
+def conversation_create(request: HttpRequest, payload: ConversationIn) -> tuple[int, Conversation]:
+    conversation = services.conversation_create(
+        user=signed_in_user(request),
+        profile_id=payload.profile_id,
+        agent_id=payload.agent_id,
+        store_ids=payload.store_ids,
+        memory_on=payload.memory_on,
+        title=payload.title,
+    )
+    return 201, conversation
+
+
+@router.get(
+    "/conversations/{conversation_id}",
+    response={200: ConversationDetailOut, 404: ErrorOut},
+    summary="A conversation with its messages",
+)
+def conversation_detail(request: HttpRequest, conversation_id: int) -> dict[str, object]:
+    conversation = conversation_for_user(signed_in_user(request), conversation_id)
+    return {"conversation": conversation, "messages": list(conversation.messages.all())}
+
+
+@router.delete(
+    "/conversations/{conversation_id}",
+    response={204: None, 404: ErrorOut},
+    summary="Delete a conversation",
+)
+def conversation_delete(request: HttpRequest, conversation_id: int) -> tuple[int, None]:
+    conversation = conversation_for_user(signed_in_user(request), conversation_id)
+    services.conversation_delete(conversation=conversation)
+    return 204, None
+
+
+@router.post(
+    "/conversations/{conversation_id}/messages",
+    response={202: MessageOut, 400: ErrorOut, 404: ErrorOut},
+    summary="Send a message; the answer is written in the background",
+)
+def message_send(
+    request: HttpRequest, conversation_id: int, payload: MessageIn
+) -> tuple[int, Message]:
+    """Returns the answer in state `streaming`; poll it or watch the websocket."""
+    user = signed_in_user(request)
+    conversation = conversation_for_user(user, conversation_id)
+    return 202, services.message_send(user=user, conversation=conversation, text=payload.text)
+
+
+@router.get(
+    "/messages/{message_id}", response={200: MessageOut, 404: ErrorOut}, summary="One message"
+)
+def message_detail(request: HttpRequest, message_id: int) -> Message:
+    return message_for_user(signed_in_user(request), message_id)
+
+
+@router.post(
+    "/messages/{message_id}/stop",
+    response={202: MessageOut, 404: ErrorOut},
+    summary="Stop an answer being written",
+)
+def message_stop(request: HttpRequest, message_id: int) -> tuple[int, Message]:
+    message = message_for_user(signed_in_user(request), message_id)
+    services.message_stop(message=message)
+    return 202, message

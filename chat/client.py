@@ -1,0 +1,289 @@
+"""The one model client: OpenAI-compatible chat completions, streamed, with tools.
+
+Built on the `openai` package (it speaks to any compatible server). The library's own
+retries are off: we retry only named transient errors (429 with Retry-After, 502/503,
+a reset connection) and only before the first chunk arrived, so no text is duplicated.
+No Django in here: the caller owns the database and decides what to store.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from email.utils import parsedate_to_datetime
+from typing import Any, Literal
+
+import openai
+
+ErrorKind = Literal[
+    "auth",
+    "not_found",
+    "context_too_long",
+    "rate_limited",
+    "server",
+    "timeout",
+    "unreachable",
+    "malformed",
+    "cut",
+    "refused",
+]
+
+_CONTEXT_CUES = (
+    "context_length_exceeded",
+    "context length",
+    "context window",
+    "maximum context",
+    "too many tokens",
+    "prompt is too long",
+    "exceeds the context",
+)
+
+
+class ModelError(Exception):
+    """The model server could not give an answer; the message is for people."""
+
+    def __init__(self, kind: ErrorKind, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    base_url: str
+    model: str
+    api_key: str = ""
+    connect_timeout: float = 5.0
+    read_timeout: float = 60.0
+    max_retries: int = 3
+    max_retry_wait: float = 10.0
+
+
+@dataclass
+class ToolCall:
+    id: str
+    name: str
+    arguments: str = ""
+
+
+@dataclass
+class RoundResult:
+    content: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    finish_reason: str = ""
+    usage: dict[str, int] = field(default_factory=dict)
+    stopped: bool = False
+
+
+def _client(endpoint: Endpoint) -> openai.OpenAI:
+    return openai.OpenAI(
+        base_url=endpoint.base_url,
+        # Local servers need no key, but the library insists on one.
+        api_key=endpoint.api_key or "no-key",
+        max_retries=0,
+        timeout=openai.Timeout(
+            endpoint.read_timeout,
+            connect=endpoint.connect_timeout,
+            read=endpoint.read_timeout,
+            write=endpoint.read_timeout,
+            pool=endpoint.connect_timeout,
+        ),
+    )
+
+
+def _retry_after(error: openai.APIStatusError) -> float | None:
+    value = error.response.headers.get("retry-after", "")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+    except (TypeError, ValueError):
+        return None
+
+
+def _error_text(error: openai.APIStatusError) -> str:
+    body = error.body
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and inner.get("message"):
+            return str(inner["message"])[:300]
+        if isinstance(inner, str):
+            return inner[:300]
+    return str(error.message)[:300]
+
+
+def _is_context_error(error: openai.APIStatusError) -> bool:
+    body = json.dumps(error.body) if error.body is not None else ""
+    haystack = f"{error.message} {body}".lower()
+    return error.status_code in (400, 413, 422) and any(cue in haystack for cue in _CONTEXT_CUES)
+
+
+def classify(error: Exception, endpoint: Endpoint) -> tuple[ModelError, float | None]:
+    """A people-readable error, and how long to wait before a retry (None: do not retry)."""
+    where = endpoint.base_url
+    if isinstance(error, openai.APITimeoutError):
+        return ModelError(
+            "timeout", f"The AI server at {where} did not answer in time; nothing was received."
+        ), None
+    if isinstance(error, openai.APIConnectionError):
+        cause = error.__cause__
+        reset = isinstance(cause, ConnectionResetError) or "reset" in str(cause).lower()
+        return ModelError(
+            "unreachable",
+            f"The AI server at {where} is unreachable ({_cause_name(cause)}).",
+        ), (0.5 if reset else None)
+    if isinstance(error, openai.APIStatusError):
+        status = error.status_code
+        detail = _error_text(error)
+        if status == 401 or status == 403:
+            return ModelError(
+                "auth", f"The AI server refused the API key ({status}). Check the AI profile."
+            ), None
+        if _is_context_error(error):
+            return ModelError(
+                "context_too_long",
+                "The conversation is too long for this model's context window. Start a new "
+                "conversation or lower the context window in the AI profile.",
+            ), None
+        if status == 404:
+            return ModelError(
+                "not_found",
+                f"The AI server does not know the model {endpoint.model!r} (404). "
+                "Check the model name in the AI profile.",
+            ), None
+        if status == 429:
+            return ModelError(
+                "rate_limited", f"The AI server is busy (429): {detail}"
+            ), _retry_after(error) or 1.0
+        if status in (502, 503):
+            return ModelError("server", f"The AI server is unavailable ({status}): {detail}"), 1.0
+        if status >= 500:
+            return ModelError("server", f"The AI server failed ({status}): {detail}"), None
+        return ModelError(
+            "refused", f"The AI server refused the request ({status}): {detail}"
+        ), None
+    return ModelError("malformed", f"Unexpected reply from the AI server: {error}"), None
+
+
+def _cause_name(cause: BaseException | None) -> str:
+    return type(cause).__name__ if cause else "no connection"
+
+
+def _wait(seconds: float, should_stop: Callable[[], bool]) -> bool:
+    """Wait before a retry, in short steps so Stop still answers within a second."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if should_stop():
+            return False
+        time.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
+    return True
+
+
+def stream_round(
+    endpoint: Endpoint,
+    *,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None,
+    on_delta: Callable[[str], None],
+    should_stop: Callable[[], bool],
+) -> RoundResult:
+    """One chat-completions call, streamed; raises ModelError with an honest message."""
+    attempt = 0
+    while True:
+        received = [False]
+        try:
+            return _stream_once(endpoint, messages, tools, on_delta, should_stop, received)
+        except ModelError:
+            raise
+        except (openai.APIError, ValueError) as error:
+            model_error, delay = (
+                classify(error, endpoint)
+                if isinstance(error, openai.APIError)
+                else (ModelError("malformed", "The AI server sent a malformed stream."), None)
+            )
+            if received[0]:
+                if model_error.kind in ("unreachable", "timeout", "server"):
+                    raise ModelError(
+                        "cut", "The answer stream was cut off before the model finished."
+                    ) from error
+                raise model_error from error
+            if delay is None or attempt >= endpoint.max_retries:
+                raise model_error from error
+            attempt += 1
+            jitter = random.uniform(0, 0.25)  # noqa: S311 - spreading retries, not security
+            if not _wait(min(delay, endpoint.max_retry_wait) + jitter, should_stop):
+                return RoundResult(stopped=True)
+
+
+def _stream_once(
+    endpoint: Endpoint,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None,
+    on_delta: Callable[[str], None],
+    should_stop: Callable[[], bool],
+    received: list[bool],
+) -> RoundResult:
+    client = _client(endpoint)
+    kwargs: dict[str, Any] = {}
+    if tools:
+        kwargs["tools"] = tools
+        kwargs["tool_choice"] = "auto"
+    stream = client.chat.completions.create(
+        model=endpoint.model,
+        messages=messages,  # type: ignore[arg-type]
+        stream=True,
+        stream_options={"include_usage": True},
+        **kwargs,
+    )
+    result = RoundResult()
+    parts: list[str] = []
+    calls: dict[int, ToolCall] = {}
+    try:
+        for chunk in stream:
+            received[0] = True
+            if should_stop():
+                result.stopped = True
+                break
+            if chunk.usage is not None:
+                result.usage = {
+                    "prompt_tokens": chunk.usage.prompt_tokens or 0,
+                    "completion_tokens": chunk.usage.completion_tokens or 0,
+                    "total_tokens": chunk.usage.total_tokens or 0,
+                }
+            for choice in chunk.choices or []:
+                delta = choice.delta
+                if delta is not None and delta.content:
+                    parts.append(delta.content)
+                    on_delta(delta.content)
+                for piece in (delta.tool_calls or []) if delta is not None else []:
+                    index = piece.index if piece.index is not None else len(calls)
+                    call = calls.setdefault(index, ToolCall(id="", name=""))
+                    if piece.id:
+                        call.id = piece.id
+                    if piece.function is not None:
+                        if piece.function.name:
+                            call.name += piece.function.name
+                        if piece.function.arguments:
+                            call.arguments += piece.function.arguments
+                if choice.finish_reason:
+                    result.finish_reason = choice.finish_reason
+    finally:
+        stream.close()
+    result.content = "".join(parts)
+    result.tool_calls = [calls[i] for i in sorted(calls)]
+    for number, call in enumerate(result.tool_calls):
+        call.id = call.id or f"call_{number}"
+        if not call.name:
+            raise ModelError("malformed", "The AI server sent a tool call without a name.")
+    if not result.stopped and not result.finish_reason:
+        if not received[0]:
+            raise ModelError("malformed", "The AI server sent an empty stream.")
+        raise ModelError("cut", "The answer stream ended before the model finished.")
+    return result

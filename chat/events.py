@@ -1,0 +1,32 @@
+"""Live chat fragments, pushed to the owner's websocket group (`user.<id>`) only."""
+
+from __future__ import annotations
+
+from django.template.loader import render_to_string
+
+from chat.models import Message
+from chat.selectors import message_view
+from memory_addon.events import push_fragment
+
+
+def body_fragment(message_id: int, html: str) -> str:
+    return f'<div id="message-{int(message_id)}-body" class="md" hx-swap-oob="true">{html}</div>'
+
+
+def push_body(user_id: int, message_id: int, html: str) -> None:
+    """The answer so far, rendered; each push replaces the whole body (reload-safe)."""
+    push_fragment(user_id, body_fragment(message_id, html))
+
+
+def push_message(user_id: int, message: Message) -> None:
+    """The whole message (state, cards, Sent along), replacing the one on the page."""
+    html = render_to_string("chat/_message.html", {"view": message_view(message), "oob": True})
+    push_fragment(user_id, html)
+
+
+def push_memory(user_id: int, message: Message) -> None:
+    """The proposal cards and "Saved to memory" lines under an answer, as they happen."""
+    html = render_to_string(
+        "chat/_message.html#memory", {"view": message_view(message), "oob": True}
+    )
+    push_fragment(user_id, html)

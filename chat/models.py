@@ -1,0 +1,84 @@
+"""Conversations with an AI profile, their messages, and scheduled prompts."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from django.conf import settings
+from django.db import models
+
+
+class Conversation(models.Model):
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations"
+    )
+    title = models.CharField(max_length=200, blank=True)
+    ai_profile = models.ForeignKey(
+        "accounts.AIProfile", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    agent = models.ForeignKey(
+        "accounts.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    stores = models.ManyToManyField("knowledge.Store", blank=True, related_name="+")
+    # The per-request switch of M16: off sends no memory and proposes nothing.
+    memory_on = models.BooleanField(default=True)
+    run_kind = models.CharField(max_length=16, default="interactive")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering: ClassVar = ["-updated_at", "-id"]
+        indexes: ClassVar = [
+            models.Index(fields=["owner", "-updated_at"], name="chat_conversation_recent_idx")
+        ]
+
+    def __str__(self) -> str:
+        return self.title or f"Conversation {self.pk}"
+
+
+class Message(models.Model):
+    class Role(models.TextChoices):
+        USER = "user", "You"
+        ASSISTANT = "assistant", "Assistant"
+
+    class State(models.TextChoices):
+        STREAMING = "streaming", "Answering"
+        COMPLETE = "complete", "Complete"
+        FAILED = "failed", "Failed"
+        STOPPED = "stopped", "Stopped"
+
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="messages"
+    )
+    role = models.CharField(max_length=16, choices=Role.choices)
+    content = models.TextField(blank=True)
+    # Every tool call of the answer, in order: {round, id, name, arguments, ok, result}.
+    tool_calls = models.JSONField(default=list, blank=True)
+    model = models.CharField(max_length=200, blank=True)
+    usage = models.JSONField(default=dict, blank=True)
+    state = models.CharField(max_length=16, choices=State.choices, default=State.COMPLETE)
+    error = models.TextField(blank=True)
+    # What went to the model with this answer (M15) and the excerpts it could cite (K7).
+    sent_along = models.JSONField(default=dict, blank=True)
+    citations = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    first_token_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    # Updated while a worker streams the answer; a stale one means the worker died.
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering: ClassVar = ["created_at", "id"]
+        indexes: ClassVar = [
+            models.Index(fields=["state", "heartbeat_at"], name="chat_message_state_idx")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.role} message {self.pk}"
+
+    @property
+    def duration_ms(self) -> int | None:
+        if self.started_at and self.finished_at:
+            return int((self.finished_at - self.started_at).total_seconds() * 1000)
+        return None

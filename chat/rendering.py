@@ -1,0 +1,72 @@
+"""Answers as safe HTML: Markdown (markdown-it-py) then an allowlist sanitizer (nh3).
+
+The model's text is untrusted: raw HTML is escaped by the parser, and the sanitizer
+drops anything outside the allowlist (scripts, event handlers, `javascript:` URLs).
+[R1] markers become links to the excerpt they cite, within this message only.
+"""
+
+from __future__ import annotations
+
+import re
+
+import nh3
+from markdown_it import MarkdownIt
+
+_MD = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable(["table", "strikethrough"])
+_MARKER = re.compile(r"\[R(\d{1,2})\](?!\()")
+_TAGS = {
+    "a",
+    "p",
+    "br",
+    "hr",
+    "strong",
+    "em",
+    "del",
+    "code",
+    "pre",
+    "blockquote",
+    "ul",
+    "ol",
+    "li",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "table",
+    "thead",
+    "tbody",
+    "tr",
+    "th",
+    "td",
+    "sup",
+}
+_ATTRIBUTES = {
+    "a": {"href", "title", "class", "data-cite"},
+    "code": {"class"},
+    "ol": {"start"},
+    "th": {"align"},
+    "td": {"align"},
+}
+
+
+def render_markdown(text: str, *, anchor_prefix: str = "", markers: set[int] | None = None) -> str:
+    """Safe HTML for an answer; known [Rn] markers link to `#{anchor_prefix}{n}`."""
+    if anchor_prefix and markers:
+
+        def link(match: re.Match[str]) -> str:
+            number = int(match.group(1))
+            if number not in markers:
+                return match.group(0)
+            return f"[\\[R{number}\\]](#{anchor_prefix}{number} 'Open excerpt R{number}')"
+
+        text = _MARKER.sub(link, text)
+    html = _MD.render(text)
+    return nh3.clean(
+        html,
+        tags=_TAGS,
+        attributes=_ATTRIBUTES,
+        url_schemes={"http", "https", "mailto"},
+        link_rel="noopener noreferrer nofollow",
+    )

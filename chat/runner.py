@@ -1,0 +1,426 @@
+"""One turn: context and retrieval → the model with the memory tools → tool calls → answer.
+
+Runs in a chat worker thread. Rules that shape it:
+- No database connection is held while the model server is called: the connection goes
+  back to the pool before every outside call and is taken again only for short writes.
+- Every path ends in a stored, honest state (complete, stopped, failed); the partial
+  text is written every CHAT_PERSIST_INTERVAL_MS so a reload shows what arrived.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.db import connection
+from django.utils import timezone
+
+from chat import client, events
+from chat.models import Conversation, Message
+from chat.selectors import message_html
+from chat.services import stop_requested
+from knowledge.models import Source
+from memory_addon.core.tokens import estimate_tokens
+from memory_addon.services.context import turn_context_build
+from memory_addon.services.tools import tool_call_execute, tool_schemas
+from memory_addon.turns import Turn
+
+logger = logging.getLogger(__name__)
+
+SYSTEM = (
+    "You are a helpful assistant. Answer in Markdown. When an answer relies on an excerpt "
+    "from the person's collections, cite its marker such as [R1]."
+)
+NO_TOOLS_NOTE = (
+    "This model has no tool support: it sees the memory block but cannot read topic files "
+    "or propose notes."
+)
+EXCERPT_CHARS = 1500
+
+
+def _release_db() -> None:
+    """Give the connection back before a call that leaves the host (never inside atomic)."""
+    if not connection.in_atomic_block:
+        connection.close()
+
+
+def message_finish(
+    *,
+    message: Message,
+    state: str,
+    content: str | None = None,
+    error: str = "",
+    usage: dict[str, int] | None = None,
+    only_if_streaming: bool = False,
+) -> bool:
+    """Store the end state of an answer and show it on every open page."""
+    now = timezone.now()
+    updates: dict[str, Any] = {"state": state, "error": error[:2000], "finished_at": now}
+    if content is not None:
+        updates["content"] = content
+    if usage is not None:
+        updates["usage"] = usage
+    rows = Message.objects.filter(pk=message.pk)
+    if only_if_streaming:
+        rows = rows.filter(state=Message.State.STREAMING)
+    if not rows.update(**updates):
+        return False
+    message.refresh_from_db()
+    Conversation.objects.filter(pk=message.conversation_id).update(updated_at=now)
+    try:
+        events.push_message(message.conversation.owner_id, message)
+    except Exception:  # a page update must never turn an answer into a failure
+        logger.exception("Could not push the end of message %s", message.pk)
+    _release_db()
+    return True
+
+
+class _Streamer:
+    """Collects deltas; pushes the rendered text (batched) and persists it (throttled)."""
+
+    def __init__(self, message: Message, user_id: int) -> None:
+        self.message = message
+        self.user_id = user_id
+        self.parts: list[str] = []
+        self.pushed_at = 0.0
+        self.persisted_at = time.monotonic()
+        self.first_token = False
+        self.dirty = False
+        self.stop_checked_at = 0.0
+        self.stopped = False
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
+
+    def add(self, delta: str) -> None:
+        self.parts.append(delta)
+        self.dirty = True
+        now = time.monotonic()
+        if not self.first_token:
+            self.first_token = True
+            Message.objects.filter(pk=self.message.pk).update(first_token_at=timezone.now())
+            _release_db()
+        if now - self.pushed_at >= settings.CHAT_PUSH_INTERVAL_MS / 1000:
+            self.push()
+        if now - self.persisted_at >= settings.CHAT_PERSIST_INTERVAL_MS / 1000:
+            self.persist()
+
+    def push(self) -> None:
+        self.pushed_at = time.monotonic()
+        self.message.content = self.text
+        events.push_body(self.user_id, self.message.pk, message_html(self.message))
+
+    def persist(self) -> None:
+        self.persisted_at = time.monotonic()
+        Message.objects.filter(pk=self.message.pk, state=Message.State.STREAMING).update(
+            content=self.text, heartbeat_at=timezone.now()
+        )
+        _release_db()
+
+    def should_stop(self) -> bool:
+        # Redis is asked at most every 100 ms: Stop still answers well within a second.
+        now = time.monotonic()
+        if not self.stopped and now - self.stop_checked_at >= 0.1:
+            self.stop_checked_at = now
+            self.stopped = stop_requested(self.message.pk)
+        return self.stopped
+
+
+@dataclass
+class Prepared:
+    turn: Turn
+    endpoint: client.Endpoint
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] | None
+    sent_along: dict[str, Any] = field(default_factory=dict)
+    citations: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _endpoint(conversation: Conversation) -> client.Endpoint:
+    profile = conversation.ai_profile
+    if profile is None:
+        raise client.ModelError("refused", "This conversation has no AI profile.")
+    return client.Endpoint(
+        base_url=profile.base_url,
+        model=profile.model,
+        api_key=profile.api_key,
+        connect_timeout=float(settings.CHAT_CONNECT_TIMEOUT_SECONDS),
+        read_timeout=float(settings.CHAT_READ_TIMEOUT_SECONDS),
+        max_retries=settings.CHAT_MAX_RETRIES,
+        max_retry_wait=float(settings.CHAT_RETRY_MAX_WAIT_SECONDS),
+    )
+
+
+def _retrieved(
+    conversation: Conversation, turn: Turn, query: str
+) -> tuple[str, list[dict[str, Any]], dict[str, Any]]:
+    from knowledge.retrieval import retrieve
+
+    stores = list(conversation.stores.all())
+    if not stores:
+        return "", [], {}
+    usable = [s for s in stores if s.autonomous_opt_in or not turn.is_background]
+    info: dict[str, Any] = {
+        "stores": [s.name for s in usable],
+        "skipped_stores": [s.name for s in stores if s not in usable],
+    }
+    try:
+        result = retrieve(
+            stores, query, context_window=turn.context_window, autonomous=turn.is_background
+        )
+    except Exception:
+        logger.exception("Retrieval failed for conversation %s", conversation.pk)
+        info["error"] = "The collections could not be searched for this answer."
+        return "", [], info
+    store_of = dict(
+        Source.objects.filter(pk__in={e.candidate.source_id for e in result.excerpts}).values_list(
+            "pk", "store_id"
+        )
+    )
+    citations = [
+        {
+            "n": number,
+            "marker": excerpt.marker,
+            "path": excerpt.candidate.path,
+            "page": excerpt.candidate.page,
+            "source_id": excerpt.candidate.source_id,
+            "store_id": store_of.get(excerpt.candidate.source_id),
+            "tokens": excerpt.tokens,
+            "text": excerpt.candidate.text[:EXCERPT_CHARS],
+        }
+        for number, excerpt in enumerate(result.excerpts, start=1)
+    ]
+    info["semantic"] = result.semantic
+    return result.block, citations, info
+
+
+def _prepare(message: Message) -> Prepared:
+    conversation = message.conversation
+    profile = conversation.ai_profile
+    if profile is None:
+        raise client.ModelError("refused", "This conversation has no AI profile.")
+    history = list(
+        conversation.messages.filter(pk__lt=message.pk).exclude(
+            role=Message.Role.ASSISTANT, state__in=[Message.State.FAILED, Message.State.STREAMING]
+        )
+    )
+    current = history.pop() if history and history[-1].role == Message.Role.USER else None
+    if current is None:
+        raise client.ModelError("refused", "There is no message to answer.")
+    turn = Turn(
+        user=conversation.owner,
+        agent=conversation.agent,
+        run_kind=conversation.run_kind,
+        conversation_ref=str(conversation.pk),
+        message_ref=str(message.pk),
+        memory_off=not conversation.memory_on,
+        context_window=profile.context_window,
+    )
+    context = turn_context_build(turn)
+    retrieved, citations, retrieval_info = _retrieved(conversation, turn, current.content)
+    tools = tool_schemas() if profile.supports_tools and not context.reason_off else None
+    system_parts = [SYSTEM]
+    if conversation.agent and conversation.agent.instructions:
+        system_parts.append(conversation.agent.instructions)
+    if context.block:
+        system_parts.append(context.block)
+    if retrieved:
+        system_parts.append(retrieved)
+    system = "\n\n".join(system_parts)
+    # History is trimmed oldest first; the memory block and the current message never are.
+    budget = (
+        profile.context_window
+        - min(settings.CHAT_ANSWER_RESERVE_TOKENS, profile.context_window // 4)
+        - estimate_tokens(system)
+        - estimate_tokens(current.content)
+        - (estimate_tokens(json.dumps(tools)) if tools else 0)
+    )
+    kept: list[Message] = []
+    for old in reversed(history):
+        cost = estimate_tokens(old.content) + 4
+        if cost > budget:
+            break
+        budget -= cost
+        kept.append(old)
+    kept.reverse()
+    trimmed = len(history) - len(kept)
+    messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
+    messages += [{"role": m.role, "content": m.content} for m in kept if m.content]
+    messages.append({"role": "user", "content": current.content})
+    items = [
+        {
+            "origin": item.origin,
+            "scope": item.scope,
+            "kind": item.kind,
+            "tokens": item.tokens,
+            "text": item.text[:160],
+        }
+        for item in context.sent
+    ]
+    sent_along = {
+        "memory": {
+            "items": items,
+            "omitted": context.omitted,
+            "tokens": context.tokens,
+            "budget": context.budget,
+            "hash": context.block_hash,
+            "off": context.reason_off,
+        },
+        "excerpts": [
+            {k: c[k] for k in ("marker", "path", "page", "tokens", "store_id")} for c in citations
+        ],
+        "retrieval": retrieval_info,
+        "history": {"sent": len(kept), "trimmed": trimmed},
+        "tools": bool(tools),
+        "tools_note": "" if profile.supports_tools else NO_TOOLS_NOTE,
+    }
+    return Prepared(turn, _endpoint(conversation), messages, tools, sent_along, citations)
+
+
+def _claim(message_id: int) -> Message | None:
+    now = timezone.now()
+    claimed = Message.objects.filter(
+        pk=message_id, state=Message.State.STREAMING, started_at__isnull=True
+    ).update(started_at=now, heartbeat_at=now)
+    message = (
+        Message.objects.select_related(
+            "conversation__ai_profile", "conversation__agent", "conversation__owner"
+        )
+        .filter(pk=message_id)
+        .first()
+    )
+    if message is None:
+        logger.info("Message %s is gone; nothing to answer", message_id)
+        return None
+    if not claimed:
+        if message.state == Message.State.STREAMING:
+            # Delivered again after its worker died mid-answer: never resume half a message.
+            message_finish(
+                message=message,
+                state=Message.State.FAILED,
+                error="The worker writing this answer stopped; the text above is incomplete.",
+                only_if_streaming=True,
+            )
+        return None
+    return message
+
+
+def turn_run(*, message_id: int) -> None:
+    message = _claim(message_id)
+    if message is None:
+        return
+    user_id = message.conversation.owner_id
+    streamer = _Streamer(message, user_id)
+    usage: dict[str, int] = {}
+    try:
+        if message.conversation.ai_profile is None:
+            raise client.ModelError("refused", "This conversation has no AI profile.")
+        if streamer.should_stop():
+            message_finish(message=message, state=Message.State.STOPPED, content="")
+            return
+        prepared = _prepare(message)
+        Message.objects.filter(pk=message.pk).update(
+            sent_along=prepared.sent_along, citations=prepared.citations
+        )
+        message.sent_along, message.citations = prepared.sent_along, prepared.citations
+        events.push_message(user_id, message)
+        conversation_messages = prepared.messages
+        calls_log: list[dict[str, Any]] = []
+        for round_number in range(1, settings.CHAT_MAX_TOOL_ROUNDS + 1):
+            last_round = round_number == settings.CHAT_MAX_TOOL_ROUNDS
+            _release_db()
+            result = client.stream_round(
+                prepared.endpoint,
+                messages=conversation_messages,
+                # The last round gets no tools, so the model has to answer in words.
+                tools=None if last_round else prepared.tools,
+                on_delta=streamer.add,
+                should_stop=streamer.should_stop,
+            )
+            for key, value in result.usage.items():
+                usage[key] = usage.get(key, 0) + value
+            if result.stopped:
+                message_finish(
+                    message=message, state=Message.State.STOPPED, content=streamer.text, usage=usage
+                )
+                return
+            if not result.tool_calls or last_round:
+                break
+            conversation_messages.append(
+                {
+                    "role": "assistant",
+                    "content": result.content or None,
+                    "tool_calls": [
+                        {
+                            "id": call.id,
+                            "type": "function",
+                            "function": {"name": call.name, "arguments": call.arguments},
+                        }
+                        for call in result.tool_calls
+                    ],
+                }
+            )
+            for call in result.tool_calls:
+                ok, text = _execute(prepared.turn, call)
+                calls_log.append(
+                    {
+                        "round": round_number,
+                        "id": call.id,
+                        "name": call.name,
+                        "arguments": call.arguments[:2000],
+                        "ok": ok,
+                        "result": text[:2000],
+                    }
+                )
+                conversation_messages.append(
+                    {"role": "tool", "tool_call_id": call.id, "content": text}
+                )
+            Message.objects.filter(pk=message.pk).update(
+                tool_calls=calls_log, heartbeat_at=timezone.now()
+            )
+            message.tool_calls = calls_log
+            events.push_memory(user_id, message)
+            _release_db()
+        text = streamer.text
+        if not text.strip():
+            text = "" if calls_log else text
+        message_finish(
+            message=message,
+            state=Message.State.COMPLETE,
+            content=text,
+            usage=usage,
+            error="" if text.strip() else "The model finished without writing an answer.",
+        )
+    except client.ModelError as error:
+        message_finish(
+            message=message,
+            state=Message.State.FAILED,
+            content=streamer.text,
+            error=error.message,
+            usage=usage,
+        )
+    except Exception:
+        logger.exception("Answer %s failed", message.pk)
+        message_finish(
+            message=message,
+            state=Message.State.FAILED,
+            content=streamer.text,
+            error="Something went wrong on the server while writing this answer.",
+            usage=usage,
+        )
+
+
+def _execute(turn: Turn, call: client.ToolCall) -> tuple[bool, str]:
+    try:
+        return tool_call_execute(turn=turn, name=call.name, arguments=call.arguments)
+    except Exception:
+        logger.exception("Tool %s failed", call.name)
+        return False, f"The tool {call.name} failed on the server; nothing was changed."
+
+
+__all__ = ["message_finish", "turn_run"]

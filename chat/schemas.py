@@ -1,0 +1,51 @@
+from __future__ import annotations
+
+from ninja import Field, ModelSchema, Schema
+
+from chat.models import Conversation, Message
+
+
+class ConversationOut(ModelSchema):
+    class Meta:
+        model = Conversation
+        fields = ["id", "title", "ai_profile", "agent", "memory_on", "created_at", "updated_at"]
+
+
+class MessageOut(ModelSchema):
+    class Meta:
+        model = Message
+        fields = [
+            "id",
+            "role",
+            "content",
+            "state",
+            "error",
+            "model",
+            "usage",
+            "tool_calls",
+            "sent_along",
+            "citations",
+            "created_at",
+            "finished_at",
+        ]
+
+
+class ConversationDetailOut(Schema):
+    conversation: ConversationOut
+    messages: list[MessageOut]
+
+
+class ConversationIn(Schema):
+    profile_id: int | None = None
+    agent_id: int | None = None
+    store_ids: list[int] = Field(default_factory=list)
+    memory_on: bool = True
+    title: str = ""
+
+
+class MessageIn(Schema):
+    text: str = Field(..., examples=["What do you remember about my diet?"])
+
+
+class ErrorOut(Schema):
+    detail: str

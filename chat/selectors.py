@@ -1,0 +1,133 @@
+"""Reads of the chat: owner-checked access, the list, and messages with their memory cards."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.http import Http404
+
+from accounts.models import Agent, AIProfile, User
+from chat.models import Conversation, Message
+from chat.rendering import render_markdown
+from knowledge.models import Store
+from memory_addon.models import ChangeSet, Proposal
+from memory_addon.selectors import proposals_with_diffs
+
+
+def conversation_for_user(user: User, conversation_id: int) -> Conversation:
+    """The one owner check for a conversation; a foreign or missing id is a 404."""
+    try:
+        return Conversation.objects.select_related("ai_profile", "agent").get(
+            pk=conversation_id, owner=user
+        )
+    except (Conversation.DoesNotExist, ValueError, TypeError):
+        raise Http404("No such conversation.") from None
+
+
+def message_for_user(user: User, message_id: int) -> Message:
+    try:
+        return Message.objects.select_related("conversation").get(
+            pk=message_id, conversation__owner=user
+        )
+    except (Message.DoesNotExist, ValueError, TypeError):
+        raise Http404("No such message.") from None
+
+
+def conversations_for_user(user: User, query: str = "") -> QuerySet[Conversation]:
+    """Newest first; a query matches the title or the text of any message."""
+    rows = Conversation.objects.filter(owner=user)
+    query = query.strip()
+    if query:
+        rows = rows.filter(
+            Q(title__icontains=query)
+            | Exists(Message.objects.filter(conversation=OuterRef("pk"), content__icontains=query))
+        )
+    return rows.order_by("-updated_at", "-id")
+
+
+def profiles_for_user(user: User) -> list[AIProfile]:
+    return list(
+        AIProfile.objects.filter(owner=user)
+        .exclude(role=AIProfile.Role.EMBEDDING)
+        .order_by("-is_default", "name")
+    )
+
+
+def agents_for_user(user: User) -> list[Agent]:
+    return list(Agent.objects.filter(owner=user).order_by("name"))
+
+
+def stores_for_user(user: User) -> list[Store]:
+    return list(Store.objects.filter(owner=user).order_by("name"))
+
+
+@dataclass
+class MessageView:
+    message: Message
+    html: str
+    proposals: list[dict[str, Any]] = field(default_factory=list)
+    saved: list[ChangeSet] = field(default_factory=list)
+    decided: list[Proposal] = field(default_factory=list)
+
+    @property
+    def pk(self) -> int:
+        return int(self.message.pk)
+
+
+def message_html(message: Message) -> str:
+    markers = {int(c["n"]) for c in message.citations if "n" in c}
+    if message.role == Message.Role.USER:
+        return render_markdown(message.content)
+    return render_markdown(message.content, anchor_prefix=f"cite-{message.pk}-", markers=markers)
+
+
+def message_views(conversation: Conversation, messages: list[Message]) -> list[MessageView]:
+    """Messages with their proposals and automatic saves; a fixed number of queries."""
+    refs = [str(m.pk) for m in messages if m.role == Message.Role.ASSISTANT]
+    ref = str(conversation.pk)
+    proposals = list(
+        Proposal.objects.filter(
+            user_id=conversation.owner_id, conversation_ref=ref, message_ref__in=refs
+        )
+        .select_related("scope__agent", "scope__binding")
+        .order_by("created_at", "id")
+    )
+    pending = proposals_with_diffs([p for p in proposals if p.state == Proposal.State.PENDING])
+    ref_of = {p.pk: p.message_ref for p in proposals}
+    saved = list(
+        ChangeSet.objects.filter(
+            user_id=conversation.owner_id,
+            conversation_ref=ref,
+            message_ref__in=refs,
+            origin=ChangeSet.Origin.AUTOMATIC,
+        )
+        .annotate(is_undone=Exists(ChangeSet.objects.filter(undoes=OuterRef("pk"))))
+        .order_by("created_at", "id")
+    )
+    views = []
+    for message in messages:
+        key = str(message.pk)
+        views.append(
+            MessageView(
+                message=message,
+                html=message_html(message),
+                proposals=[p for p in pending if ref_of.get(p["id"]) == key],
+                saved=[c for c in saved if c.message_ref == key],
+                decided=[
+                    p
+                    for p in proposals
+                    if p.message_ref == key and p.state != Proposal.State.PENDING
+                ],
+            )
+        )
+    return views
+
+
+def message_view(message: Message) -> MessageView:
+    return message_views(message.conversation, [message])[0]
+
+
+def streaming_message(conversation: Conversation) -> Message | None:
+    return conversation.messages.filter(state=Message.State.STREAMING).first()

@@ -1,0 +1,264 @@
+"""Every write of the chat: conversations, sending, stop, retry, edit, the reaper."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from django.conf import settings
+from django.core.cache import cache
+from django.db import transaction
+from django.utils import timezone
+
+from accounts.models import Agent, AIProfile, User
+from chat.models import Conversation, Message
+from knowledge.models import Store
+from memory_addon.errors import ChangeRefused
+
+logger = logging.getLogger(__name__)
+TITLE_CHARS = 60
+MAX_MESSAGE_CHARS = 32_000
+
+
+class ChatRefused(ChangeRefused):
+    """A chat action the current state does not allow; the message is for people."""
+
+
+def _title_from(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1].rstrip() + "…"
+
+
+def _owned_profile(user: User, profile_id: int | None) -> AIProfile | None:
+    if not profile_id:
+        return None
+    profile = AIProfile.objects.filter(pk=profile_id, owner=user).first()
+    if profile is None:
+        raise ChatRefused("No such AI profile.")
+    return profile
+
+
+def _owned_agent(user: User, agent_id: int | None) -> Agent | None:
+    if not agent_id:
+        return None
+    agent = Agent.objects.filter(pk=agent_id, owner=user).first()
+    if agent is None:
+        raise ChatRefused("No such agent.")
+    return agent
+
+
+def _owned_stores(user: User, store_ids: list[int]) -> list[Store]:
+    stores = list(Store.objects.filter(owner=user, pk__in=store_ids))
+    if len(stores) != len(set(store_ids)):
+        raise ChatRefused("No such collection.")
+    return stores
+
+
+def default_profile(user: User) -> AIProfile | None:
+    rows = AIProfile.objects.filter(owner=user).exclude(role=AIProfile.Role.EMBEDDING)
+    return rows.order_by("-is_default", "name").first()
+
+
+def conversation_create(
+    *,
+    user: User,
+    profile_id: int | None = None,
+    agent_id: int | None = None,
+    store_ids: list[int] | None = None,
+    memory_on: bool = True,
+    title: str = "",
+    run_kind: str = "interactive",
+) -> Conversation:
+    profile = _owned_profile(user, profile_id) or default_profile(user)
+    if profile is None:
+        raise ChatRefused("Add an AI profile under Settings before you start a conversation.")
+    with transaction.atomic(durable=True):
+        conversation = Conversation.objects.create(
+            owner=user,
+            ai_profile=profile,
+            agent=_owned_agent(user, agent_id),
+            memory_on=memory_on,
+            title=title[:200],
+            run_kind=run_kind,
+        )
+        conversation.stores.set(_owned_stores(user, store_ids or []))
+    return conversation
+
+
+def conversation_update(
+    *,
+    user: User,
+    conversation: Conversation,
+    profile_id: int | None,
+    agent_id: int | None,
+    store_ids: list[int],
+    memory_on: bool,
+) -> Conversation:
+    """The pickers: profile, agent, collections and memory apply from the next turn on."""
+    with transaction.atomic(durable=True):
+        conversation.ai_profile = _owned_profile(user, profile_id) or conversation.ai_profile
+        conversation.agent = _owned_agent(user, agent_id)
+        conversation.memory_on = memory_on
+        conversation.save(update_fields=["ai_profile", "agent", "memory_on", "updated_at"])
+        conversation.stores.set(_owned_stores(user, store_ids))
+    return conversation
+
+
+def conversation_rename(*, conversation: Conversation, title: str) -> Conversation:
+    title = " ".join(title.split())[:200]
+    if not title:
+        raise ChatRefused("A title cannot be empty.")
+    conversation.title = title
+    conversation.save(update_fields=["title", "updated_at"])
+    return conversation
+
+
+def conversation_delete(*, conversation: Conversation) -> None:
+    with transaction.atomic(durable=True):
+        for message_id in conversation.messages.filter(state=Message.State.STREAMING).values_list(
+            "pk", flat=True
+        ):
+            stop_request(message_id)
+        conversation.delete()
+
+
+def _enqueue_on_commit(message: Message) -> None:
+    from chat.tasks import turn_run_task
+
+    message_id = message.pk
+    transaction.on_commit(
+        lambda: turn_run_task.apply_async(args=[message_id], queue=settings.CHAT_QUEUE)
+    )
+
+
+def _check_idle(conversation: Conversation) -> None:
+    if conversation.messages.filter(state=Message.State.STREAMING).exists():
+        raise ChatRefused("An answer is still being written; wait for it or stop it first.")
+
+
+def _answer_placeholder(conversation: Conversation) -> Message:
+    now = timezone.now()
+    profile = conversation.ai_profile
+    return Message.objects.create(
+        conversation=conversation,
+        role=Message.Role.ASSISTANT,
+        state=Message.State.STREAMING,
+        model=profile.model if profile else "",
+        heartbeat_at=now,
+    )
+
+
+def message_send(*, user: User, conversation: Conversation, text: str) -> Message:
+    """Store the person's message and an answer to be written; returns the answer."""
+    text = text.strip()
+    if not text:
+        raise ChatRefused("Write a message first.")
+    if len(text) > MAX_MESSAGE_CHARS:
+        raise ChatRefused(f"A message can have at most {MAX_MESSAGE_CHARS} characters.")
+    if conversation.ai_profile is None:
+        raise ChatRefused("This conversation has no AI profile; pick one first.")
+    with transaction.atomic(durable=True):
+        locked = Conversation.objects.select_for_update().get(pk=conversation.pk, owner=user)
+        _check_idle(locked)
+        Message.objects.create(conversation=locked, role=Message.Role.USER, content=text)
+        if not locked.title:
+            locked.title = _title_from(text)
+        locked.save(update_fields=["title", "updated_at"])
+        answer = _answer_placeholder(locked)
+        _enqueue_on_commit(answer)
+    conversation.title = locked.title
+    return answer
+
+
+def _last_messages(conversation: Conversation) -> tuple[Message | None, Message | None]:
+    last_user = conversation.messages.filter(role=Message.Role.USER).order_by("-created_at", "-id")
+    user_message = last_user.first()
+    answer = None
+    if user_message is not None:
+        answer = (
+            conversation.messages.filter(role=Message.Role.ASSISTANT, pk__gt=user_message.pk)
+            .order_by("-id")
+            .first()
+        )
+    return user_message, answer
+
+
+def answer_regenerate(*, user: User, conversation: Conversation) -> Message:
+    """Write the last answer again (also the Retry of a failed one)."""
+    with transaction.atomic(durable=True):
+        locked = Conversation.objects.select_for_update().get(pk=conversation.pk, owner=user)
+        _check_idle(locked)
+        user_message, answer = _last_messages(locked)
+        if user_message is None:
+            raise ChatRefused("There is no message to answer yet.")
+        if answer is not None:
+            answer.delete()
+        locked.save(update_fields=["updated_at"])
+        new_answer = _answer_placeholder(locked)
+        _enqueue_on_commit(new_answer)
+    return new_answer
+
+
+def last_message_edit(*, user: User, conversation: Conversation, text: str) -> Message:
+    """Change the person's last message and answer it again."""
+    text = text.strip()
+    if not text:
+        raise ChatRefused("Write a message first.")
+    with transaction.atomic(durable=True):
+        locked = Conversation.objects.select_for_update().get(pk=conversation.pk, owner=user)
+        _check_idle(locked)
+        user_message, _ = _last_messages(locked)
+        if user_message is None:
+            raise ChatRefused("There is no message to edit.")
+        locked.messages.filter(pk__gt=user_message.pk).delete()
+        user_message.content = text
+        user_message.save(update_fields=["content"])
+        locked.save(update_fields=["updated_at"])
+        answer = _answer_placeholder(locked)
+        _enqueue_on_commit(answer)
+    return answer
+
+
+def _stop_key(message_id: int) -> str:
+    return f"chat:stop:{int(message_id)}"
+
+
+def stop_request(message_id: int) -> None:
+    """Ask the worker writing this answer to stop; it checks between chunks."""
+    cache.set(_stop_key(message_id), "1", timeout=3600)
+
+
+def stop_requested(message_id: int) -> bool:
+    return bool(cache.get(_stop_key(message_id)))
+
+
+def message_stop(*, message: Message) -> None:
+    if message.state == Message.State.STREAMING:
+        stop_request(message.pk)
+
+
+def messages_reap_stalled() -> int:
+    """Mark answers whose worker died (or that no worker picked up) as failed."""
+    from chat.runner import message_finish
+
+    now = timezone.now()
+    stalled = Message.objects.filter(state=Message.State.STREAMING).filter(
+        started_at__isnull=False,
+        heartbeat_at__lt=now - timedelta(seconds=settings.CHAT_STALE_SECONDS),
+    ) | Message.objects.filter(
+        state=Message.State.STREAMING,
+        started_at__isnull=True,
+        created_at__lt=now - timedelta(seconds=settings.CHAT_QUEUED_MAX_SECONDS),
+    )
+    count = 0
+    for message in stalled.select_related("conversation"):
+        reason = (
+            "The worker writing this answer stopped; the text above is incomplete."
+            if message.started_at
+            else "No chat worker picked up this answer."
+        )
+        if message_finish(
+            message=message, state=Message.State.FAILED, error=reason, only_if_streaming=True
+        ):
+            count += 1
+    return count

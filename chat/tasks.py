@@ -1,0 +1,15 @@
+from __future__ import annotations
+
+from celery import shared_task
+
+from chat import runner, services
+
+
+@shared_task(name="chat.turn_run", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def turn_run_task(message_id: int) -> None:
+    runner.turn_run(message_id=message_id)
+
+
+@shared_task(name="chat.reap_stalled", ignore_result=True)
+def reap_stalled_task() -> int:
+    return services.messages_reap_stalled()

@@ -1,0 +1,20 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from chat import views
+
+urlpatterns = [
+    path("", views.chat_home, name="chat"),
+    path("new/", views.chat_new, name="chat_new"),
+    path("<int:conversation_id>/", views.conversation_page, name="chat_conversation"),
+    path("<int:conversation_id>/send/", views.message_send, name="chat_send"),
+    path("<int:conversation_id>/regenerate/", views.answer_regenerate, name="chat_regenerate"),
+    path("<int:conversation_id>/edit-last/", views.last_message_edit, name="chat_edit_last"),
+    path("<int:conversation_id>/settings/", views.conversation_settings, name="chat_settings"),
+    path("<int:conversation_id>/rename/", views.conversation_rename, name="chat_rename"),
+    path("<int:conversation_id>/delete/", views.conversation_delete, name="chat_delete"),
+    path("<int:conversation_id>/export.md", views.conversation_export, name="chat_export"),
+    path("messages/<int:message_id>/", views.message_fragment, name="chat_message"),
+    path("messages/<int:message_id>/stop/", views.message_stop, name="chat_stop"),
+]

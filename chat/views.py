@@ -1,0 +1,264 @@
+"""The chat pages (htmx): the list, a conversation, and its actions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.text import slugify
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from accounts.auth import signed_in_user
+from chat import services
+from chat.export import conversation_markdown
+from chat.models import Conversation, Message
+from chat.selectors import (
+    agents_for_user,
+    conversation_for_user,
+    conversations_for_user,
+    message_for_user,
+    message_view,
+    message_views,
+    profiles_for_user,
+    stores_for_user,
+)
+from memory_addon.core.entries import MAX_ENTRY_CHARS
+from memory_addon.errors import MemoryRefusal
+from memory_addon.services.context import memory_readable
+from memory_addon.turns import Turn
+
+LIST_LIMIT = 100
+
+
+def _int(value: str | None) -> int | None:
+    try:
+        return int(value) if value else None
+    except ValueError:
+        return None
+
+
+def _ids(values: list[str]) -> list[int]:
+    return [int(v) for v in values if v.isdigit()]
+
+
+def _page_context(request: HttpRequest, conversation: Conversation | None) -> dict[str, Any]:
+    user = signed_in_user(request)
+    query = request.GET.get("q", "")
+    context: dict[str, Any] = {
+        "conversations": list(conversations_for_user(user, query)[:LIST_LIMIT]),
+        "query": query,
+        "profiles": profiles_for_user(user),
+        "agents": agents_for_user(user),
+        "stores": stores_for_user(user),
+        "conversation": conversation,
+        "max_entry_chars": MAX_ENTRY_CHARS,
+    }
+    if conversation is not None:
+        rows = list(conversation.messages.all())
+        views = message_views(conversation, rows)
+        last_user = max((m.pk for m in rows if m.role == Message.Role.USER), default=None)
+        last_answer = max((m.pk for m in rows if m.role == Message.Role.ASSISTANT), default=None)
+        context.update(
+            {
+                "views": views,
+                "last_user_id": last_user,
+                "last_answer_id": last_answer,
+                "busy": any(m.state == Message.State.STREAMING for m in rows),
+                "attached": set(conversation.stores.values_list("pk", flat=True)),
+                "memory_reason": memory_readable(
+                    Turn(user=user, agent=conversation.agent, memory_off=not conversation.memory_on)
+                ),
+                "last_user_text": next(
+                    (m.content for m in reversed(rows) if m.role == Message.Role.USER), ""
+                ),
+            }
+        )
+    else:
+        context["memory_reason"] = memory_readable(Turn(user=user))
+    return context
+
+
+@login_required
+@require_GET
+def chat_home(request: HttpRequest) -> HttpResponse:
+    context = _page_context(request, None)
+    if request.htmx and request.GET.get("partial") == "list":
+        return render(request, "chat/page.html#conversation_list", context)
+    return render(request, "chat/page.html", context)
+
+
+@login_required
+@require_POST
+def chat_new(request: HttpRequest) -> HttpResponse:
+    user = signed_in_user(request)
+    try:
+        conversation = services.conversation_create(
+            user=user,
+            profile_id=_int(request.POST.get("profile")),
+            agent_id=_int(request.POST.get("agent")),
+            store_ids=_ids(request.POST.getlist("stores")),
+            memory_on=request.POST.get("memory_on") == "on",
+        )
+        text = request.POST.get("text", "")
+        if text.strip():
+            services.message_send(user=user, conversation=conversation, text=text)
+    except MemoryRefusal as refusal:
+        messages.error(request, refusal.message)
+        return redirect("chat")
+    return redirect("chat_conversation", conversation_id=conversation.pk)
+
+
+@login_required
+@require_GET
+def conversation_page(request: HttpRequest, conversation_id: int) -> HttpResponse:
+    conversation = conversation_for_user(signed_in_user(request), conversation_id)
+    return render(request, "chat/page.html", _page_context(request, conversation))
+
+
+@login_required
+@require_POST
+def message_send(request: HttpRequest, conversation_id: int) -> HttpResponse:
+    user = signed_in_user(request)
+    conversation = conversation_for_user(user, conversation_id)
+    try:
+        answer = services.message_send(
+            user=user, conversation=conversation, text=request.POST.get("text", "")
+        )
+    except MemoryRefusal as refusal:
+        if request.htmx:
+            return render(
+                request, "chat/_composer_error.html", {"error": refusal.message}, status=200
+            )
+        messages.error(request, refusal.message)
+        return redirect("chat_conversation", conversation_id=conversation.pk)
+    if request.htmx:
+        user_message = conversation.messages.filter(role=Message.Role.USER).last()
+        rows = [m for m in (user_message, answer) if m is not None]
+        return render(
+            request,
+            "chat/_sent.html",
+            {
+                "views": message_views(conversation, rows),
+                "conversation": conversation,
+                "last_answer_id": answer.pk,
+                "last_user_id": user_message.pk if user_message else None,
+                "max_entry_chars": MAX_ENTRY_CHARS,
+            },
+        )
+    return redirect("chat_conversation", conversation_id=conversation.pk)
+
+
+@login_required
+@require_GET
+def message_fragment(request: HttpRequest, message_id: int) -> HttpResponse:
+    """One message as it is now; a page that (re)connects its socket asks for it."""
+    message = message_for_user(signed_in_user(request), message_id)
+    return render(
+        request,
+        "chat/_message.html",
+        {"view": message_view(message), "conversation": message.conversation},
+    )
+
+
+def _back(conversation: Conversation) -> HttpResponse:
+    return redirect("chat_conversation", conversation_id=conversation.pk)
+
+
+@login_required
+@require_POST
+def message_stop(request: HttpRequest, message_id: int) -> HttpResponse:
+    message = message_for_user(signed_in_user(request), message_id)
+    services.message_stop(message=message)
+    if request.htmx:
+        return HttpResponse(status=204)
+    return _back(message.conversation)
+
+
+@login_required
+@require_POST
+def answer_regenerate(request: HttpRequest, conversation_id: int) -> HttpResponse:
+    user = signed_in_user(request)
+    conversation = conversation_for_user(user, conversation_id)
+    try:
+        services.answer_regenerate(user=user, conversation=conversation)
+    except MemoryRefusal as refusal:
+        messages.error(request, refusal.message)
+    return _back(conversation)
+
+
+@login_required
+@require_POST
+def last_message_edit(request: HttpRequest, conversation_id: int) -> HttpResponse:
+    user = signed_in_user(request)
+    conversation = conversation_for_user(user, conversation_id)
+    try:
+        services.last_message_edit(
+            user=user, conversation=conversation, text=request.POST.get("text", "")
+        )
+    except MemoryRefusal as refusal:
+        messages.error(request, refusal.message)
+    return _back(conversation)
+
+
+@login_required
+@require_POST
+def conversation_settings(request: HttpRequest, conversation_id: int) -> HttpResponse:
+    user = signed_in_user(request)
+    conversation = conversation_for_user(user, conversation_id)
+    try:
+        services.conversation_update(
+            user=user,
+            conversation=conversation,
+            profile_id=_int(request.POST.get("profile")),
+            agent_id=_int(request.POST.get("agent")),
+            store_ids=_ids(request.POST.getlist("stores")),
+            memory_on=request.POST.get("memory_on") == "on",
+        )
+    except MemoryRefusal as refusal:
+        messages.error(request, refusal.message)
+    else:
+        messages.success(request, "Saved. The next answer uses these settings.")
+    return _back(conversation)
+
+
+@login_required
+@require_POST
+def conversation_rename(request: HttpRequest, conversation_id: int) -> HttpResponse:
+    conversation = conversation_for_user(signed_in_user(request), conversation_id)
+    try:
+        services.conversation_rename(conversation=conversation, title=request.POST.get("title", ""))
+    except MemoryRefusal as refusal:
+        messages.error(request, refusal.message)
+    return _back(conversation)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def conversation_delete(request: HttpRequest, conversation_id: int) -> HttpResponse:
+    conversation = conversation_for_user(signed_in_user(request), conversation_id)
+    if request.method == "POST":
+        title = str(conversation)
+        services.conversation_delete(conversation=conversation)
+        messages.success(request, f"Deleted “{title}”.")
+        return redirect("chat")
+    return render(request, "chat/delete_confirm.html", {"conversation": conversation})
+
+
+@login_required
+@require_GET
+def conversation_export(request: HttpRequest, conversation_id: int) -> HttpResponse:
+    conversation = conversation_for_user(signed_in_user(request), conversation_id)
+    response = HttpResponse(
+        conversation_markdown(conversation), content_type="text/markdown; charset=utf-8"
+    )
+    name = slugify(str(conversation)) or f"conversation-{conversation.pk}"
+    response["Content-Disposition"] = f'attachment; filename="{name}.md"'
+    return response
+
+
+def conversation_url(conversation: Conversation) -> str:
+    return reverse("chat_conversation", args=[conversation.pk])

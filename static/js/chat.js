@@ -1,0 +1,89 @@
+// Chat page: catch up after the socket (re)connects, copy buttons, citations, composer.
+
+// A page loaded mid-answer shows the text stored so far; once its socket is open it
+// asks for each unfinished message again, so nothing pushed in between is missed.
+function refreshStreaming() {
+  document.querySelectorAll("article.msg[data-state=streaming]").forEach((el) => {
+    htmx.ajax("GET", el.dataset.refreshUrl, { target: el, swap: "outerHTML" });
+  });
+}
+document.addEventListener("htmx:wsOpen", refreshStreaming);
+
+function addCopyButtons(root) {
+  root.querySelectorAll(".md pre").forEach((pre) => {
+    if (pre.querySelector("button.copy")) return;
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = "copy";
+    button.textContent = "Copy";
+    button.setAttribute("aria-label", "Copy code");
+    button.addEventListener("click", async () => {
+      const code = pre.querySelector("code");
+      try {
+        await navigator.clipboard.writeText(code ? code.innerText : pre.innerText);
+        button.textContent = "Copied";
+      } catch (error) {
+        button.textContent = "Copy failed";
+      }
+      setTimeout(() => { button.textContent = "Copy"; }, 1500);
+    });
+    pre.prepend(button);
+  });
+}
+
+function openCitation(hash) {
+  if (!hash || !hash.startsWith("#cite-")) return;
+  const target = document.getElementById(hash.slice(1));
+  if (target && target.tagName === "DETAILS") {
+    target.open = true;
+    target.scrollIntoView({ block: "nearest" });
+    const summary = target.querySelector("summary");
+    if (summary) summary.focus();
+  }
+}
+document.addEventListener("click", (event) => {
+  const link = event.target.closest("a[href^='#cite-']");
+  if (!link) return;
+  event.preventDefault();
+  openCitation(link.getAttribute("href"));
+});
+
+function stickToBottom() {
+  const list = document.getElementById("messages");
+  if (!list) return;
+  const last = list.lastElementChild;
+  if (last && last.dataset.state === "streaming") {
+    const rect = last.getBoundingClientRect();
+    if (rect.bottom > window.innerHeight) window.scrollBy(0, Math.min(rect.bottom - window.innerHeight + 16, 400));
+  }
+}
+
+function enhance() {
+  addCopyButtons(document);
+  stickToBottom();
+}
+document.addEventListener("htmx:afterSwap", enhance);
+document.addEventListener("htmx:oobAfterSwap", enhance);
+document.addEventListener("htmx:wsAfterMessage", enhance);
+if (document.readyState === "loading") {
+  document.addEventListener("DOMContentLoaded", () => { enhance(); openCitation(location.hash); });
+} else {
+  enhance();
+  openCitation(location.hash);
+}
+
+document.addEventListener("htmx:afterRequest", (event) => {
+  const form = event.target;
+  if (!(form instanceof HTMLFormElement) || form.id !== "composer") return;
+  if (event.detail.successful && !document.querySelector("#composer-error .error")) form.reset();
+});
+
+// Ctrl/Cmd+Enter sends.
+document.addEventListener("keydown", (event) => {
+  if (event.key !== "Enter" || !(event.ctrlKey || event.metaKey)) return;
+  const box = event.target;
+  if (box instanceof HTMLTextAreaElement && box.id === "composer-text") {
+    event.preventDefault();
+    htmx.trigger(box.form, "submit");
+  }
+});

@@ -1,0 +1,284 @@
+"""A turn against the local fake OpenAI server: every path ends in an honest stored state."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from chat.models import Message
+from chat.runner import turn_run
+from chat.services import stop_request
+from memory_addon.core import entries
+from memory_addon.models import ChangeSet, MemoryFile, Proposal
+from memory_addon.services.changes import file_write
+from memory_addon.services.scopes import user_scope
+from memory_addon.addons import MEMORY_ADDON, SAVE_MODE
+from memory_addon.services.user_settings import addon_setting_put
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+ADD_HOME = json.dumps({"action": "add", "text": "- home: lives in Rome -> home.md"})
+
+
+def run(message: Message) -> Message:
+    turn_run(message_id=message.pk)
+    message.refresh_from_db()
+    return message
+
+
+def test_a_scripted_stream_is_stored_complete_with_usage_and_timing(fake_openai, ask):
+    fake_openai.chat_replies.append(
+        {
+            "deltas": ["Hello", ", ", "world", "!"],
+            "usage": {"prompt_tokens": 7, "completion_tokens": 4, "total_tokens": 11},
+        }
+    )
+    answer = run(ask("Say hello"))
+    assert answer.state == Message.State.COMPLETE
+    assert answer.content == "Hello, world!"
+    assert answer.usage == {"prompt_tokens": 7, "completion_tokens": 4, "total_tokens": 11}
+    assert answer.model == "fake-model"
+    assert answer.first_token_at and answer.finished_at and answer.duration_ms is not None
+    request = fake_openai.chat_requests[-1]
+    assert request["stream"] is True
+    assert request["messages"][-1] == {"role": "user", "content": "Say hello"}
+    assert {tool["function"]["name"] for tool in request["tools"]} >= {"propose_change"}
+
+
+def test_the_memory_block_goes_first_and_sent_along_records_it(fake_openai, ask, person):
+    file_write(
+        user=person,
+        scope=user_scope(person),
+        path="index.md",
+        content="- diet: vegetarian -> diet.md\n",
+        base_sha256="",
+    )
+    answer = run(ask("What should I cook?"))
+    system = fake_openai.chat_requests[-1]["messages"][0]
+    assert system["role"] == "system"
+    assert "<memory>" in system["content"] and "vegetarian" in system["content"]
+    items = answer.sent_along["memory"]["items"]
+    assert [(i["origin"], "vegetarian" in i["text"]) for i in items] == [("user", True)]
+    assert items[0]["tokens"] > 0
+    assert answer.sent_along["memory"]["omitted"] == 0
+
+
+def test_a_tool_call_creates_a_proposal_and_the_model_gets_the_result(fake_openai, ask, person):
+    fake_openai.chat_replies += [
+        {"tool_calls": [{"id": "c1", "name": "propose_change", "arguments": ADD_HOME}]},
+        {"content": "I asked to remember that you live in Rome."},
+    ]
+    answer = run(ask("Remember that I live in Rome"))
+    assert answer.state == Message.State.COMPLETE
+    assert answer.content == "I asked to remember that you live in Rome."
+    proposal = Proposal.objects.get(user=person)
+    assert proposal.state == Proposal.State.PENDING
+    assert proposal.conversation_ref == str(answer.conversation_id)
+    assert proposal.message_ref == str(answer.pk)
+    assert answer.tool_calls[0]["name"] == "propose_change" and answer.tool_calls[0]["ok"]
+    second = fake_openai.chat_requests[-1]["messages"]
+    assert second[-2]["tool_calls"][0]["id"] == "c1"
+    assert second[-1]["role"] == "tool" and second[-1]["tool_call_id"] == "c1"
+    assert "Proposed" in second[-1]["content"]
+
+
+def test_parallel_tool_calls_are_all_executed_in_one_round(fake_openai, ask, person):
+    fake_openai.chat_replies += [
+        {
+            "tool_calls": [
+                {"id": "a", "name": "propose_change", "arguments": ADD_HOME},
+                {
+                    "id": "b",
+                    "name": "propose_change",
+                    "arguments": json.dumps({"action": "add", "text": "- tea: likes green tea"}),
+                },
+                {"id": "c", "name": "list_memory", "arguments": json.dumps({"query": "rome"})},
+            ]
+        },
+        {"content": "Done."},
+    ]
+    answer = run(ask("Remember Rome and tea"))
+    assert answer.state == Message.State.COMPLETE
+    assert [c["id"] for c in answer.tool_calls] == ["a", "b", "c"]
+    assert Proposal.objects.filter(user=person, message_ref=str(answer.pk)).count() == 2
+    tool_messages = [m for m in fake_openai.chat_requests[-1]["messages"] if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in tool_messages] == ["a", "b", "c"]
+
+
+def test_malformed_tool_arguments_go_back_to_the_model_as_a_refusal(fake_openai, ask, person):
+    fake_openai.chat_replies += [
+        {"tool_calls": [{"id": "x", "name": "propose_change", "arguments": '{"action": "add", '}]},
+        {"content": "Sorry, I could not save that."},
+    ]
+    answer = run(ask("Remember it"))
+    assert answer.state == Message.State.COMPLETE
+    assert answer.tool_calls[0]["ok"] is False
+    assert "not valid JSON" in answer.tool_calls[0]["result"]
+    assert not Proposal.objects.filter(user=person).exists()
+    assert "not valid JSON" in fake_openai.chat_requests[-1]["messages"][-1]["content"]
+
+
+def test_auto_mode_saves_at_once_and_records_the_change_for_undo(fake_openai, ask, person):
+    addon_setting_put(user=person, addon=MEMORY_ADDON, key=SAVE_MODE, value="auto")
+    fake_openai.chat_replies += [
+        {"tool_calls": [{"id": "c1", "name": "propose_change", "arguments": ADD_HOME}]},
+        {"content": "Saved."},
+    ]
+    answer = run(ask("Remember that I live in Rome"))
+    change = ChangeSet.objects.get(user=person, origin=ChangeSet.Origin.AUTOMATIC)
+    assert change.message_ref == str(answer.pk)
+    index = MemoryFile.objects.get(scope=user_scope(person), path="index.md").content
+    assert [e.text for e in entries.machine_entries(index)] == ["- home: lives in Rome -> home.md"]
+
+
+def test_tool_rounds_stop_after_the_limit_and_the_last_round_has_no_tools(
+    fake_openai, ask, settings
+):
+    settings.CHAT_MAX_TOOL_ROUNDS = 3
+    call = {"name": "list_memory", "arguments": json.dumps({"query": "x"})}
+    fake_openai.chat_replies += [
+        {"tool_calls": [call]},
+        {"tool_calls": [call]},
+        {"content": "Fine."},
+    ]
+    answer = run(ask("Loop"))
+    assert answer.state == Message.State.COMPLETE and answer.content == "Fine."
+    assert len(fake_openai.chat_requests) == 3
+    assert "tools" not in fake_openai.chat_requests[-1]
+
+
+def test_a_429_is_retried_after_retry_after_and_then_succeeds(fake_openai, ask):
+    fake_openai.chat_replies += [{"status": 429, "retry_after": "0"}, {"content": "Second try."}]
+    answer = run(ask("Hi"))
+    assert answer.state == Message.State.COMPLETE and answer.content == "Second try."
+    assert len(fake_openai.chat_requests) == 2
+
+
+def test_a_500_is_not_retried_and_the_answer_fails_with_the_reason(fake_openai, ask):
+    fake_openai.chat_replies += [{"status": 500, "message": "model crashed"}, {"content": "never"}]
+    answer = run(ask("Hi"))
+    assert answer.state == Message.State.FAILED
+    assert "failed (500)" in answer.error and "model crashed" in answer.error
+    assert len(fake_openai.chat_requests) == 1
+
+
+def test_a_503_is_retried(fake_openai, ask):
+    fake_openai.chat_replies += [{"status": 503}, {"content": "Back."}]
+    assert run(ask("Hi")).content == "Back."
+
+
+def test_a_bad_key_says_so(fake_openai, ask):
+    fake_openai.chat_replies.append({"status": 401, "message": "invalid api key"})
+    answer = run(ask("Hi"))
+    assert answer.state == Message.State.FAILED and "refused the API key" in answer.error
+
+
+def test_an_unknown_model_says_so(fake_openai, ask):
+    fake_openai.chat_replies.append({"status": 404, "message": "model not found"})
+    answer = run(ask("Hi"))
+    assert answer.state == Message.State.FAILED and "does not know the model" in answer.error
+
+
+def test_a_timeout_fails_the_answer_honestly(fake_openai, ask, settings):
+    settings.CHAT_READ_TIMEOUT_SECONDS = 1
+    fake_openai.chat_replies.append({"stall": 10, "content": "too late"})
+    answer = run(ask("Hi"))
+    fake_openai.chat_gate.set()
+    assert answer.state == Message.State.FAILED
+    assert "did not answer in time" in answer.error
+
+
+def test_a_stream_cut_in_the_middle_keeps_the_text_and_is_marked_failed(fake_openai, ask):
+    fake_openai.chat_replies.append({"deltas": ["Part one", " and part", " two"], "cut_after": 2})
+    answer = run(ask("Hi"))
+    assert answer.state == Message.State.FAILED
+    assert answer.content == "Part one and part"
+    assert "cut off" in answer.error or "ended before" in answer.error
+
+
+def test_a_malformed_stream_is_a_failed_answer(fake_openai, ask):
+    fake_openai.chat_replies.append({"deltas": ["A", "B"], "malformed_after": 1})
+    answer = run(ask("Hi"))
+    assert answer.state == Message.State.FAILED and "malformed" in answer.error
+
+
+def test_context_too_long_says_what_to_do(fake_openai, ask):
+    fake_openai.chat_replies.append(
+        {
+            "status": 400,
+            "code": "context_length_exceeded",
+            "message": "This model's maximum context length is 8192 tokens.",
+        }
+    )
+    answer = run(ask("Hi"))
+    assert answer.state == Message.State.FAILED
+    assert "too long for this model's context window" in answer.error
+
+
+def test_an_unreachable_server_fails_with_its_address(ask, conversation):
+    conversation.ai_profile.base_url = "http://127.0.0.1:9/v1"
+    conversation.ai_profile.save()
+    answer = run(ask("Hi"))
+    assert answer.state == Message.State.FAILED and "unreachable" in answer.error
+
+
+def test_older_messages_are_trimmed_to_the_window_but_never_the_current_one(
+    fake_openai, ask, conversation
+):
+    conversation.ai_profile.context_window = 1024
+    conversation.ai_profile.save()
+    for number in range(6):
+        Message.objects.create(
+            conversation=conversation, role="user", content=f"old {number} " + "x" * 400
+        )
+        Message.objects.create(conversation=conversation, role="assistant", content="noted")
+    answer = run(ask("The current question"))
+    sent = fake_openai.chat_requests[-1]["messages"]
+    assert sent[-1]["content"] == "The current question"
+    assert answer.sent_along["history"]["trimmed"] > 0
+    assert not any("old 0" in m["content"] for m in sent if m["role"] == "user")
+
+
+def test_a_profile_without_tools_gets_the_memory_block_only(fake_openai, ask, conversation):
+    conversation.ai_profile.supports_tools = False
+    conversation.ai_profile.save()
+    answer = run(ask("Hi"))
+    assert "tools" not in fake_openai.chat_requests[-1]
+    assert answer.sent_along["tools"] is False and answer.sent_along["tools_note"]
+
+
+def test_memory_off_sends_no_memory_and_no_tools(fake_openai, ask, conversation, person):
+    file_write(
+        user=person,
+        scope=user_scope(person),
+        path="index.md",
+        content="- secret-ish note\n",
+        base_sha256="",
+    )
+    conversation.memory_on = False
+    conversation.save()
+    answer = run(ask("Hi"))
+    request = fake_openai.chat_requests[-1]
+    assert "secret-ish" not in request["messages"][0]["content"]
+    assert "tools" not in request
+    assert answer.sent_along["memory"]["off"] == "Memory is off for this request."
+
+
+def test_stop_before_the_first_chunk_stores_a_stopped_answer(fake_openai, ask):
+    answer = ask("Hi")
+    stop_request(answer.pk)
+    answer = run(answer)
+    assert answer.state == Message.State.STOPPED
+
+
+def test_a_redelivered_job_marks_the_half_answer_failed_instead_of_resuming(fake_openai, ask):
+    from django.utils import timezone
+
+    answer = ask("Hi")
+    Message.objects.filter(pk=answer.pk).update(started_at=timezone.now(), content="Half an ans")
+    answer = run(answer)
+    assert answer.state == Message.State.FAILED
+    assert answer.content == "Half an ans"
+    assert "incomplete" in answer.error
+    assert fake_openai.chat_requests == []
