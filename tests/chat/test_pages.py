@@ -1,0 +1,231 @@
+"""The chat pages and API: owner checks, list and search, rename, delete, export, states."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from django.conf import settings
+from django.urls import reverse
+
+from chat.models import Conversation, Message
+from chat.rendering import render_markdown
+from chat.services import conversation_create, message_send
+from tests.conftest import ROOT
+from tests.factories import AIProfileFactory, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def client_for(client):
+    def sign_in(user):
+        client.force_login(user)
+        return client
+
+    return sign_in
+
+
+@pytest.fixture
+def stranger_conversation():
+    other = UserFactory()
+    profile = AIProfileFactory(owner=other)
+    conversation = Conversation.objects.create(owner=other, ai_profile=profile, title="Private")
+    message = Message.objects.create(conversation=conversation, role="user", content="my secret")
+    return conversation, message
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "chat_conversation",
+        "chat_export",
+        "chat_delete",
+    ],
+)
+def test_another_users_conversation_pages_answer_404(
+    client_for, person, stranger_conversation, name
+):
+    conversation, _ = stranger_conversation
+    response = client_for(person).get(reverse(name, args=[conversation.pk]))
+    assert response.status_code == 404
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "chat_send",
+        "chat_regenerate",
+        "chat_edit_last",
+        "chat_settings",
+        "chat_rename",
+        "chat_delete",
+    ],
+)
+def test_another_users_conversation_actions_answer_404_and_change_nothing(
+    client_for, person, stranger_conversation, name
+):
+    conversation, _ = stranger_conversation
+    response = client_for(person).post(
+        reverse(name, args=[conversation.pk]), {"text": "hijack", "title": "hijack"}
+    )
+    assert response.status_code == 404
+    conversation.refresh_from_db()
+    assert conversation.title == "Private"
+    assert conversation.messages.count() == 1
+
+
+def test_another_users_messages_answer_404(client_for, person, stranger_conversation):
+    _, message = stranger_conversation
+    signed_in = client_for(person)
+    assert signed_in.get(reverse("chat_message", args=[message.pk])).status_code == 404
+    assert signed_in.post(reverse("chat_stop", args=[message.pk])).status_code == 404
+
+
+def test_another_users_conversation_answers_404_in_the_api(
+    client_for, person, stranger_conversation
+):
+    conversation, message = stranger_conversation
+    signed_in = client_for(person)
+    assert signed_in.get(f"/api/chat/conversations/{conversation.pk}").status_code == 404
+    assert signed_in.get(f"/api/chat/messages/{message.pk}").status_code == 404
+    response = signed_in.post(
+        f"/api/chat/conversations/{conversation.pk}/messages",
+        {"text": "x"},
+        content_type="application/json",
+    )
+    assert response.status_code == 404
+    assert signed_in.delete(f"/api/chat/conversations/{conversation.pk}").status_code == 404
+    assert Conversation.objects.filter(pk=conversation.pk).exists()
+    listed = signed_in.get("/api/chat/conversations").json()
+    assert conversation.pk not in [row["id"] for row in listed]
+
+
+def test_without_an_ai_profile_the_page_says_how_to_add_one(client_for, person):
+    response = client_for(person).get(reverse("chat"))
+    assert response.status_code == 200
+    assert b"No AI profile yet" in response.content
+    assert reverse("accounts:settings").encode() in response.content
+
+
+def test_the_list_is_newest_first_and_search_finds_title_and_text(client_for, person, profile):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    older = conversation_create(user=person, title="Trip to Lisbon")
+    newer = conversation_create(user=person, title="Groceries")
+    Message.objects.create(conversation=older, role="user", content="pastel de nata recipe")
+    now = timezone.now()
+    Conversation.objects.filter(pk=older.pk).update(updated_at=now - timedelta(days=1))
+    Conversation.objects.filter(pk=newer.pk).update(updated_at=now)
+    signed_in = client_for(person)
+    page = signed_in.get(reverse("chat")).content.decode()
+    assert page.index("Groceries") < page.index("Trip to Lisbon")
+    found = signed_in.get(reverse("chat"), {"q": "nata"}).content.decode()
+    assert "Trip to Lisbon" in found and "Groceries" not in found
+    found = signed_in.get(reverse("chat"), {"q": "grocer"}).content.decode()
+    assert "Groceries" in found and "Trip to Lisbon" not in found
+
+
+def test_the_first_message_names_the_conversation_and_rename_changes_it(
+    client_for, person, profile, django_capture_on_commit_callbacks
+):
+    conversation = conversation_create(user=person)
+    with django_capture_on_commit_callbacks(execute=False):
+        message_send(
+            user=person, conversation=conversation, text="How do I bake sourdough bread at home?"
+        )
+    conversation.refresh_from_db()
+    assert conversation.title == "How do I bake sourdough bread at home?"
+    response = client_for(person).post(
+        reverse("chat_rename", args=[conversation.pk]), {"title": "Bread"}
+    )
+    assert response.status_code == 302
+    conversation.refresh_from_db()
+    assert conversation.title == "Bread"
+
+
+def test_sending_while_an_answer_is_written_is_refused(
+    person, profile, django_capture_on_commit_callbacks
+):
+    conversation = conversation_create(user=person)
+    with django_capture_on_commit_callbacks(execute=False):
+        message_send(user=person, conversation=conversation, text="One")
+        with pytest.raises(Exception, match="still being written"):
+            message_send(user=person, conversation=conversation, text="Two")
+
+
+def test_delete_asks_first_then_deletes(client_for, person, profile):
+    conversation = conversation_create(user=person, title="Old")
+    signed_in = client_for(person)
+    confirm = signed_in.get(reverse("chat_delete", args=[conversation.pk]))
+    assert b"Delete \xe2\x80\x9cOld\xe2\x80\x9d?" in confirm.content
+    assert Conversation.objects.filter(pk=conversation.pk).exists()
+    signed_in.post(reverse("chat_delete", args=[conversation.pk]))
+    assert not Conversation.objects.filter(pk=conversation.pk).exists()
+
+
+def test_export_is_markdown_with_the_messages(client_for, person, profile):
+    conversation = conversation_create(user=person, title="Plans")
+    Message.objects.create(conversation=conversation, role="user", content="What now?")
+    Message.objects.create(
+        conversation=conversation,
+        role="assistant",
+        content="Read [R1].",
+        citations=[{"n": 1, "marker": "[R1]", "path": "notes/plan.md", "page": None}],
+    )
+    response = client_for(person).get(reverse("chat_export", args=[conversation.pk]))
+    assert response["Content-Type"].startswith("text/markdown")
+    text = response.content.decode()
+    assert text.startswith("# Plans")
+    assert "## You\n\nWhat now?" in text and "## Assistant\n\nRead [R1]." in text
+    assert "- [R1] notes/plan.md" in text
+
+
+def test_a_failed_answer_shows_its_reason_and_retry(client_for, person, profile):
+    conversation = conversation_create(user=person, title="T")
+    Message.objects.create(conversation=conversation, role="user", content="Hi")
+    Message.objects.create(
+        conversation=conversation,
+        role="assistant",
+        state="failed",
+        content="Half",
+        error="The AI server at http://x/v1 is unreachable (ConnectError).",
+    )
+    page = client_for(person).get(reverse("chat_conversation", args=[conversation.pk]))
+    html = page.content.decode()
+    assert "is unreachable" in html and ">Retry</button>" in html
+    assert 'data-state="failed"' in html
+
+
+def test_memory_off_and_no_tools_are_said_on_the_page(client_for, person):
+    profile = AIProfileFactory(owner=person, supports_tools=False)
+    conversation = conversation_create(user=person, profile_id=profile.pk, memory_on=False)
+    html = client_for(person).get(reverse("chat_conversation", args=[conversation.pk])).content
+    assert b"Memory is off for this conversation" in html
+    assert b"proposals are unavailable" in html
+
+
+def test_answers_are_rendered_without_raw_html_scripts_or_javascript_links():
+    html = render_markdown(
+        "Hi <script>alert(1)</script> <img src=x onerror=alert(1)> "
+        "[click](javascript:alert(1)) [ok](https://example.org)\n\n```\ncode\n```"
+    )
+    assert "<script" not in html and "<img" not in html
+    assert "javascript:" not in html.replace("[click](javascript:alert(1))", "")
+    assert 'href="https://example.org"' in html
+    assert "<pre><code>code\n</code></pre>" in html
+
+
+def test_citation_markers_link_to_their_excerpt_only_when_the_excerpt_exists():
+    html = render_markdown("See [R1] and [R7].", anchor_prefix="cite-3-", markers={1})
+    assert '<a href="#cite-3-1"' in html
+    assert "[R7]" in html and "#cite-3-7" not in html
+
+
+def test_chat_jobs_have_their_own_queue_and_a_thread_pool_worker_in_compose():
+    assert settings.CELERY_TASK_ROUTES["chat.turn_run"] == {"queue": settings.CHAT_QUEUE}
+    compose = yaml.safe_load((ROOT / "compose.yaml").read_text())
+    command = " ".join(compose["services"]["chat-worker"]["command"])
+    assert "-Q $${CHAT_QUEUE:-chat}" in command and "--pool threads" in command
+    assert "-Q" not in " ".join(compose["services"]["worker"]["command"])
