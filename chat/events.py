@@ -20,7 +20,9 @@ def push_body(user_id: int, message_id: int, html: str) -> None:
 
 def push_message(user_id: int, message: Message) -> None:
     """The whole message (state, cards, Sent along), replacing the one on the page."""
-    html = render_to_string("chat/_message.html", {"view": message_view(message), "oob": True})
+    # Pushed messages are the conversation's newest answer: they carry its actions.
+    context = {"view": message_view(message), "oob": True, "last_answer_id": message.pk}
+    html = render_to_string("chat/_message.html", context)
     push_fragment(user_id, html)
 
 

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -56,6 +58,7 @@ def message_finish(
     error: str = "",
     usage: dict[str, int] | None = None,
     only_if_streaming: bool = False,
+    first_token_at: datetime | None = None,
 ) -> bool:
     """Store the end state of an answer and show it on every open page."""
     now = timezone.now()
@@ -64,6 +67,8 @@ def message_finish(
         updates["content"] = content
     if usage is not None:
         updates["usage"] = usage
+    if first_token_at is not None:
+        updates["first_token_at"] = first_token_at
     rows = Message.objects.filter(pk=message.pk)
     if only_if_streaming:
         rows = rows.filter(state=Message.State.STREAMING)
@@ -80,47 +85,84 @@ def message_finish(
 
 
 class _Streamer:
-    """Collects deltas; pushes the rendered text (batched) and persists it (throttled)."""
+    """Collects deltas; a side thread pushes the rendered text (batched) and persists it.
+
+    The side thread also keeps the heartbeat fresh while the model is silent, and it
+    flushes the tail of a burst, so a reload mid-answer shows everything that arrived.
+    """
+
+    HEARTBEAT_SECONDS = 5.0
 
     def __init__(self, message: Message, user_id: int) -> None:
         self.message = message
         self.user_id = user_id
         self.parts: list[str] = []
-        self.pushed_at = 0.0
-        self.persisted_at = time.monotonic()
-        self.first_token = False
-        self.dirty = False
+        self.lock = threading.Lock()
+        self.version = 0
+        self.pushed_version = 0
+        self.persisted_version = 0
+        self.first_token_at: datetime | None = None
         self.stop_checked_at = 0.0
         self.stopped = False
+        self.done = threading.Event()
+        self.thread: threading.Thread | None = None
 
     @property
     def text(self) -> str:
-        return "".join(self.parts)
+        with self.lock:
+            return "".join(self.parts)
+
+    def start(self) -> None:
+        self.thread = threading.Thread(
+            target=self._loop, name=f"chat-flush-{self.message.pk}", daemon=True
+        )
+        self.thread.start()
+
+    def finish(self) -> None:
+        self.done.set()
+        if self.thread is not None:
+            self.thread.join(timeout=10)
 
     def add(self, delta: str) -> None:
-        self.parts.append(delta)
-        self.dirty = True
-        now = time.monotonic()
-        if not self.first_token:
-            self.first_token = True
-            Message.objects.filter(pk=self.message.pk).update(first_token_at=timezone.now())
-            _release_db()
-        if now - self.pushed_at >= settings.CHAT_PUSH_INTERVAL_MS / 1000:
-            self.push()
-        if now - self.persisted_at >= settings.CHAT_PERSIST_INTERVAL_MS / 1000:
-            self.persist()
+        with self.lock:
+            self.parts.append(delta)
+            self.version += 1
+            if self.first_token_at is None:
+                self.first_token_at = timezone.now()
 
-    def push(self) -> None:
-        self.pushed_at = time.monotonic()
-        self.message.content = self.text
-        events.push_body(self.user_id, self.message.pk, message_html(self.message))
+    def _loop(self) -> None:
+        push_every = settings.CHAT_PUSH_INTERVAL_MS / 1000
+        persist_every = settings.CHAT_PERSIST_INTERVAL_MS / 1000
+        persisted_at = heartbeat_at = time.monotonic()
+        try:
+            while not self.done.wait(push_every):
+                with self.lock:
+                    version, text = self.version, "".join(self.parts)
+                now = time.monotonic()
+                if version != self.pushed_version:
+                    self.pushed_version = version
+                    self._push(text)
+                due = now - persisted_at >= persist_every and version != self.persisted_version
+                if due or now - heartbeat_at >= self.HEARTBEAT_SECONDS:
+                    persisted_at = heartbeat_at = now
+                    self.persisted_version = version
+                    self._persist(text)
+        except Exception:
+            logger.exception("Live updates of message %s stopped", self.message.pk)
+        finally:
+            connection.close()
 
-    def persist(self) -> None:
-        self.persisted_at = time.monotonic()
-        Message.objects.filter(pk=self.message.pk, state=Message.State.STREAMING).update(
-            content=self.text, heartbeat_at=timezone.now()
-        )
-        _release_db()
+    def _push(self, text: str) -> None:
+        shown = Message(pk=self.message.pk, role=Message.Role.ASSISTANT, content=text)
+        shown.citations = self.message.citations
+        events.push_body(self.user_id, self.message.pk, message_html(shown))
+
+    def _persist(self, text: str) -> None:
+        updates: dict[str, Any] = {"content": text, "heartbeat_at": timezone.now()}
+        if self.first_token_at is not None:
+            updates["first_token_at"] = self.first_token_at
+        Message.objects.filter(pk=self.message.pk, state=Message.State.STREAMING).update(**updates)
+        connection.close()
 
     def should_stop(self) -> bool:
         # Redis is asked at most every 100 ms: Stop still answers well within a second.
@@ -310,109 +352,105 @@ def _claim(message_id: int) -> Message | None:
     return message
 
 
+@dataclass
+class _End:
+    state: str
+    error: str = ""
+
+
 def turn_run(*, message_id: int) -> None:
     message = _claim(message_id)
     if message is None:
         return
-    user_id = message.conversation.owner_id
-    streamer = _Streamer(message, user_id)
+    streamer = _Streamer(message, message.conversation.owner_id)
     usage: dict[str, int] = {}
     try:
-        if message.conversation.ai_profile is None:
-            raise client.ModelError("refused", "This conversation has no AI profile.")
-        if streamer.should_stop():
-            message_finish(message=message, state=Message.State.STOPPED, content="")
-            return
-        prepared = _prepare(message)
-        Message.objects.filter(pk=message.pk).update(
-            sent_along=prepared.sent_along, citations=prepared.citations
-        )
-        message.sent_along, message.citations = prepared.sent_along, prepared.citations
-        events.push_message(user_id, message)
-        conversation_messages = prepared.messages
-        calls_log: list[dict[str, Any]] = []
-        for round_number in range(1, settings.CHAT_MAX_TOOL_ROUNDS + 1):
-            last_round = round_number == settings.CHAT_MAX_TOOL_ROUNDS
-            _release_db()
-            result = client.stream_round(
-                prepared.endpoint,
-                messages=conversation_messages,
-                # The last round gets no tools, so the model has to answer in words.
-                tools=None if last_round else prepared.tools,
-                on_delta=streamer.add,
-                should_stop=streamer.should_stop,
-            )
-            for key, value in result.usage.items():
-                usage[key] = usage.get(key, 0) + value
-            if result.stopped:
-                message_finish(
-                    message=message, state=Message.State.STOPPED, content=streamer.text, usage=usage
-                )
-                return
-            if not result.tool_calls or last_round:
-                break
-            conversation_messages.append(
-                {
-                    "role": "assistant",
-                    "content": result.content or None,
-                    "tool_calls": [
-                        {
-                            "id": call.id,
-                            "type": "function",
-                            "function": {"name": call.name, "arguments": call.arguments},
-                        }
-                        for call in result.tool_calls
-                    ],
-                }
-            )
-            for call in result.tool_calls:
-                ok, text = _execute(prepared.turn, call)
-                calls_log.append(
-                    {
-                        "round": round_number,
-                        "id": call.id,
-                        "name": call.name,
-                        "arguments": call.arguments[:2000],
-                        "ok": ok,
-                        "result": text[:2000],
-                    }
-                )
-                conversation_messages.append(
-                    {"role": "tool", "tool_call_id": call.id, "content": text}
-                )
-            Message.objects.filter(pk=message.pk).update(
-                tool_calls=calls_log, heartbeat_at=timezone.now()
-            )
-            message.tool_calls = calls_log
-            events.push_memory(user_id, message)
-            _release_db()
-        text = streamer.text
-        if not text.strip():
-            text = "" if calls_log else text
-        message_finish(
-            message=message,
-            state=Message.State.COMPLETE,
-            content=text,
-            usage=usage,
-            error="" if text.strip() else "The model finished without writing an answer.",
-        )
+        end = _answer(message, streamer, usage)
     except client.ModelError as error:
-        message_finish(
-            message=message,
-            state=Message.State.FAILED,
-            content=streamer.text,
-            error=error.message,
-            usage=usage,
-        )
+        end = _End(Message.State.FAILED, error.message)
     except Exception:
         logger.exception("Answer %s failed", message.pk)
-        message_finish(
-            message=message,
-            state=Message.State.FAILED,
-            content=streamer.text,
-            error="Something went wrong on the server while writing this answer.",
-            usage=usage,
+        end = _End(
+            Message.State.FAILED, "Something went wrong on the server while writing this answer."
         )
+    finally:
+        streamer.finish()
+    message_finish(
+        message=message,
+        state=end.state,
+        content=streamer.text,
+        error=end.error,
+        usage=usage,
+        first_token_at=streamer.first_token_at,
+    )
+
+
+def _answer(message: Message, streamer: _Streamer, usage: dict[str, int]) -> _End:
+    """The rounds of one answer; returns how it ended (errors raise ModelError)."""
+    user_id = message.conversation.owner_id
+    if streamer.should_stop():
+        return _End(Message.State.STOPPED)
+    prepared = _prepare(message)
+    Message.objects.filter(pk=message.pk).update(
+        sent_along=prepared.sent_along, citations=prepared.citations
+    )
+    message.sent_along, message.citations = prepared.sent_along, prepared.citations
+    events.push_message(user_id, message)
+    streamer.start()
+    conversation_messages = prepared.messages
+    calls_log: list[dict[str, Any]] = []
+    for round_number in range(1, settings.CHAT_MAX_TOOL_ROUNDS + 1):
+        last_round = round_number == settings.CHAT_MAX_TOOL_ROUNDS
+        _release_db()
+        result = client.stream_round(
+            prepared.endpoint,
+            messages=conversation_messages,
+            # The last round gets no tools, so the model has to answer in words.
+            tools=None if last_round else prepared.tools,
+            on_delta=streamer.add,
+            should_stop=streamer.should_stop,
+        )
+        for key, value in result.usage.items():
+            usage[key] = usage.get(key, 0) + value
+        if result.stopped:
+            return _End(Message.State.STOPPED)
+        if not result.tool_calls or last_round:
+            break
+        conversation_messages.append(
+            {
+                "role": "assistant",
+                "content": result.content or None,
+                "tool_calls": [
+                    {
+                        "id": call.id,
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": call.arguments},
+                    }
+                    for call in result.tool_calls
+                ],
+            }
+        )
+        for call in result.tool_calls:
+            ok, text = _execute(prepared.turn, call)
+            calls_log.append(
+                {
+                    "round": round_number,
+                    "id": call.id,
+                    "name": call.name,
+                    "arguments": call.arguments[:2000],
+                    "ok": ok,
+                    "result": text[:2000],
+                }
+            )
+            conversation_messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
+        Message.objects.filter(pk=message.pk).update(
+            tool_calls=calls_log, heartbeat_at=timezone.now()
+        )
+        message.tool_calls = calls_log
+        events.push_memory(user_id, message)
+    if not streamer.text.strip() and not calls_log:
+        return _End(Message.State.COMPLETE, "The model finished without writing an answer.")
+    return _End(Message.State.COMPLETE)
 
 
 def _execute(turn: Turn, call: client.ToolCall) -> tuple[bool, str]:

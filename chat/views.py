@@ -160,7 +160,13 @@ def message_fragment(request: HttpRequest, message_id: int) -> HttpResponse:
     return render(
         request,
         "chat/_message.html",
-        {"view": message_view(message), "conversation": message.conversation},
+        {
+            "view": message_view(message),
+            "conversation": message.conversation,
+            "last_answer_id": message.conversation.messages.filter(role=Message.Role.ASSISTANT)
+            .values_list("pk", flat=True)
+            .last(),
+        },
     )
 
 

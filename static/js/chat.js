@@ -87,3 +87,8 @@ document.addEventListener("keydown", (event) => {
     htmx.trigger(box.form, "submit");
   }
 });
+
+// On wide screens the conversation list stays open beside the chat.
+if (window.matchMedia("(min-width: 721px)").matches) {
+  document.querySelectorAll("details.chat-list-box").forEach((box) => { box.open = true; });
+}
