@@ -235,9 +235,10 @@ def _stream_once(
     if tools:
         kwargs["tools"] = tools
         kwargs["tool_choice"] = "auto"
-    stream = client.chat.completions.create(
+    create: Callable[..., openai.Stream[Any]] = client.chat.completions.create
+    stream = create(
         model=endpoint.model,
-        messages=messages,  # type: ignore[arg-type]
+        messages=messages,
         stream=True,
         stream_options={"include_usage": True},
         **kwargs,

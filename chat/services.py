@@ -127,7 +127,7 @@ def _enqueue_on_commit(message: Message) -> None:
 
     message_id = message.pk
     transaction.on_commit(
-        lambda: turn_run_task.apply_async(args=[message_id], queue=settings.CHAT_QUEUE)
+        lambda: turn_run_task.apply_async(args=(message_id,), queue=settings.CHAT_QUEUE)
     )
 
 

@@ -34,6 +34,10 @@ from memory_addon.turns import Turn
 LIST_LIMIT = 100
 
 
+def _htmx(request: HttpRequest) -> bool:
+    return bool(getattr(request, "htmx", False))
+
+
 def _int(value: str | None) -> int | None:
     try:
         return int(value) if value else None
@@ -86,7 +90,7 @@ def _page_context(request: HttpRequest, conversation: Conversation | None) -> di
 @require_GET
 def chat_home(request: HttpRequest) -> HttpResponse:
     context = _page_context(request, None)
-    if request.htmx and request.GET.get("partial") == "list":
+    if _htmx(request) and request.GET.get("partial") == "list":
         return render(request, "chat/page.html#conversation_list", context)
     return render(request, "chat/page.html", context)
 
@@ -129,13 +133,13 @@ def message_send(request: HttpRequest, conversation_id: int) -> HttpResponse:
             user=user, conversation=conversation, text=request.POST.get("text", "")
         )
     except MemoryRefusal as refusal:
-        if request.htmx:
+        if _htmx(request):
             return render(
                 request, "chat/_composer_error.html", {"error": refusal.message}, status=200
             )
         messages.error(request, refusal.message)
         return redirect("chat_conversation", conversation_id=conversation.pk)
-    if request.htmx:
+    if _htmx(request):
         user_message = conversation.messages.filter(role=Message.Role.USER).last()
         rows = [m for m in (user_message, answer) if m is not None]
         return render(
@@ -179,7 +183,7 @@ def _back(conversation: Conversation) -> HttpResponse:
 def message_stop(request: HttpRequest, message_id: int) -> HttpResponse:
     message = message_for_user(signed_in_user(request), message_id)
     services.message_stop(message=message)
-    if request.htmx:
+    if _htmx(request):
         return HttpResponse(status=204)
     return _back(message.conversation)
 

@@ -4,15 +4,17 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('accounts', '0002_apitoken'),
+        ("accounts", "0002_apitoken"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='aiprofile',
-            name='supports_tools',
-            field=models.BooleanField(default=True, help_text='The model can call functions (tools). Without it, chats send the memory block only and cannot propose notes.'),
+            model_name="aiprofile",
+            name="supports_tools",
+            field=models.BooleanField(
+                default=True,
+                help_text="The model can call functions (tools). Without it, chats send the memory block only and cannot propose notes.",
+            ),
         ),
     ]

@@ -9,11 +9,11 @@ import pytest
 from chat.models import Message
 from chat.runner import turn_run
 from chat.services import stop_request
+from memory_addon.addons import MEMORY_ADDON, SAVE_MODE
 from memory_addon.core import entries
 from memory_addon.models import ChangeSet, MemoryFile, Proposal
 from memory_addon.services.changes import file_write
 from memory_addon.services.scopes import user_scope
-from memory_addon.addons import MEMORY_ADDON, SAVE_MODE
 from memory_addon.services.user_settings import addon_setting_put
 
 pytestmark = pytest.mark.django_db(transaction=True)
