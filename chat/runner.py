@@ -169,7 +169,7 @@ class _Streamer:
         now = time.monotonic()
         if not self.stopped and now - self.stop_checked_at >= 0.1:
             self.stop_checked_at = now
-            self.stopped = stop_requested(self.message.pk)
+            self.stopped = stop_requested(self.message)
         return self.stopped
 
 

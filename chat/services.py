@@ -115,10 +115,8 @@ def conversation_rename(*, conversation: Conversation, title: str) -> Conversati
 
 def conversation_delete(*, conversation: Conversation) -> None:
     with transaction.atomic(durable=True):
-        for message_id in conversation.messages.filter(state=Message.State.STREAMING).values_list(
-            "pk", flat=True
-        ):
-            stop_request(message_id)
+        for message in conversation.messages.filter(state=Message.State.STREAMING):
+            stop_request(message)
         conversation.delete()
 
 
@@ -219,22 +217,23 @@ def last_message_edit(*, user: User, conversation: Conversation, text: str) -> M
     return answer
 
 
-def _stop_key(message_id: int) -> str:
-    return f"chat:stop:{int(message_id)}"
+def _stop_key(message: Message) -> str:
+    # The creation time makes the key unique even where ids restart (a rebuilt database).
+    return f"chat:stop:{int(message.pk)}:{message.created_at.timestamp():.6f}"
 
 
-def stop_request(message_id: int) -> None:
+def stop_request(message: Message) -> None:
     """Ask the worker writing this answer to stop; it checks between chunks."""
-    cache.set(_stop_key(message_id), "1", timeout=3600)
+    cache.set(_stop_key(message), "1", timeout=3600)
 
 
-def stop_requested(message_id: int) -> bool:
-    return bool(cache.get(_stop_key(message_id)))
+def stop_requested(message: Message) -> bool:
+    return bool(cache.get(_stop_key(message)))
 
 
 def message_stop(*, message: Message) -> None:
     if message.state == Message.State.STREAMING:
-        stop_request(message.pk)
+        stop_request(message)
 
 
 def messages_reap_stalled() -> int:

@@ -267,7 +267,7 @@ def test_memory_off_sends_no_memory_and_no_tools(fake_openai, ask, conversation,
 
 def test_stop_before_the_first_chunk_stores_a_stopped_answer(fake_openai, ask):
     answer = ask("Hi")
-    stop_request(answer.pk)
+    stop_request(answer)
     answer = run(answer)
     assert answer.state == Message.State.STOPPED
 
