@@ -82,3 +82,37 @@ class Message(models.Model):
         if self.started_at and self.finished_at:
             return int((self.finished_at - self.started_at).total_seconds() * 1000)
         return None
+
+
+class Schedule(models.Model):
+    """A prompt run in the background on a profile/agent (H9): every N minutes or daily."""
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chat_schedules"
+    )
+    name = models.CharField(max_length=120)
+    prompt = models.TextField()
+    ai_profile = models.ForeignKey("accounts.AIProfile", on_delete=models.CASCADE, related_name="+")
+    agent = models.ForeignKey(
+        "accounts.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    # Only collections that opted in to autonomous runs are searched (K7).
+    stores = models.ManyToManyField("knowledge.Store", blank=True, related_name="+")
+    every_minutes = models.PositiveIntegerField(null=True, blank=True)
+    daily_at = models.TimeField(null=True, blank=True, help_text="UTC time of a daily run.")
+    enabled = models.BooleanField(default=True)
+    next_run_at = models.DateTimeField()
+    last_run_at = models.DateTimeField(null=True, blank=True)
+    last_conversation = models.ForeignKey(
+        Conversation, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering: ClassVar = ["name"]
+        indexes: ClassVar = [
+            models.Index(fields=["enabled", "next_run_at"], name="chat_schedule_due_idx")
+        ]
+
+    def __str__(self) -> str:
+        return self.name

@@ -2,20 +2,21 @@
 
 from __future__ import annotations
 
+from datetime import time
 from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.auth import signed_in_user
-from chat import services
+from chat import schedules, services
 from chat.export import conversation_markdown
-from chat.models import Conversation, Message
+from chat.models import Conversation, Message, Schedule
 from chat.selectors import (
     agents_for_user,
     conversation_for_user,
@@ -272,3 +273,59 @@ def conversation_export(request: HttpRequest, conversation_id: int) -> HttpRespo
 
 def conversation_url(conversation: Conversation) -> str:
     return reverse("chat_conversation", args=[conversation.pk])
+
+
+# --- Scheduled runs (H9) -----------------------------------------------------
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def schedules_page(request: HttpRequest) -> HttpResponse:
+    user = signed_in_user(request)
+    if request.method == "POST":
+        try:
+            daily = request.POST.get("daily_at") or ""
+            schedules.schedule_create(
+                user=user,
+                name=request.POST.get("name", ""),
+                prompt=request.POST.get("prompt", ""),
+                profile_id=_int(request.POST.get("profile")),
+                agent_id=_int(request.POST.get("agent")),
+                store_ids=_ids(request.POST.getlist("stores")),
+                every_minutes=_int(request.POST.get("every_minutes")),
+                daily_at=time.fromisoformat(daily) if daily else None,
+            )
+        except (MemoryRefusal, ValueError) as error:
+            text = error.message if isinstance(error, MemoryRefusal) else "Give a valid time."
+            messages.error(request, text)
+        else:
+            messages.success(request, "Schedule created.")
+        return redirect("chat_schedules")
+    context = {
+        "schedules": list(
+            Schedule.objects.filter(owner=user).select_related("ai_profile", "agent")
+        ),
+        "profiles": profiles_for_user(user),
+        "agents": agents_for_user(user),
+        "stores": stores_for_user(user),
+    }
+    return render(request, "chat/schedules.html", context)
+
+
+def _owned_schedule(request: HttpRequest, schedule_id: int) -> Schedule:
+    return get_object_or_404(Schedule, pk=schedule_id, owner=signed_in_user(request))
+
+
+@login_required
+@require_POST
+def schedule_run_now(request: HttpRequest, schedule_id: int) -> HttpResponse:
+    answer = schedules.schedule_run(schedule=_owned_schedule(request, schedule_id))
+    return redirect("chat_conversation", conversation_id=answer.conversation_id)
+
+
+@login_required
+@require_POST
+def schedule_delete(request: HttpRequest, schedule_id: int) -> HttpResponse:
+    schedules.schedule_delete(schedule=_owned_schedule(request, schedule_id))
+    messages.success(request, "Schedule deleted.")
+    return redirect("chat_schedules")

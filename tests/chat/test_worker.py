@@ -1,4 +1,4 @@
-"""Turns through Celery: the chat queue, a real thread-pool worker, and a worker killed mid-answer."""
+"""Turns through Celery: the chat queue, a thread-pool worker, a worker killed mid-answer."""
 
 from __future__ import annotations
 
