@@ -9,7 +9,12 @@ from django.urls import reverse
 
 from chat.models import Conversation, Message
 from chat.rendering import render_markdown
-from chat.services import conversation_create, message_send
+from chat.services import (
+    answer_regenerate,
+    conversation_create,
+    last_message_edit,
+    message_send,
+)
 from tests.conftest import ROOT
 from tests.factories import AIProfileFactory, UserFactory
 
@@ -229,3 +234,34 @@ def test_chat_jobs_have_their_own_queue_and_a_thread_pool_worker_in_compose():
     command = " ".join(compose["services"]["chat-worker"]["command"])
     assert "-Q $${CHAT_QUEUE:-chat}" in command and "--pool threads" in command
     assert "-Q" not in " ".join(compose["services"]["worker"]["command"])
+
+
+def test_regenerate_replaces_the_last_answer_with_a_new_one(
+    person, profile, django_capture_on_commit_callbacks
+):
+    conversation = conversation_create(user=person)
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        first = message_send(user=person, conversation=conversation, text="Hi")
+    assert len(callbacks) == 1  # the turn is queued once the message is stored
+    Message.objects.filter(pk=first.pk).update(state="complete", content="Old answer")
+    with django_capture_on_commit_callbacks(execute=False):
+        second = answer_regenerate(user=person, conversation=conversation)
+    assert not Message.objects.filter(pk=first.pk).exists()
+    assert list(conversation.messages.values_list("role", "state")) == [
+        ("user", "complete"),
+        ("assistant", "streaming"),
+    ]
+    assert second.pk != first.pk
+
+
+def test_edit_last_message_changes_it_and_answers_again(
+    person, profile, django_capture_on_commit_callbacks
+):
+    conversation = conversation_create(user=person)
+    with django_capture_on_commit_callbacks(execute=False):
+        first = message_send(user=person, conversation=conversation, text="Waht is 2+2?")
+    Message.objects.filter(pk=first.pk).update(state="complete", content="Unclear.")
+    with django_capture_on_commit_callbacks(execute=False):
+        last_message_edit(user=person, conversation=conversation, text="What is 2+2?")
+    rows = list(conversation.messages.values_list("role", "content", "state"))
+    assert rows == [("user", "What is 2+2?", "complete"), ("assistant", "", "streaming")]
