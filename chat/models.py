@@ -6,6 +6,9 @@ from typing import ClassVar
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
+
+STALLED_AFTER_SECONDS = 30
 
 
 class Conversation(models.Model):
@@ -76,6 +79,13 @@ class Message(models.Model):
 
     def __str__(self) -> str:
         return f"{self.role} message {self.pk}"
+
+    @property
+    def seems_stalled(self) -> bool:
+        """Streaming, but its worker has not written for a while (it writes every few seconds)."""
+        if self.state != self.State.STREAMING or self.started_at is None or not self.heartbeat_at:
+            return False
+        return (timezone.now() - self.heartbeat_at).total_seconds() > STALLED_AFTER_SECONDS
 
     @property
     def duration_ms(self) -> int | None:

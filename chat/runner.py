@@ -123,6 +123,12 @@ class _Streamer:
         if self.thread is not None:
             self.thread.join(timeout=10)
 
+    def new_paragraph(self) -> None:
+        """Text of a later round starts a new paragraph instead of running on."""
+        with self.lock:
+            if self.parts and not self.parts[-1].endswith("\n"):
+                self.parts.append("\n\n")
+
     def add(self, delta: str) -> None:
         with self.lock:
             self.parts.append(delta)
@@ -267,6 +273,12 @@ def _prepare(message: Message) -> Prepared:
     retrieved, citations, retrieval_info = _retrieved(conversation, turn, current.content)
     tools = tool_schemas() if profile.supports_tools and not context.reason_off else None
     system_parts = [SYSTEM]
+    if not tools:
+        system_parts.append(
+            "You cannot call tools in this conversation: use the memory index lines as they "
+            "are, and if the person asks you to remember something, say that saving is not "
+            "available here."
+        )
     if conversation.agent and conversation.agent.instructions:
         system_parts.append(conversation.agent.instructions)
     if context.block:
@@ -401,6 +413,7 @@ def _answer(message: Message, streamer: _Streamer, usage: dict[str, int]) -> _En
     calls_log: list[dict[str, Any]] = []
     for round_number in range(1, settings.CHAT_MAX_TOOL_ROUNDS + 1):
         last_round = round_number == settings.CHAT_MAX_TOOL_ROUNDS
+        streamer.new_paragraph()
         _release_db()
         result = client.stream_round(
             prepared.endpoint,

@@ -300,11 +300,12 @@ CHAT_PUSH_INTERVAL_MS = env_int("CHAT_PUSH_INTERVAL_MS", 50)
 CHAT_PERSIST_INTERVAL_MS = env_int("CHAT_PERSIST_INTERVAL_MS", 500)
 # Room kept free in the context window for the answer when history is trimmed.
 CHAT_ANSWER_RESERVE_TOKENS = env_int("CHAT_ANSWER_RESERVE_TOKENS", 1024)
-# A streaming answer whose worker has not written for this long is marked failed.
-CHAT_STALE_SECONDS = env_int("CHAT_STALE_SECONDS", CHAT_READ_TIMEOUT_SECONDS + 60)
+# A streaming answer whose worker has not written for this long is marked failed
+# (a live worker writes its heartbeat every few seconds, even while the model is silent).
+CHAT_STALE_SECONDS = env_int("CHAT_STALE_SECONDS", 90)
 # An answer no chat worker picked up within this time is marked failed.
 CHAT_QUEUED_MAX_SECONDS = env_int("CHAT_QUEUED_MAX_SECONDS", 600)
-CHAT_REAP_INTERVAL_SECONDS = env_int("CHAT_REAP_INTERVAL_SECONDS", 60)
+CHAT_REAP_INTERVAL_SECONDS = env_int("CHAT_REAP_INTERVAL_SECONDS", 30)
 CELERY_BEAT_SCHEDULE["chat-reap-stalled"] = {
     "task": "chat.reap_stalled",
     "schedule": float(CHAT_REAP_INTERVAL_SECONDS),

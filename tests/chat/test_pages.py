@@ -265,3 +265,39 @@ def test_edit_last_message_changes_it_and_answers_again(
         last_message_edit(user=person, conversation=conversation, text="What is 2+2?")
     rows = list(conversation.messages.values_list("role", "content", "state"))
     assert rows == [("user", "What is 2+2?", "complete"), ("assistant", "", "streaming")]
+
+
+def test_the_edit_last_form_resends_the_edited_message(
+    client_for, person, profile, django_capture_on_commit_callbacks
+):
+    conversation = conversation_create(user=person)
+    with django_capture_on_commit_callbacks(execute=False):
+        answer = message_send(user=person, conversation=conversation, text="Helo")
+    Message.objects.filter(pk=answer.pk).update(state="failed", error="x")
+    signed_in = client_for(person)
+    page = signed_in.get(reverse("chat_conversation", args=[conversation.pk])).content.decode()
+    assert "Edit your last message" in page and ">Helo</textarea>" in page
+    with django_capture_on_commit_callbacks(execute=False) as queued:
+        response = signed_in.post(
+            reverse("chat_edit_last", args=[conversation.pk]), {"text": "Hello"}
+        )
+    assert response.status_code == 302 and len(queued) == 1
+    assert conversation.messages.get(role="user").content == "Hello"
+
+
+def test_a_streaming_answer_whose_worker_went_quiet_says_so(client_for, person, profile):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    conversation = conversation_create(user=person)
+    Message.objects.create(conversation=conversation, role="user", content="Hi")
+    Message.objects.create(
+        conversation=conversation,
+        role="assistant",
+        state="streaming",
+        started_at=timezone.now() - timedelta(minutes=2),
+        heartbeat_at=timezone.now() - timedelta(minutes=1),
+    )
+    html = client_for(person).get(reverse("chat_conversation", args=[conversation.pk])).content
+    assert b"has not moved for a while" in html
