@@ -45,6 +45,7 @@ def test_a_message_streams_into_the_page_and_ends_complete(
     )
     page = sign_in(person)
     page.goto("/chat/")
+    screenshot("new-conversation")
     page.get_by_label("Message").fill("Say hello")
     page.get_by_role("button", name="Start").click()
     page.wait_for_url("**/chat/*/")
@@ -300,3 +301,13 @@ def test_the_chat_fits_a_390_px_screen(
     overflow = chat.evaluate("document.documentElement.scrollWidth - window.innerWidth")
     assert overflow <= 0
     assert chat.get_by_role("button", name="Send").is_visible()
+
+
+def test_without_a_profile_the_chat_says_how_to_start(sign_in, person, screenshot):
+    page = sign_in(person)
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto("/chat/")
+    page.get_by_role("heading", name="No AI profile yet").wait_for()
+    assert page.get_by_role("link", name="Add an AI profile in Settings").is_visible()
+    screenshot("no-profile")
+    assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0
