@@ -29,6 +29,12 @@ class Command(BaseCommand):
         parser.add_argument(
             "--worker-concurrency", type=int, default=int(os.environ.get("WORKER_CONCURRENCY", "2"))
         )
+        parser.add_argument(
+            "--chat-concurrency",
+            type=int,
+            default=settings.CHAT_WORKER_CONCURRENCY,
+            help="Threads of the chat worker (CHAT_WORKER_CONCURRENCY).",
+        )
         parser.add_argument("--no-worker", action="store_true", help="Serve the web app only.")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -72,6 +78,28 @@ class Command(BaseCommand):
                     "worker",
                     "--concurrency",
                     str(options["worker_concurrency"]),
+                    "--loglevel",
+                    "INFO",
+                    "--without-gossip",
+                    "--without-mingle",
+                ],
+                # Chat turns wait on the model: their own queue and a thread pool, so
+                # they never wait behind indexing jobs or each other.
+                [
+                    python,
+                    "-m",
+                    "celery",
+                    "-A",
+                    "memory_addon",
+                    "worker",
+                    "-Q",
+                    settings.CHAT_QUEUE,
+                    "--pool",
+                    "threads",
+                    "--concurrency",
+                    str(options["chat_concurrency"]),
+                    "--hostname",
+                    "chat@%h",
                     "--loglevel",
                     "INFO",
                     "--without-gossip",
