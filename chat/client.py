@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import json
 import random
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
+from functools import partial
 from typing import Any, Literal
 
 import openai
@@ -199,7 +201,10 @@ def stream_round(
     while True:
         received = [False]
         try:
-            return _stream_once(endpoint, messages, tools, on_delta, should_stop, received)
+            return _interruptible(
+                partial(_stream_once, endpoint, messages, tools, on_delta, should_stop, received),
+                should_stop,
+            )
         except ModelError:
             raise
         except (openai.APIError, ValueError) as error:
@@ -220,6 +225,30 @@ def stream_round(
             jitter = random.uniform(0, 0.25)  # noqa: S311 - spreading retries, not security
             if not _wait(min(delay, endpoint.max_retry_wait) + jitter, should_stop):
                 return RoundResult(stopped=True)
+
+
+def _interruptible(call: Callable[[], RoundResult], should_stop: Callable[[], bool]) -> RoundResult:
+    """Run the call in a helper thread so Stop answers within a second even while the
+    model sends nothing; a stopped helper ends on its own at its next chunk or timeout."""
+    box: dict[str, Any] = {}
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            box["result"] = call()
+        except BaseException as error:  # handed to the caller's thread as is
+            box["error"] = error
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="chat-stream", daemon=True).start()
+    while not done.wait(0.2):
+        if should_stop():
+            return RoundResult(stopped=True)
+    if "error" in box:
+        raise box["error"]
+    result: RoundResult = box["result"]
+    return result
 
 
 def _stream_once(

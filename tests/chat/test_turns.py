@@ -282,3 +282,21 @@ def test_a_redelivered_job_marks_the_half_answer_failed_instead_of_resuming(fake
     assert answer.content == "Half an ans"
     assert "incomplete" in answer.error
     assert fake_openai.chat_requests == []
+
+
+def test_stop_answers_within_a_second_even_while_the_model_sends_nothing(fake_openai, ask):
+    import threading
+
+    fake_openai.chat_replies.append({"deltas": ["Thinking", " hard", " ..."], "gate_after": 1})
+    answer = ask("Hi")
+    worker = threading.Thread(target=turn_run, kwargs={"message_id": answer.pk})
+    worker.start()
+    assert fake_openai.reached_gate.wait(timeout=30)
+    stop_request(answer)
+    worker.join(timeout=1.5)
+    alive = worker.is_alive()
+    fake_openai.chat_gate.set()
+    worker.join(timeout=30)
+    assert not alive, "the answer did not stop within a second while the model was silent"
+    answer.refresh_from_db()
+    assert answer.state == Message.State.STOPPED
