@@ -301,3 +301,43 @@ def test_a_streaming_answer_whose_worker_went_quiet_says_so(client_for, person, 
     )
     html = client_for(person).get(reverse("chat_conversation", args=[conversation.pk])).content
     assert b"has not moved for a while" in html
+
+
+def test_the_pickers_change_profile_agent_collections_and_memory_for_the_next_answers(
+    client_for, person, profile
+):
+    from knowledge.services import store_create
+    from tests.factories import AgentFactory
+
+    conversation = conversation_create(user=person)
+    other_profile = AIProfileFactory(owner=person, name="Second", supports_tools=False)
+    agent = AgentFactory(owner=person)
+    store = store_create(owner=person, name="Docs", provider="none")
+    signed_in = client_for(person)
+    signed_in.post(
+        reverse("chat_settings", args=[conversation.pk]),
+        {"profile": other_profile.pk, "agent": agent.pk, "stores": [store.pk]},
+    )
+    conversation.refresh_from_db()
+    assert conversation.ai_profile == other_profile and conversation.agent == agent
+    assert list(conversation.stores.all()) == [store] and conversation.memory_on is False
+
+
+def test_the_pickers_refuse_another_users_profile_agent_or_collection(client_for, person, profile):
+    from knowledge.services import store_create
+    from tests.factories import AgentFactory
+
+    stranger = UserFactory()
+    conversation = conversation_create(user=person)
+    signed_in = client_for(person)
+    for field, value in [
+        ("profile", AIProfileFactory(owner=stranger).pk),
+        ("agent", AgentFactory(owner=stranger).pk),
+        ("stores", store_create(owner=stranger, name="Theirs", provider="none").pk),
+    ]:
+        signed_in.post(
+            reverse("chat_settings", args=[conversation.pk]), {field: value, "memory_on": "on"}
+        )
+        conversation.refresh_from_db()
+        assert conversation.ai_profile == profile and conversation.agent is None
+        assert not conversation.stores.exists()
