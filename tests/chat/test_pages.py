@@ -341,3 +341,24 @@ def test_the_pickers_refuse_another_users_profile_agent_or_collection(client_for
         conversation.refresh_from_db()
         assert conversation.ai_profile == profile and conversation.agent is None
         assert not conversation.stores.exists()
+
+
+def test_the_page_says_when_older_messages_were_trimmed(client_for, person, profile):
+    conversation = conversation_create(user=person)
+    Message.objects.create(conversation=conversation, role="user", content="Hi")
+    Message.objects.create(
+        conversation=conversation,
+        role="assistant",
+        content="Hello",
+        sent_along={
+            "memory": {"items": [], "omitted": 0, "budget": 1500, "off": ""},
+            "excerpts": [],
+            "retrieval": {},
+            "history": {"sent": 2, "trimmed": 3},
+            "tools": True,
+            "tools_note": "",
+        },
+    )
+    html = client_for(person).get(reverse("chat_conversation", args=[conversation.pk])).content
+    assert b"older messages trimmed" in html
+    assert b"3 older messages did not fit the model" in html
