@@ -140,23 +140,25 @@ class _Streamer:
         push_every = settings.CHAT_PUSH_INTERVAL_MS / 1000
         persist_every = settings.CHAT_PERSIST_INTERVAL_MS / 1000
         persisted_at = heartbeat_at = time.monotonic()
-        try:
-            while not self.done.wait(push_every):
-                with self.lock:
-                    version, text = self.version, "".join(self.parts)
-                now = time.monotonic()
+        while not self.done.wait(push_every):
+            with self.lock:
+                version, text = self.version, "".join(self.parts)
+            now = time.monotonic()
+            # One failed push or write (a busy pool, a Redis hiccup) is retried next time
+            # round; it never ends the live updates of the answer.
+            try:
                 if version != self.pushed_version:
-                    self.pushed_version = version
                     self._push(text)
+                    self.pushed_version = version
                 due = now - persisted_at >= persist_every and version != self.persisted_version
                 if due or now - heartbeat_at >= self.HEARTBEAT_SECONDS:
                     persisted_at = heartbeat_at = now
-                    self.persisted_version = version
                     self._persist(text)
-        except Exception:
-            logger.exception("Live updates of message %s stopped", self.message.pk)
-        finally:
-            connection.close()
+                    self.persisted_version = version
+            except Exception:
+                logger.exception("A live update of message %s failed", self.message.pk)
+                connection.close()
+        connection.close()
 
     def _push(self, text: str) -> None:
         shown = Message(pk=self.message.pk, role=Message.Role.ASSISTANT, content=text)

@@ -118,10 +118,17 @@ class Command(BaseCommand):
                     str(Path(settings.DATA_DIR) / "celerybeat-schedule"),
                 ],
             ]
+        # A chat turn may hold two connections at once (its thread and its live-update
+        # thread), so the chat worker's pool grows with its threads.
+        chat_pool = str(max(10, 2 * options["chat_concurrency"] + 2))
         children = [
             # New session: the children do not see the terminal's Ctrl-C themselves,
             # so this process stops them in order and waits for each.
-            subprocess.Popen(command, env=env, start_new_session=True)  # noqa: S603
+            subprocess.Popen(  # noqa: S603
+                command,
+                env={**env, "DATABASE_POOL_MAX": chat_pool} if "chat@%h" in command else env,
+                start_new_session=True,
+            )
             for command in commands
         ]
         stopping = False
