@@ -72,10 +72,27 @@ if (document.readyState === "loading") {
   openCitation(location.hash);
 }
 
+// Only the newest answer keeps Regenerate; older ones lose it once a new one arrives.
+function pruneOldActions() {
+  const answers = document.querySelectorAll("#messages article.msg-assistant");
+  answers.forEach((article, index) => {
+    if (index < answers.length - 1) article.querySelectorAll(".msg-actions").forEach((el) => el.remove());
+  });
+}
+document.addEventListener("htmx:afterSwap", pruneOldActions);
+
 document.addEventListener("htmx:afterRequest", (event) => {
   const form = event.target;
   if (!(form instanceof HTMLFormElement) || form.id !== "composer") return;
-  if (event.detail.successful && !document.querySelector("#composer-error .error")) form.reset();
+  if (!event.detail.successful || document.querySelector("#composer-error .error")) return;
+  // "Edit your last message" now means the message just sent.
+  const sent = form.querySelector("#composer-text");
+  const edit = document.getElementById("edit-last-text");
+  if (sent && edit) {
+    edit.value = sent.value;
+    edit.closest("details").hidden = false;
+  }
+  form.reset();
 });
 
 // Ctrl/Cmd+Enter sends.

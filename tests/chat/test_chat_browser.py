@@ -33,7 +33,7 @@ def open_chat(sign_in, person, conversation):
 
 
 def send(page, text: str) -> None:
-    page.get_by_label("Message").fill(text)
+    page.get_by_label("Message", exact=True).fill(text)
     page.get_by_role("button", name="Send").click()
 
 
@@ -311,3 +311,35 @@ def test_without_a_profile_the_chat_says_how_to_start(sign_in, person, screensho
     assert page.get_by_role("link", name="Add an AI profile in Settings").is_visible()
     screenshot("no-profile")
     assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0
+
+
+def test_two_turns_keep_one_regenerate_and_editing_the_last_message_resends_it(
+    chat_worker, fake_openai, sign_in, person, conversation
+):
+    fake_openai.chat_replies += [
+        {"content": "First answer."},
+        {"content": "Second answer."},
+        {"content": "Answer to the edited message."},
+    ]
+    chat = open_chat(sign_in, person, conversation)
+    send(chat, "First question")
+    chat.locator("article.msg-assistant[data-state=complete]", has_text="First answer.").wait_for()
+    send(chat, "Secnd question")
+    chat.locator("article.msg-assistant[data-state=complete]", has_text="Second answer.").wait_for()
+    assert chat.get_by_role("button", name="Regenerate").count() == 1
+    chat.get_by_text("Edit your last message").click()
+    box = chat.get_by_label("Your last message")
+    assert box.input_value() == "Secnd question"
+    box.fill("Second question")
+    chat.get_by_role("button", name="Resend edited message").click()
+    chat.locator(
+        "article.msg-assistant[data-state=complete]", has_text="Answer to the edited message."
+    ).wait_for()
+    rows = list(conversation.messages.values_list("role", "content"))
+    assert rows == [
+        ("user", "First question"),
+        ("assistant", "First answer."),
+        ("user", "Second question"),
+        ("assistant", "Answer to the edited message."),
+    ]
+    assert fake_openai.chat_requests[-1]["messages"][-1]["content"] == "Second question"
