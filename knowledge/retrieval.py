@@ -116,6 +116,9 @@ def rank(store: Store, query: str, *, mode: str = "hybrid", limit: int = CANDIDA
     except EmbeddingUnavailable:
         embedder = None
     if embedder is not None:
+        if not connection.in_atomic_block:
+            # No database connection is held while an embeddings server is called.
+            connection.close()
         try:
             vector = embedder.embed([query])[0]
         except EmbeddingUnavailable:
