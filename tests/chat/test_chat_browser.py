@@ -343,3 +343,26 @@ def test_two_turns_keep_one_regenerate_and_editing_the_last_message_resends_it(
         ("assistant", "Answer to the edited message."),
     ]
     assert fake_openai.chat_requests[-1]["messages"][-1]["content"] == "Second question"
+
+
+def test_a_schedule_is_created_on_its_page_and_run_now_opens_its_conversation(
+    chat_worker, fake_openai, sign_in, person, profile, screenshot
+):
+    fake_openai.chat_replies.append({"content": "Your morning summary."})
+    page = sign_in(person)
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto("/chat/schedules/")
+    page.get_by_label("Name").fill("Morning summary")
+    page.get_by_label("Prompt").fill("Summarize my notes")
+    page.get_by_label("Every … minutes").fill("60")
+    page.get_by_role("button", name="Create schedule").click()
+    page.get_by_text("Schedule created.").wait_for()
+    screenshot("schedules")
+    assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0
+    page.get_by_role("button", name="Run now").click()
+    page.wait_for_url("**/chat/*/")
+    page.locator("#scheduled-run").wait_for()
+    page.locator(
+        "article.msg-assistant[data-state=complete]", has_text="morning summary"
+    ).wait_for()
+    assert Conversation.objects.get(owner=person).run_kind == "scheduled"
