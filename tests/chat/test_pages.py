@@ -362,3 +362,33 @@ def test_the_page_says_when_older_messages_were_trimmed(client_for, person, prof
     html = client_for(person).get(reverse("chat_conversation", args=[conversation.pk])).content
     assert b"older messages trimmed" in html
     assert b"3 older messages did not fit the model" in html
+
+
+def test_the_conversation_page_query_count_does_not_grow_with_messages(client_for, person, profile):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    conversation = conversation_create(user=person)
+    signed_in = client_for(person)
+
+    def add_turns(count: int) -> None:
+        for number in range(count):
+            Message.objects.create(conversation=conversation, role="user", content=f"q{number}")
+            Message.objects.create(
+                conversation=conversation,
+                role="assistant",
+                content=f"a{number} [R1]",
+                citations=[{"n": 1, "marker": "[R1]", "path": "x.md", "page": None, "text": "t"}],
+                sent_along={"memory": {"items": []}, "history": {}, "tools": True},
+            )
+
+    def count() -> int:
+        url = reverse("chat_conversation", args=[conversation.pk])
+        with CaptureQueriesContext(connection) as queries:
+            assert signed_in.get(url).status_code == 200
+        return len(queries)
+
+    add_turns(2)
+    few = count()
+    add_turns(10)
+    assert count() == few
