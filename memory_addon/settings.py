@@ -12,6 +12,7 @@ import django_stubs_ext
 from memory_addon import embedded
 from memory_addon.env import (
     env_bool,
+    env_float,
     env_int,
     env_list,
     env_secret,
@@ -279,6 +280,10 @@ KNOWLEDGE_MAX_EXCERPTS = env_int("KNOWLEDGE_MAX_EXCERPTS", 6)
 KNOWLEDGE_MAX_EXCERPTS_PER_SOURCE = env_int("KNOWLEDGE_MAX_EXCERPTS_PER_SOURCE", 2)
 KNOWLEDGE_MAX_RETRIEVED_TOKENS = env_int("KNOWLEDGE_MAX_RETRIEVED_TOKENS", 4000)
 KNOWLEDGE_MAX_CONTEXT_SHARE_PERCENT = env_int("KNOWLEDGE_MAX_CONTEXT_SHARE_PERCENT", 25)
+# Relevance floor (K7): a vector hit must reach this cosine similarity, and this share
+# of the best hit's, to be sent; unrelated nearest neighbours are not excerpts.
+KNOWLEDGE_MIN_SIMILARITY = env_float("KNOWLEDGE_MIN_SIMILARITY", 0.2)
+KNOWLEDGE_RELATIVE_SIMILARITY = env_float("KNOWLEDGE_RELATIVE_SIMILARITY", 0.5)
 KNOWLEDGE_CHUNK_TOKENS = env_int("KNOWLEDGE_CHUNK_TOKENS", 800)
 KNOWLEDGE_CHUNK_OVERLAP_TOKENS = env_int("KNOWLEDGE_CHUNK_OVERLAP_TOKENS", 120)
 # HNSW parameters (pgvector). Measured on 100k clustered 384-d vectors with m 16 and

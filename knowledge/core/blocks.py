@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from memory_addon.core.secret_guard import mask_outbound
 from memory_addon.core.tokens import estimate_tokens
+from memory_addon.core.untrusted import normalise_untrusted
 
 MAX_EXCERPTS = 6
 MAX_PER_SOURCE = 2
@@ -32,7 +33,7 @@ def neutralize(text: str) -> str:
 
     It goes to a model, so what looks like a secret is masked too.
     """
-    text = _WRAPPER.sub(lambda m: f"\u2039{m.group(1)}retrieved_context", text)
+    text = _WRAPPER.sub(lambda m: f"\u2039{m.group(1)}retrieved_context", normalise_untrusted(text))
     return mask_outbound(_MARKER.sub(lambda m: f"(R{m.group(1)})", text))
 
 

@@ -14,6 +14,7 @@ from memory_addon.core import entries
 from memory_addon.core.budget import Candidate, pack
 from memory_addon.core.secret_guard import mask_outbound
 from memory_addon.core.tokens import estimate_tokens
+from memory_addon.core.untrusted import normalise_untrusted
 from memory_addon.models import MemoryFile, MemoryScope
 from memory_addon.services.policy import Policy, kill_switch_on, policy_for
 from memory_addon.services.scopes import (
@@ -71,12 +72,12 @@ class TurnContext:
         }
 
 
-_WRAPPER_TAG = re.compile(r"<(/?)(memory|project_memory|memory_file)\b", re.IGNORECASE)
+_WRAPPER_TAG = re.compile(r"<\s*(/?)\s*(memory|project_memory|memory_file)\b", re.IGNORECASE)
 
 
 def neutralize(text: str) -> str:
-    """Notes are data: they cannot close our wrappers or open new ones."""
-    return _WRAPPER_TAG.sub(lambda m: f"\u2039{m.group(1)}{m.group(2)}", text)
+    """Notes are data: they cannot close our wrappers or open new ones (Unicode tricks too)."""
+    return _WRAPPER_TAG.sub(lambda m: f"\u2039{m.group(1)}{m.group(2)}", normalise_untrusted(text))
 
 
 def readable_scopes(turn: Turn) -> list[tuple[str, MemoryScope]]:
