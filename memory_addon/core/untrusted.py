@@ -2,7 +2,7 @@
 
 A wrapper tag is only a boundary if the text inside cannot draw a lookalike of it.
 Before neutralising tags, text is normalised: compatibility forms fold to their plain
-letters (a fullwidth less-than, solidus and tag name become a plain closing tag, then neutralised), invisible
+letters (a fullwidth closing tag becomes a plain one and is then neutralised), invisible
 format characters are removed (a zero-width space inside a closing tag), and
 characters that change how text displays or hide it are made visible: bidirectional
 controls (a right-to-left override can make a line display as a closing tag) and
