@@ -196,6 +196,14 @@ class AIProfile(models.Model):
     def __str__(self) -> str:
         return f"{self.name} ({self.model})"
 
+    def clean(self) -> None:
+        from memory_addon.outbound import OutboundRefused, check_outbound_url
+
+        try:
+            check_outbound_url(self.base_url, unresolvable_ok=True)
+        except OutboundRefused as error:
+            raise ValidationError({"base_url": str(error)}) from error
+
     @property
     def has_api_key(self) -> bool:
         return bool(self.api_key_encrypted)

@@ -21,6 +21,8 @@ from typing import Any, Protocol
 import httpx
 from django.conf import settings
 
+from memory_addon.outbound import OutboundRefused, check_outbound_url
+
 logger = logging.getLogger(__name__)
 
 BATCH_SIZE = 32
@@ -125,6 +127,19 @@ class FastembedEmbedder:
         return pooled(texts, self._embed_windows, self.dimension)
 
 
+def _vectors(response: httpx.Response, expected: int) -> list[list[float]]:
+    try:
+        data = sorted(response.json()["data"], key=lambda item: item["index"])
+        vectors = [list(map(float, item["embedding"])) for item in data]
+    except (ValueError, KeyError, TypeError):
+        raise EmbeddingUnavailable(
+            "The embeddings server's answer is not an OpenAI-compatible embeddings list."
+        ) from None
+    if len(vectors) != expected:
+        raise EmbeddingUnavailable("The embeddings server returned the wrong number of vectors.")
+    return vectors
+
+
 class OpenAIEmbedder:
     provider = "openai"
 
@@ -146,6 +161,10 @@ class OpenAIEmbedder:
         self.dimension = dimension or len(self._post(["dimension probe"])[0])
 
     def _post(self, batch: list[str]) -> list[list[float]]:
+        try:
+            check_outbound_url(self.base_url)
+        except OutboundRefused as error:
+            raise EmbeddingUnavailable(str(error)) from error
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         for attempt in range(1, self.attempts + 1):
             try:
@@ -159,12 +178,12 @@ class OpenAIEmbedder:
                 reason = type(error).__name__
             else:
                 if response.status_code == 200:
-                    data = sorted(response.json()["data"], key=lambda item: item["index"])
-                    return [list(map(float, item["embedding"])) for item in data]
+                    return _vectors(response, len(batch))
                 if response.status_code not in RETRY_STATUSES:
+                    # The body is never echoed: the URL is the person's, the server is not.
                     raise EmbeddingUnavailable(
-                        f"The embeddings server answered {response.status_code}: "
-                        f"{response.text[:200]}"
+                        f"The embeddings server answered HTTP {response.status_code}; check the "
+                        "AI profile's address, model and key."
                     )
                 reason = f"HTTP {response.status_code}"
             if attempt < self.attempts:

@@ -14,6 +14,7 @@ from knowledge.embeddings import EmbeddingUnavailable
 from knowledge.models import Chunk, Source, Store
 from knowledge.services import store_embedder
 from memory_addon.core.fulltext import or_query
+from memory_addon.outbound import release_db_connection
 
 logger = logging.getLogger(__name__)
 CANDIDATES = 50
@@ -139,11 +140,12 @@ def rank(store: Store, query: str, *, mode: str = "hybrid", limit: int = CANDIDA
     rankings = []
     similarity: dict[int, float] = {}
     try:
-        embedder = store_embedder(store) if mode in ("hybrid", "vector") else None
+        embedder = store_embedder(store, for_query=True) if mode in ("hybrid", "vector") else None
     except EmbeddingUnavailable:
         embedder = None
     if embedder is not None:
         try:
+            release_db_connection()
             vector = embedder.embed([query])[0]
         except EmbeddingUnavailable:
             # The embeddings server is down: answer from keywords rather than not at all.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import shutil
 from collections.abc import Iterable
@@ -31,6 +32,9 @@ from knowledge.embeddings import (
 )
 from knowledge.errors import IndexMismatch, JobBusy, KnowledgeRefusal
 from knowledge.models import Chunk, Document, Job, Source, StagedChunk, Store
+from memory_addon.errors import LimitExceeded
+from memory_addon.outbound import release_db_connection
+from memory_addon.storage import storage_check
 
 logger = logging.getLogger(__name__)
 MIB = 1024 * 1024
@@ -54,8 +58,12 @@ def embedder_build(*, provider: str, model_name: str, ai_profile: AIProfile | No
     raise KnowledgeRefusal(f"Unknown embedding provider {provider!r}.")
 
 
-def store_embedder(store: Store) -> Embedder | None:
-    """The store's embedder, or None for keyword-only stores. A mismatch is refused."""
+def store_embedder(store: Store, *, for_query: bool = False) -> Embedder | None:
+    """The store's embedder, or None for keyword-only stores. A mismatch is refused.
+
+    `for_query`: a person waits for it, so one short attempt; on failure retrieval
+    answers from keywords instead of keeping the request (and a worker) waiting.
+    """
     if not store.semantic:
         return None
     if store.provider == Store.Provider.OPENAI:
@@ -69,6 +77,9 @@ def store_embedder(store: Store) -> Embedder | None:
             model_name=profile.model,
             api_key=profile.api_key,
             dimension=store.dimension if profile.model == store.model_name else None,
+            # A person waits for a query: one short attempt, then keyword search.
+            timeout=settings.EMBEDDING_QUERY_TIMEOUT_SECONDS if for_query else 30.0,
+            attempts=1 if for_query else 3,
         )
     else:
         embedder = embedder_build(
@@ -112,6 +123,7 @@ def store_create(
         raise KnowledgeRefusal("That AI profile is not yours.")
     dimension = None
     if provider != Store.Provider.NONE:
+        release_db_connection()  # the probe below may wait on an outside server
         try:
             embedder = embedder_build(
                 provider=provider, model_name=model_name, ai_profile=ai_profile
@@ -261,22 +273,62 @@ def source_add_folder(
     return source, job
 
 
+def upload_bytes(user_id: int) -> int:
+    """Bytes of the files a person uploaded (our copies under DATA_DIR)."""
+    total = 0
+    folders = Source.objects.filter(store__owner_id=user_id, kind=Source.Kind.UPLOAD)
+    for folder in folders.values_list("path", flat=True):
+        try:
+            with os.scandir(folder) as entries:
+                total += sum(e.stat(follow_symlinks=False).st_size for e in entries if e.is_file())
+        except OSError:
+            continue
+    return total
+
+
+def _upload_names(files: list[UploadedFile[bytes]]) -> list[str]:
+    """Safe, distinct file names: two uploads never overwrite each other."""
+    names: list[str] = []
+    taken: set[str] = set()
+    for upload in files:
+        name = _UNSAFE_NAME.sub("_", Path(upload.name or "file").name).lstrip(".")[:120] or "file"
+        stem, dot, suffix = name.rpartition(".") if "." in name else (name, "", "")
+        candidate, number = name, 2
+        while candidate.lower() in taken:
+            candidate = f"{stem} ({number}){dot}{suffix}"
+            number += 1
+        taken.add(candidate.lower())
+        names.append(candidate)
+    return names
+
+
 def source_add_upload(*, store: Store, files: list[UploadedFile[bytes]]) -> tuple[Source, Job]:
     if not files:
         raise KnowledgeRefusal("Choose at least one file to upload.")
-    with transaction.atomic(durable=True):
-        Store.objects.select_for_update().get(pk=store.pk)
-        source = Source.objects.create(store=store, kind=Source.Kind.UPLOAD, path="")
-        folder = _upload_root() / f"store-{store.pk}" / f"source-{source.pk}"
-        folder.mkdir(parents=True, exist_ok=True)
-        for upload in files:
-            name = _UNSAFE_NAME.sub("_", Path(upload.name or "file").name).lstrip(".") or "file"
-            with (folder / name).open("wb") as handle:
-                for part in upload.chunks():
-                    handle.write(part)
-        source.path = str(folder)
-        source.save(update_fields=["path"])
-        job = _start_job(store=store, source=source, kind=Job.Kind.SCAN)
+    incoming = sum(upload.size or 0 for upload in files)
+    try:
+        storage_check(store.owner_id, incoming)
+    except LimitExceeded as error:
+        raise KnowledgeRefusal(error.message) from error
+    folder: Path | None = None
+    try:
+        with transaction.atomic(durable=True):
+            Store.objects.select_for_update().get(pk=store.pk)
+            source = Source.objects.create(store=store, kind=Source.Kind.UPLOAD, path="")
+            folder = _upload_root() / f"store-{store.pk}" / f"source-{source.pk}"
+            folder.mkdir(parents=True, exist_ok=True)
+            for upload, name in zip(files, _upload_names(files), strict=True):
+                with (folder / name).open("xb") as handle:
+                    for part in upload.chunks():
+                        handle.write(part)
+            source.path = str(folder)
+            source.save(update_fields=["path"])
+            job = _start_job(store=store, source=source, kind=Job.Kind.SCAN)
+    except BaseException:
+        # A refused or failed upload leaves no files behind.
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
     return source, job
 
 
@@ -498,6 +550,7 @@ def _index_rows(
         if not pending:
             return
         if embedder is not None:
+            release_db_connection()
             vectors = embedder.embed([chunk.text for chunk in pending])
             for chunk, vector in zip(pending, vectors, strict=True):
                 chunk.embedding = vector
@@ -638,6 +691,7 @@ def store_rebuild(*, store: Store) -> Store:
     """Start over with the configured model: drop the old vectors; sources then re-index."""
     if store.provider == Store.Provider.NONE:
         raise KnowledgeRefusal("A keyword-only collection has no vectors to rebuild.")
+    release_db_connection()
     try:
         embedder = embedder_build(
             provider=store.provider,

@@ -44,6 +44,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.postgres",
     "django_htmx",
+    "csp",
+    "axes",
     "channels",
     "accounts",
     "memory_addon",
@@ -60,6 +62,10 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "csp.middleware.CSPMiddleware",
+    "memory_addon.middleware.no_store_for_signed_in",
+    # Last, as django-axes asks: it turns a locked-out sign-in into its answer.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "memory_addon.urls"
@@ -124,6 +130,19 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+AUTHENTICATION_BACKENDS = [
+    # Throttles sign-in per account and per client before any password is checked.
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("SIGNIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = env_float("SIGNIN_COOLOFF_HOURS", 0.25)
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # either one locks
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "accounts/locked.html"
+AXES_IPWARE_PROXY_COUNT = 1 if env_bool("BEHIND_TLS_PROXY", False) else 0
+SIGNUP_RATE = env_str("SIGNUP_RATE", "5/h")  # new accounts per client address
+RATELIMIT_VIEW = "accounts.views.rate_limited"
 LOGIN_URL = "accounts:login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "accounts:login"
@@ -165,11 +184,35 @@ SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
 if env_bool("BEHIND_TLS_PROXY", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
+# Content-Security-Policy: our own scripts and styles only, no inline script at all.
+# Style attributes stay allowed (progress bars set a width); they cannot run code.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "style-src-attr": ["'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "font-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
+
 # Secrets at rest (AI profile API keys): Fernet keys, newest first, comma-separated.
 _fernet_keys = env_secret("ENCRYPTION_KEYS") or secret_in_data_dir(
     DATA_DIR / "encryption_key", lambda: base64.urlsafe_b64encode(os.urandom(32)).decode()
 )
 ENCRYPTION_KEYS = [key.strip() for key in _fernet_keys.split(",") if key.strip()]
+
+# Servers the host may call for AI profiles (see memory_addon/outbound.py).
+OUTBOUND_ALLOW_LOOPBACK = env_bool("OUTBOUND_ALLOW_LOOPBACK", True)
+OUTBOUND_ALLOW_PRIVATE = env_bool("OUTBOUND_ALLOW_PRIVATE", False)
+OUTBOUND_ALLOWED_HOSTS = env_list("OUTBOUND_ALLOWED_HOSTS", [])
+OUTBOUND_DENIED_HOSTS = env_list("OUTBOUND_DENIED_HOSTS", [])
 
 # --- Redis: cache, channels, Celery -----------------------------------------
 CACHES = {
@@ -245,6 +288,11 @@ MEMORY_HISTORY_MAX_DAYS = env_int("MEMORY_HISTORY_MAX_DAYS", 365)
 MEMORY_BANK_MAX_FILES = env_int("MEMORY_BANK_MAX_FILES", 100)
 MEMORY_BANK_FILE_MAX_BYTES = env_int("MEMORY_BANK_FILE_MAX_BYTES", 128 * 1024)
 MEMORY_BANK_MAX_BYTES = env_int("MEMORY_BANK_MAX_BYTES", 1024 * 1024)
+MEMORY_MAX_BANKS_PER_PERSON = env_int("MEMORY_MAX_BANKS_PER_PERSON", 20)
+# Pending proposals a person can have; a new one expires the oldest beyond this.
+MEMORY_MAX_PENDING_PROPOSALS = env_int("MEMORY_MAX_PENDING_PROPOSALS", 50)
+# Everything a person stores: memory, project banks and uploaded documents together.
+PERSON_STORAGE_MAX_BYTES = env_int("PERSON_STORAGE_MAX_BYTES", 1024 * 1024 * 1024)
 MEMORY_BANK_STARTUP_MAX_LINES = env_int("MEMORY_BANK_STARTUP_MAX_LINES", 200)
 MEMORY_BANK_STARTUP_MAX_BYTES = env_int("MEMORY_BANK_STARTUP_MAX_BYTES", 25 * 1024)
 
@@ -268,6 +316,8 @@ EMBEDDING_MODEL = env_str("EMBEDDING_MODEL", "sentence-transformers/all-MiniLM-L
 # A local folder with the model files, for machines that cannot download models.
 EMBEDDING_MODEL_PATH = env_str("EMBEDDING_MODEL_PATH", "")
 EMBEDDING_THREADS = env_int("EMBEDDING_THREADS", 2)
+# A query's embedding is waited for by a person: one attempt, bounded.
+EMBEDDING_QUERY_TIMEOUT_SECONDS = env_float("EMBEDDING_QUERY_TIMEOUT_SECONDS", 10.0)
 KNOWLEDGE_WATCH_INTERVAL_SECONDS = env_int("KNOWLEDGE_WATCH_INTERVAL_SECONDS", 600)
 KNOWLEDGE_JOB_STALE_SECONDS = env_int("KNOWLEDGE_JOB_STALE_SECONDS", 300)
 CELERY_BEAT_SCHEDULE["knowledge-watch-sources"] = {

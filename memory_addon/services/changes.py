@@ -25,6 +25,7 @@ from memory_addon.errors import (
 )
 from memory_addon.models import ChangeSet, FileChange, MemoryFile, MemoryScope, content_hash
 from memory_addon.services.scopes import index_path
+from memory_addon.storage import storage_check
 
 ABSENT = ""  # the base hash of a file that does not exist
 # Namespace of the per-person advisory lock (first key of pg_advisory_xact_lock).
@@ -100,6 +101,8 @@ def _check_totals(scope: MemoryScope, sizes_after: dict[str, int | None]) -> Non
     existing = dict(MemoryFile.objects.filter(scope=scope).values_list("path", "size"))
     merged = {**existing, **sizes_after}
     files = {path: size for path, size in merged.items() if size is not None}
+    if scope.owner_id is not None:
+        storage_check(scope.owner_id, sum(files.values()) - sum(existing.values()))
     if scope.kind == MemoryScope.Kind.PROJECT:
         max_files, max_bytes = settings.MEMORY_BANK_MAX_FILES, settings.MEMORY_BANK_MAX_BYTES
         total = sum(files.values())

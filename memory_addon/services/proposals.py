@@ -390,6 +390,7 @@ def _proposal_create(
     reason: str,
     why_waiting: str,
 ) -> Proposal:
+    _expire_beyond_cap(turn.user)
     proposal = Proposal.objects.create(
         user=turn.user,
         scope=scope,
@@ -406,6 +407,19 @@ def _proposal_create(
     _count_changed_on_commit(turn.user)
     events.proposal_added_on_commit(turn.user.pk, proposal.pk)
     return proposal
+
+
+def _expire_beyond_cap(user: User) -> None:
+    """Keep room for one more pending proposal: the oldest ones beyond the cap expire."""
+    keep = settings.MEMORY_MAX_PENDING_PROPOSALS - 1
+    pending = Proposal.objects.filter(user=user, state=Proposal.State.PENDING)
+    oldest = list(pending.order_by("-created_at", "-id").values_list("pk", flat=True)[keep:])
+    if oldest:
+        Proposal.objects.filter(pk__in=oldest).update(
+            state=Proposal.State.EXPIRED, decided_at=timezone.now()
+        )
+        for proposal_id in oldest:
+            events.proposal_removed_on_commit(user.pk, proposal_id)
 
 
 def memory_revert_request(*, turn: Turn, change_id: int) -> Outcome:

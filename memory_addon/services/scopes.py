@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import hashlib
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from accounts.models import Agent, MessagingBinding, User
 from memory_addon.core.secret_guard import find_secret
-from memory_addon.errors import SecretRefused
+from memory_addon.errors import LimitExceeded, SecretRefused
 from memory_addon.models import MemoryScope
 
 INDEX_PATH = "index.md"
@@ -46,6 +47,14 @@ def bank_find(user: User, project_key: str) -> MemoryScope | None:
 
 
 def bank_scope(user: User, project_key: str, project_name: str = "") -> MemoryScope:
+    """The bank of this project, created on a write path (a read uses bank_find)."""
+    if bank_find(user, project_key) is None:
+        banks = MemoryScope.objects.filter(kind=MemoryScope.Kind.PROJECT, owner=user).count()
+        if banks >= settings.MEMORY_MAX_BANKS_PER_PERSON:
+            raise LimitExceeded(
+                f"You have {banks} project memory banks; the limit is "
+                f"{settings.MEMORY_MAX_BANKS_PER_PERSON}. Delete one you no longer use first."
+            )
     scope = _get_or_create(MemoryScope.Kind.PROJECT, owner=user, project_key=project_key)
     if project_name and scope.project_name != project_name:
         MemoryScope.objects.filter(pk=scope.pk).update(project_name=project_name)
