@@ -46,7 +46,16 @@ from memory_addon.services.user_settings import addon_enabled, addon_set_enabled
 @require_GET
 @never_cache
 def healthz(request: HttpRequest) -> JsonResponse:
+    """Liveness: the process answers and reaches its database and Redis."""
     healthy, body = health.report()
+    return JsonResponse(body, status=200 if healthy else 503)
+
+
+@require_GET
+@never_cache
+def readyz(request: HttpRequest) -> JsonResponse:
+    """Readiness: also a Celery worker answers, so jobs will run."""
+    healthy, body = health.report(ready=True)
     return JsonResponse(body, status=200 if healthy else 503)
 
 

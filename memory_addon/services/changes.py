@@ -81,6 +81,7 @@ def _check_limits(
         return
     if is_index:
         lines = entries.count_lines(content)
+        size = entries.sent_bytes(content)  # the caps count what the model is sent
         if lines > settings.MEMORY_INDEX_MAX_LINES or size > settings.MEMORY_INDEX_MAX_BYTES:
             raise LimitExceeded(
                 f"The index would have {lines} lines and {size} bytes; the cap is "

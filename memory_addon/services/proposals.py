@@ -13,7 +13,6 @@ from django.utils import timezone
 
 from accounts.models import User
 from memory_addon import events
-from memory_addon.addons import MEMORY_ADDON
 from memory_addon.core import entries
 from memory_addon.core.secret_guard import find_secret
 from memory_addon.errors import (
@@ -36,7 +35,7 @@ from memory_addon.services.changes import (
 from memory_addon.services.context import readable_scopes
 from memory_addon.services.policy import kill_switch_on, policy_for
 from memory_addon.services.scopes import agent_scope, channel_scope, index_path, user_scope
-from memory_addon.services.user_settings import addon_enabled, save_mode_for
+from memory_addon.services.user_settings import save_mode_for
 from memory_addon.turns import Turn
 
 ACTIONS = ("add", "replace", "remove", "write_topic", "delete_topic")
@@ -63,7 +62,7 @@ def check_may_change(turn: Turn) -> None:
         raise NotAllowed("Your organization has turned memory off.")
     if policy.memory_mode == "read_only":
         raise NotAllowed("Your organization made memory read-only; nothing can be saved.")
-    if not addon_enabled(user=turn.user, addon=MEMORY_ADDON):
+    if not policy.addon_enabled:
         raise NotAllowed("The Short memory add-on is disabled; nothing can be saved.")
     if turn.is_background:
         raise NotAllowed("Scheduled and background runs cannot save notes.")

@@ -148,12 +148,19 @@ def _wrap(folder: str, path: str, content: str) -> str:
     )
 
 
-def _scope_by_name(turn: Turn, name: str) -> MemoryScope:
+def _scope_by_name(turn: Turn, name: str) -> MemoryScope | None:
+    """The scope a read names, or None when it has no files yet."""
     wanted = name or "user"
-    for origin, scope in readable_scopes(turn):
-        if origin == wanted:
-            return scope
-    raise NotAllowed(f"This chat cannot read the {wanted} memory.")
+    allowed = (
+        {"user"}
+        | ({"agent"} if turn.agent else set())
+        | ({"conversation"} if turn.binding else set())
+    )
+    if turn.agent and not turn.agent.memory_allowed:
+        raise NotAllowed("The Memory add-on is not allowed for this agent.")
+    if wanted not in allowed:
+        raise NotAllowed(f"This chat cannot read the {wanted} memory.")
+    return next((scope for origin, scope in readable_scopes(turn) if origin == wanted), None)
 
 
 def _context_read(turn: Turn, args: dict[str, Any]) -> str:
@@ -162,11 +169,15 @@ def _context_read(turn: Turn, args: dict[str, Any]) -> str:
         raise NotAllowed(reason)
     scope = _scope_by_name(turn, str(args.get("scope") or "user"))
     path = clean_path(str(args.get("path") or "index.md"))
-    row = MemoryFile.objects.filter(scope=scope, path=path).first()
+    row = MemoryFile.objects.filter(scope=scope, path=path).first() if scope else None
     if row is None:
-        listing = ", ".join(MemoryFile.objects.filter(scope=scope).values_list("path", flat=True))
+        listing = (
+            ", ".join(MemoryFile.objects.filter(scope=scope).values_list("path", flat=True))
+            if scope
+            else ""
+        )
         return f"There is no file {path}. Files here: {listing or 'none yet'}."
-    return _wrap(scope_folder(scope), path, row.content)
+    return _wrap(scope_folder(scope), path, row.content)  # type: ignore[arg-type]
 
 
 def _search(

@@ -160,4 +160,4 @@ def test_any_tool_call_never_fails_and_never_writes_outside_the_rules(
         assert find_secret(row.content) is None, (row.path, row.content[:200])
         if row.path == "index.md" and row.scope.kind != MemoryScope.Kind.PROJECT:
             assert entries.count_lines(row.content) <= settings.MEMORY_INDEX_MAX_LINES
-            assert row.size <= settings.MEMORY_INDEX_MAX_BYTES
+            assert entries.sent_bytes(row.content) <= settings.MEMORY_INDEX_MAX_BYTES
