@@ -12,6 +12,11 @@ import importlib.util
 import shutil
 from pathlib import Path
 
+from django.conf import settings
+
+# The model the two packages ship, and so the offline default (SPEC B5).
+PACKAGED_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+
 TOKENIZER_FILES = (
     "config.json",
     "special_tokens_map.json",
@@ -43,3 +48,8 @@ def assemble_minilm(target: Path) -> Path:
         if not destination.exists() or destination.stat().st_size != source.stat().st_size:
             shutil.copyfile(source, destination)
     return target
+
+
+def default_model_folder() -> Path:
+    """Where the packaged model is assembled when EMBEDDING_MODEL_PATH is not set."""
+    return Path(settings.DATA_DIR) / "models" / "all-MiniLM-L6-v2"

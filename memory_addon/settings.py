@@ -312,6 +312,7 @@ CELERY_BEAT_SCHEDULE.update(
 # --- Knowledge collections (SPEC §4) ------------------------------------------
 # Server folders a collection may read, comma-separated; uploads always go to DATA_DIR.
 KNOWLEDGE_ALLOWED_ROOTS = env_list("KNOWLEDGE_ALLOWED_ROOTS", [])
+# The packaged MiniLM is the offline default; another model needs EMBEDDING_MODEL_PATH.
 EMBEDDING_MODEL = env_str("EMBEDDING_MODEL", "sentence-transformers/all-MiniLM-L6-v2")
 # A local folder with the model files, for machines that cannot download models.
 EMBEDDING_MODEL_PATH = env_str("EMBEDDING_MODEL_PATH", "")
