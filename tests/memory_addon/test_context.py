@@ -236,3 +236,21 @@ def test_the_turn_context_api_answers_in_few_queries(
     assert body["sent_along"]["items"] == [
         {"origin": "user", "scope": "Memory", "kind": "person", "entry_id": "", "tokens": 2}
     ]
+
+
+def test_the_turn_block_never_exceeds_the_per_turn_byte_cap(turn, user, binding, scope, settings):
+    settings.MEMORY_TURN_BUDGET_TOKENS = 100_000  # only the byte cap can stop it
+    settings.MEMORY_TURN_MAX_BYTES = 4096  # below three full indexes
+    organization = OrganizationFactory(rules="Answer briefly. " * 40)
+    Membership.objects.create(organization=organization, user=user)
+    agent = AgentFactory(owner=user, memory_allowed=True)
+    for target in (scope, agent_scope(agent), channel_scope(binding)):
+        lines = [f"- t{i}: " + "x" * 70 + f" -> t{i}.md" for i in range(23)]
+        file_write(
+            user=user, scope=target, path="index.md", content="\n".join(lines), base_sha256=""
+        )
+    context = turn_context_build(replace(turn, agent=agent, binding=binding, context_window=10**6))
+    notes = [item for item in context.sent if item.origin != "organization"]
+    assert sum(len(item.text.encode()) for item in notes) <= settings.MEMORY_TURN_MAX_BYTES
+    assert "Answer briefly." in context.block  # rules are whole and outside the note cap
+    assert context.omitted > 0 and "did not fit" in context.block
