@@ -173,6 +173,9 @@ def allowed_roots() -> list[Path]:
 
 
 def _check_folder(raw: str) -> Path:
+    problem = scanning.folder_path_problem(raw)
+    if problem:
+        raise KnowledgeRefusal(problem)
     path = Path(raw.strip()).expanduser()
     if not path.is_absolute():
         raise KnowledgeRefusal("Give the full path of the folder on the server, starting with /.")

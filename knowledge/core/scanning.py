@@ -39,6 +39,10 @@ MAX_FILES = 5000
 MAX_ACCEPTED_BYTES = 500 * 1024 * 1024
 MAX_EXTRACTED_CHARS = 100 * 1024 * 1024
 
+# Linux limits: one name is at most 255 bytes; our column holds 1024 characters.
+MAX_NAME_BYTES = 255
+MAX_FOLDER_PATH_CHARS = 1024
+
 NEW, CHANGED, UNCHANGED, SKIPPED, DELETED = "new", "changed", "unchanged", "skipped", "deleted"
 
 
@@ -83,6 +87,23 @@ class ScanResult:
 
 class Cancelled(Exception):
     pass
+
+
+def folder_path_problem(raw: str) -> str:
+    """Why a typed folder path can never be valid (empty when it may be), before any disk access."""
+    if "\x00" in raw:
+        return "The folder path contains a NUL character; type the path without it."
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in raw):
+        return "The folder path contains a control character (such as a line break); remove it."
+    if len(raw) > MAX_FOLDER_PATH_CHARS:
+        return f"The folder path is longer than {MAX_FOLDER_PATH_CHARS} characters."
+    for part in raw.split("/"):
+        if len(part.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+            return (
+                f"One folder name in the path is longer than {MAX_NAME_BYTES} bytes, "
+                f"which no folder can be: {part[:40]}…"
+            )
+    return ""
 
 
 def _walk(root: Path) -> Iterator[tuple[str, os.stat_result | None, str]]:
