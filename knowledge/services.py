@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
+import os
 import re
 import shutil
 from collections.abc import Iterable
@@ -485,10 +487,51 @@ def index_run(job_id: int) -> None:
     _commit(job, source, rows, outcome)
 
 
+def _open_source_folder(source: Source) -> int:
+    """The source's folder as a handle, opened from / without following any link."""
+    try:
+        return scanning.open_folder(Path(source.path))
+    except scanning.UnsafePath as error:
+        raise KnowledgeRefusal(
+            f"Nothing was indexed: the source path goes through a symbolic link now ({error}) "
+            "Fix the folder, then run Update now."
+        ) from None
+    except FileNotFoundError:
+        raise KnowledgeRefusal(
+            "Nothing was indexed: the folder no longer exists. Run Update now."
+        ) from None
+    except OSError as error:
+        raise KnowledgeRefusal(
+            f"Nothing was indexed: the folder cannot be opened ({error.strerror})."
+        ) from None
+
+
+def _read_reviewed(root_fd: int, source: Source, row: dict[str, Any]) -> tuple[bytes, str]:
+    """The file's bytes, read through the folder handle, if they are what the person reviewed."""
+    data = scanning.read_below(root_fd, row["path"], limit=source.max_file_bytes)
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != row.get("sha256"):
+        raise Unreadable("changed since the review; run Update now to review it again")
+    return data, digest
+
+
 def _index_rows(
     job: Job, source: Source, embedder: Embedder | None, rows: list[dict[str, Any]]
 ) -> dict[str, Any]:
-    root = Path(source.path)
+    root_fd = _open_source_folder(source)
+    try:
+        return _index_open(job, source, embedder, rows, root_fd)
+    finally:
+        os.close(root_fd)
+
+
+def _index_open(
+    job: Job,
+    source: Source,
+    embedder: Embedder | None,
+    rows: list[dict[str, Any]],
+    root_fd: int,
+) -> dict[str, Any]:
     to_index = [row for row in rows if row["status"] in ("new", "changed")]
     problems: list[dict[str, str]] = []
     documents: dict[str, dict[str, Any]] = {}
@@ -509,22 +552,18 @@ def _index_rows(
         pending = []
 
     for done, row in enumerate(to_index, start=1):
-        path = root / row["path"]
         try:
-            if path.is_symlink():
-                raise Unreadable("became a symbolic link")
-            digest = scanning.file_hash(path)
-            pages = scanning.read_document(
-                path, row["format"], max_chars=scanning.MAX_EXTRACTED_CHARS
+            data, digest = _read_reviewed(root_fd, source, row)
+            pages = scanning.document_pages(
+                data, row["format"], max_chars=scanning.MAX_EXTRACTED_CHARS
             )
-        except (Unreadable, OSError) as error:
+        except (Unreadable, scanning.UnsafePath) as error:
             problems.append({"path": row["path"], "reason": str(error)})
             continue
-        documents[row["path"]] = {
-            "sha256": digest,
-            "format": row["format"],
-            "size": path.stat().st_size,
-        }
+        except OSError as error:
+            problems.append({"path": row["path"], "reason": f"cannot be read ({error.strerror})"})
+            continue
+        documents[row["path"]] = {"sha256": digest, "format": row["format"], "size": len(data)}
         for chunk in chunk_pages(
             pages,
             chunk_tokens=settings.KNOWLEDGE_CHUNK_TOKENS,
