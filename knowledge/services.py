@@ -19,7 +19,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from accounts.models import AIProfile, User
+from accounts.models import AIProfile, Membership, User
 from knowledge import events
 from knowledge.core import scanning
 from knowledge.core.chunking import chunk_pages
@@ -32,7 +32,7 @@ from knowledge.embeddings import (
     OpenAIEmbedder,
 )
 from knowledge.errors import IndexMismatch, JobBusy, KnowledgeRefusal
-from knowledge.models import Chunk, Document, Job, Source, StagedChunk, Store
+from knowledge.models import Chunk, Document, FolderGrant, Job, Source, StagedChunk, Store
 
 logger = logging.getLogger(__name__)
 MIB = 1024 * 1024
@@ -174,7 +174,49 @@ def allowed_roots() -> list[Path]:
     return [Path(root).resolve() for root in settings.KNOWLEDGE_ALLOWED_ROOTS]
 
 
-def _check_folder(raw: str) -> Path:
+def granted_folders(user: User) -> list[Path]:
+    """The server folders this person may index: grants to them or their organization (K2).
+
+    Superusers may use every allowed root; everyone else only what an admin granted, and
+    never more than the allowed roots (a grant outside them counts for nothing).
+    """
+    roots = allowed_roots()
+    if user.is_superuser:
+        return roots
+    organizations = Membership.objects.filter(user=user).values("organization")
+    grants = FolderGrant.objects.filter(Q(user=user) | Q(organization__in=organizations))
+    folders = {Path(grant.path) for grant in grants}
+    return sorted(
+        folder
+        for folder in folders
+        if folder.is_absolute()
+        and ".." not in folder.parts
+        and any(folder == root or folder.is_relative_to(root) for root in roots)
+    )
+
+
+def _check_granted(owner: User, path: Path) -> None:
+    folders = granted_folders(owner)
+    if any(path == folder or path.is_relative_to(folder) for folder in folders):
+        return
+    if owner.is_superuser:
+        where = ", ".join(str(r) for r in folders) or "none yet"
+        raise KnowledgeRefusal(
+            f"{path} is outside the folders an admin allowed (KNOWLEDGE_ALLOWED_ROOTS: {where})."
+        )
+    if not folders:
+        raise KnowledgeRefusal(
+            "No server folder has been granted to you yet. An admin grants folders to people "
+            "or organizations (Admin → Knowledge → Folder grants); until then you can upload files."
+        )
+    raise KnowledgeRefusal(
+        f"{path} is outside the folders you may index: "
+        + ", ".join(str(folder) for folder in folders)
+        + ". Ask an admin to grant another folder."
+    )
+
+
+def _check_folder(raw: str, owner: User) -> Path:
     problem = scanning.folder_path_problem(raw)
     if problem:
         raise KnowledgeRefusal(problem)
@@ -185,12 +227,7 @@ def _check_folder(raw: str) -> Path:
         raise KnowledgeRefusal(
             "The folder path goes through a symbolic link; links are never followed."
         )
-    roots = allowed_roots()
-    if not any(path == root or path.is_relative_to(root) for root in roots):
-        where = ", ".join(str(r) for r in roots) or "none yet"
-        raise KnowledgeRefusal(
-            f"{path} is outside the folders an admin allowed (KNOWLEDGE_ALLOWED_ROOTS: {where})."
-        )
+    _check_granted(owner, path)
     return path
 
 
@@ -246,7 +283,7 @@ def source_add_folder(
     max_file_mib: int = 50,
     sync_mode: str = Source.SyncMode.MANUAL,
 ) -> tuple[Source, Job]:
-    folder = _check_folder(path)
+    folder = _check_folder(path, store.owner)
     if not 1 <= max_file_mib <= 1024:
         raise KnowledgeRefusal("The file size limit must be between 1 MiB and 1024 MiB (1 GiB).")
     with transaction.atomic(durable=True):
@@ -286,6 +323,9 @@ def source_add_upload(*, store: Store, files: list[UploadedFile[bytes]]) -> tupl
 
 
 def source_update_now(*, source: Source, auto_index: bool = False) -> Job:
+    if source.kind == Source.Kind.FOLDER:
+        # A grant an admin took back stops the updates too, not only new sources.
+        _check_granted(source.store.owner, Path(source.path))
     with transaction.atomic(durable=True):
         return _start_job(
             store=source.store, source=source, kind=Job.Kind.SCAN, auto_index=auto_index
@@ -670,7 +710,8 @@ def watch_sources() -> int:
     ).select_related("store"):
         try:
             source_update_now(source=source, auto_index=True)
-        except JobBusy:
+        except KnowledgeRefusal as refusal:  # busy, or the folder is no longer granted
+            logger.info("Not updating source %s: %s", source.pk, refusal.message)
             continue
         started += 1
     return started
