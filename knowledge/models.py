@@ -204,6 +204,9 @@ class Job(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    requeues = models.PositiveSmallIntegerField(
+        default=0, help_text="Times the stale-job reaper sent this job again after its worker died."
+    )
 
     class Meta:
         constraints: ClassVar = [

@@ -265,12 +265,16 @@ def _start_job(
         raise JobBusy(
             "A scan or index job is already running for this collection; wait for it or cancel it."
         ) from None
+    _run_on_commit(job)
+    return job
+
+
+def _run_on_commit(job: Job) -> None:
     from knowledge import tasks
 
-    task = tasks.scan_source if kind == Job.Kind.SCAN else tasks.index_source
+    task = tasks.scan_source if job.kind == Job.Kind.SCAN else tasks.index_source
     transaction.on_commit(lambda: task.delay(job.pk))
     events.job_changed_on_commit(job)
-    return job
 
 
 def source_add_folder(
@@ -700,6 +704,60 @@ def _commit(job: Job, source: Source, rows: list[dict[str, Any]], outcome: dict[
                 "chunks": chunk_count,
             },
         )
+
+
+def _stale_jobs() -> Q:
+    cutoff = timezone.now() - timedelta(seconds=settings.KNOWLEDGE_JOB_STALE_SECONDS)
+    # Running without a heartbeat for too long: the worker died. Queued again by us and
+    # still not started: the message was lost with the broker.
+    return Q(state=Job.State.RUNNING, heartbeat_at__lt=cutoff) | Q(
+        state=Job.State.QUEUED, requeues__gt=0, heartbeat_at__lt=cutoff
+    )
+
+
+def stale_jobs_reap() -> dict[str, int]:
+    """Settle jobs whose worker died: send them again once, then fail them with a reason.
+
+    Runs from Celery beat every few minutes, so a killed worker blocks a collection for
+    minutes, not for the broker's hour-long visibility timeout. A failed index job leaves
+    the previous index serving; the collection can start a new job at once.
+    """
+    settled = {"requeued": 0, "failed": 0}
+    for job_id in Job.objects.filter(_stale_jobs()).values_list("pk", flat=True):
+        with transaction.atomic(durable=True):
+            job = (
+                Job.objects.select_for_update(skip_locked=True)
+                .filter(_stale_jobs(), pk=job_id)
+                .select_related("source", "store")
+                .first()
+            )
+            if job is None:  # it beat or finished meanwhile, or another reaper has it
+                continue
+            if job.requeues < settings.KNOWLEDGE_JOB_MAX_REQUEUES:
+                job.state, job.requeues, job.heartbeat_at = (
+                    Job.State.QUEUED,
+                    job.requeues + 1,
+                    timezone.now(),
+                )
+                job.save(update_fields=["state", "requeues", "heartbeat_at"])
+                _run_on_commit(job)
+                settled["requeued"] += 1
+                logger.warning("Job %s had a stale heartbeat; sent it again", job.pk)
+                continue
+            reason = (
+                f"The worker running this {job.get_kind_display().lower()} stopped responding "
+                f"(no heartbeat for {settings.KNOWLEDGE_JOB_STALE_SECONDS} s), also after a "
+                "retry. The previous index is still in use; run Update now to try again."
+            )
+            StagedChunk.objects.filter(job=job).delete()
+            if job.kind == Job.Kind.INDEX:
+                Source.objects.filter(pk=job.source_id).update(
+                    status=Source.Status.ERROR, status_message=reason[:500]
+                )
+            _finish(job, Job.State.FAILED, error=reason)
+            settled["failed"] += 1
+            logger.warning("Job %s had a stale heartbeat after a retry; failed it", job.pk)
+    return settled
 
 
 def watch_sources() -> int:
