@@ -223,11 +223,22 @@ def _check_folder(raw: str, owner: User) -> Path:
     path = Path(raw.strip()).expanduser()
     if not path.is_absolute():
         raise KnowledgeRefusal("Give the full path of the folder on the server, starting with /.")
-    if path.is_symlink() or path.resolve() != path.absolute():
+    if ".." in path.parts:
+        raise KnowledgeRefusal("Give the plain path of the folder, without '..'.")
+    # The grant comes first: a person learns nothing about folders they may not use.
+    _check_granted(owner, path)
+    try:
+        os.close(scanning.open_folder(path))
+    except scanning.UnsafePath:
         raise KnowledgeRefusal(
             "The folder path goes through a symbolic link; links are never followed."
-        )
-    _check_granted(owner, path)
+        ) from None
+    except FileNotFoundError:
+        raise KnowledgeRefusal(f"There is no folder at {path}.") from None
+    except NotADirectoryError:
+        raise KnowledgeRefusal(f"{path} is a file, not a folder.") from None
+    except OSError as error:
+        raise KnowledgeRefusal(f"{path} cannot be opened ({error.strerror}).") from None
     return path
 
 

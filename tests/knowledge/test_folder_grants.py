@@ -118,3 +118,21 @@ def test_admins_grant_folders_in_the_django_admin(client, roots):
     )
     assert response.status_code == 302, response.content.decode()[:2000]
     assert services.granted_folders(person) == [roots / "team-a"]
+
+
+def test_adding_a_folder_through_a_linked_parent_is_refused(user, plain_store, roots):
+    FolderGrant.objects.create(path=str(roots), user=user)
+    (roots / "via").symlink_to(roots / "team-a", target_is_directory=True)
+    with pytest.raises(KnowledgeRefusal, match="symbolic link"):
+        services.source_add_folder(store=plain_store, path=str(roots / "via" / "docs"))
+    with pytest.raises(KnowledgeRefusal, match="no folder at"):
+        services.source_add_folder(store=plain_store, path=str(roots / "nowhere"))
+    with pytest.raises(KnowledgeRefusal, match=r"without '\.\.'"):
+        services.source_add_folder(store=plain_store, path=str(roots / "team-a" / ".." / "x"))
+
+
+def test_a_person_without_a_grant_learns_nothing_about_other_folders(user, plain_store, roots):
+    (roots / "via").symlink_to(roots / "team-a", target_is_directory=True)
+    for path in (roots / "via", roots / "nowhere", roots / "team-b"):
+        with pytest.raises(KnowledgeRefusal, match="No server folder has been granted"):
+            services.source_add_folder(store=plain_store, path=str(path))
