@@ -16,7 +16,7 @@ from typing import Any
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 
 from accounts.models import AIProfile, Membership, User
@@ -394,17 +394,21 @@ def scan_dismiss(*, scan_job: Job) -> None:
 
 
 def _claim(job_id: int, kind: str) -> Job | None:
-    """Take a queued job, or one whose worker died (stale heartbeat), for this run."""
+    """Take a queued job, or one whose worker died (stale heartbeat), for this run.
+
+    Taking over a dead worker's job counts as its retry (Job.requeues), like the reaper's
+    re-queue: the count is also this run's claim, so a run that lost its job to a newer
+    one notices at its next heartbeat and stops (_Lost) without touching the job.
+    """
     now = timezone.now()
     stale = now - timedelta(seconds=settings.KNOWLEDGE_JOB_STALE_SECONDS)
-    claimable = (
-        Q(state=Job.State.QUEUED)
-        | Q(state=Job.State.RUNNING, heartbeat_at__lt=stale)
-        | Q(state=Job.State.RUNNING, heartbeat_at__isnull=True)
-    )
-    claimed = Job.objects.filter(claimable, pk=job_id, kind=kind).update(
-        state=Job.State.RUNNING, heartbeat_at=now
-    )
+    jobs = Job.objects.filter(pk=job_id, kind=kind)
+    claimed = jobs.filter(state=Job.State.QUEUED).update(state=Job.State.RUNNING, heartbeat_at=now)
+    if not claimed:
+        dead = Q(heartbeat_at__lt=stale) | Q(heartbeat_at__isnull=True)
+        claimed = jobs.filter(dead, state=Job.State.RUNNING).update(
+            heartbeat_at=now, requeues=F("requeues") + 1
+        )
     if not claimed:
         return None
     return Job.objects.select_related("source", "store").get(pk=job_id)
@@ -414,6 +418,14 @@ class _Stop(Exception):
     pass
 
 
+class _Lost(Exception):
+    """This run's job was settled elsewhere (re-queued or failed by the reaper): stop quietly."""
+
+
+def _ours(job: Job) -> Q:
+    return Q(pk=job.pk, state=Job.State.RUNNING, requeues=job.requeues)
+
+
 def _beat(job: Job, *, progress: int | None = None, counts: dict[str, Any] | None = None) -> None:
     """Record liveness and progress outside any transaction; stop when cancel was asked."""
     fields: dict[str, Any] = {"heartbeat_at": timezone.now()}
@@ -421,17 +433,23 @@ def _beat(job: Job, *, progress: int | None = None, counts: dict[str, Any] | Non
         job.progress = fields["progress"] = progress
     if counts is not None:
         job.counts = fields["counts"] = {**job.counts, **counts}
-    Job.objects.filter(pk=job.pk).update(**fields)
+    if not Job.objects.filter(_ours(job)).update(**fields):
+        raise _Lost
     if Job.objects.filter(pk=job.pk, cancel_requested=True).exists():
         raise _Stop
     events.job_changed_on_commit(job)
 
 
 def _finish(job: Job, state: str, *, error: str = "", **fields: Any) -> None:
+    """Settle a job this run (or the reaper) holds; a job settled elsewhere is left alone."""
     job.state, job.error, job.finished_at = state, error[:500], timezone.now()
     for name, value in fields.items():
         setattr(job, name, value)
-    job.save()
+    updated = Job.objects.filter(
+        pk=job.pk, state__in=Job.ACTIVE_STATES, requeues=job.requeues
+    ).update(state=job.state, error=job.error, finished_at=job.finished_at, **fields)
+    if not updated:
+        raise _Lost
     events.job_changed_on_commit(job)
 
 
@@ -451,6 +469,13 @@ def scan_run(job_id: int) -> None:
     if job is None:
         logger.info("Scan job %s is not waiting to run; nothing to do", job_id)
         return
+    try:
+        _scan_claimed(job)
+    except _Lost:
+        logger.warning("Scan job %s was settled elsewhere; this run stops", job_id)
+
+
+def _scan_claimed(job: Job) -> None:
     source = job.source
     checked = {"n": 0}
 
@@ -518,6 +543,13 @@ def index_run(job_id: int) -> None:
     if job is None:
         logger.info("Index job %s is not waiting to run; nothing to do", job_id)
         return
+    try:
+        _index_claimed(job)
+    except _Lost:
+        logger.warning("Index job %s was settled elsewhere; this run stops", job_id)
+
+
+def _index_claimed(job: Job) -> None:
     source, store = job.source, job.store
     # A re-run after a crash starts from scratch: drop what the dead run staged.
     StagedChunk.objects.filter(job=job).delete()
@@ -661,6 +693,8 @@ def _commit(job: Job, source: Source, rows: list[dict[str, Any]], outcome: dict[
     replaced_paths = removed_paths | set(documents)
     with transaction.atomic(durable=True):
         locked = Source.objects.select_for_update().get(pk=source.pk)
+        if not Job.objects.select_for_update().filter(_ours(job)).exists():
+            raise _Lost
         if Job.objects.filter(pk=job.pk, cancel_requested=True).exists():
             StagedChunk.objects.filter(job=job).delete()
             Source.objects.filter(pk=source.pk).update(

@@ -113,3 +113,16 @@ def test_the_real_worker_finishes_a_requeued_index_job(
     job.refresh_from_db()
     assert job.state == Job.State.SUCCEEDED, job.error
     assert Chunk.objects.filter(source=source).exists()
+
+
+@pytest.mark.django_db
+def test_a_slow_run_whose_job_was_sent_again_stops_without_touching_it(plain_store, tmp_path):
+    job = _dead_job(plain_store, tmp_path)
+    slow_run = Job.objects.get(pk=job.pk)  # what the still-living first run holds
+    services.stale_jobs_reap()
+    with pytest.raises(services._Lost):
+        services._beat(slow_run, progress=50)
+    with pytest.raises(services._Lost):
+        services._finish(slow_run, Job.State.SUCCEEDED, progress=100)
+    job.refresh_from_db()
+    assert job.state == Job.State.QUEUED and job.progress == 0 and job.requeues == 1
