@@ -321,6 +321,13 @@ EMBEDDING_THREADS = env_int("EMBEDDING_THREADS", 2)
 EMBEDDING_QUERY_TIMEOUT_SECONDS = env_float("EMBEDDING_QUERY_TIMEOUT_SECONDS", 10.0)
 KNOWLEDGE_WATCH_INTERVAL_SECONDS = env_int("KNOWLEDGE_WATCH_INTERVAL_SECONDS", 600)
 KNOWLEDGE_JOB_STALE_SECONDS = env_int("KNOWLEDGE_JOB_STALE_SECONDS", 300)
+# A job whose worker died is sent again this many times, then failed with a reason.
+KNOWLEDGE_JOB_MAX_REQUEUES = env_int("KNOWLEDGE_JOB_MAX_REQUEUES", 1)
+KNOWLEDGE_JOB_REAP_INTERVAL_SECONDS = env_int("KNOWLEDGE_JOB_REAP_INTERVAL_SECONDS", 60)
+CELERY_BEAT_SCHEDULE["knowledge-reap-stale-jobs"] = {
+    "task": "knowledge.reap_stale_jobs",
+    "schedule": float(KNOWLEDGE_JOB_REAP_INTERVAL_SECONDS),
+}
 CELERY_BEAT_SCHEDULE["knowledge-watch-sources"] = {
     "task": "knowledge.watch_sources",
     "schedule": float(KNOWLEDGE_WATCH_INTERVAL_SECONDS),
