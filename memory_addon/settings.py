@@ -44,6 +44,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.postgres",
     "django_htmx",
+    # ninja as an app: /api/docs then serves Swagger UI from our static files, not a CDN.
+    "ninja",
     "csp",
     "axes",
     "channels",
