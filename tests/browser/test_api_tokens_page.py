@@ -75,9 +75,11 @@ def test_the_api_docs_render_offline(sign_in, person, live_asgi_server):
     outside = []
     page.on(
         "request",
-        lambda request: None
-        if request.url.startswith((live_asgi_server.url, "data:"))
-        else outside.append(request.url),
+        lambda request: (
+            None
+            if request.url.startswith((live_asgi_server.url, "data:"))
+            else outside.append(request.url)
+        ),
     )
     page.goto("/api/docs")
     page.locator(".swagger-ui .info .title").wait_for()
