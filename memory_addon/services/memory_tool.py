@@ -119,8 +119,10 @@ def _view(turn: Turn, args: dict[str, Any]) -> MemoryToolResult:
     view_range = args.get("view_range")
     if view_range:
         try:
+            if not isinstance(view_range, list) or len(view_range) != 2:
+                raise ValueError
             start, end = int(view_range[0]), int(view_range[1])
-        except (TypeError, ValueError, IndexError):
+        except (TypeError, ValueError, OverflowError):
             raise ChangeRefused(
                 "view_range is [first line, last line]; -1 means the end."
             ) from None
@@ -219,7 +221,7 @@ def _insert(turn: Turn, args: dict[str, Any]) -> MemoryToolResult:
     lines = row.content.split("\n")
     try:
         at = int(args.get("insert_line", -1))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise ChangeRefused("insert_line must be a line number (0 inserts at the top).") from None
     if at < 0 or at > len(lines):
         raise ChangeRefused(f"insert_line must lie between 0 and {len(lines)}.")

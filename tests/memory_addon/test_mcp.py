@@ -220,3 +220,30 @@ def test_stdio_through_the_command_line_client(live_asgi_server, person, token):
     names, result = asyncio.run(run())
     assert names == CHAT_TOOLS
     assert not result.is_error and "lives in Rome" in result.content[0].text
+
+
+def test_search_returns_cited_excerpts_of_the_persons_collections_only(
+    live_asgi_server, person, token, client, tmp_path, settings, celery_worker
+):
+    from tests.knowledge.conftest import barrier
+
+    settings.KNOWLEDGE_ALLOWED_ROOTS = [str(tmp_path)]
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("Alpacas are calm animals that live in the Andes.\n")
+    client.force_login(person)
+
+    def post(url, body):
+        return client.post(url, body, content_type="application/json").json()
+
+    store_id = post("/api/knowledge/stores", {"name": "Plain", "provider": "none"})["id"]
+    job_id = post(f"/api/knowledge/stores/{store_id}/sources", {"path": str(folder)})["job"]["id"]
+    barrier()
+    post(f"/api/knowledge/jobs/{job_id}/confirm", {})
+    barrier()
+
+    [(ok, text)] = mcp(live_asgi_server, token, [("search", {"query": "animals in the Andes"})])
+    assert ok and "[R1]" in text and "Alpacas" in text and "<retrieved_context" in text
+    stranger = api_token_create(user=UserFactory(), name="other")[1]
+    [(ok, text)] = mcp(live_asgi_server, stranger, [("search", {"query": "animals in the Andes"})])
+    assert ok and "Alpacas" not in text
