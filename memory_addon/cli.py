@@ -8,7 +8,7 @@ stdio (B1) that forwards every request to the host's /mcp/ endpoint: the person'
 memory tools and `search`, or with --bank the project bank's file API. The project identity is the
 Git common directory (so linked worktrees share a bank; separate clones do not),
 or the resolved folder outside Git. Settings: MEMORY_HOST_URL (default
-http://127.0.0.1:8000) and MEMORY_HOST_TOKEN (create one under /api/tokens).
+http://127.0.0.1:8000) and MEMORY_HOST_TOKEN (create one under Settings → API tokens).
 """
 
 from __future__ import annotations

@@ -198,18 +198,22 @@ def test_search_without_collections_says_so(live_asgi_server, token):
     assert ok and "no knowledge collections" in text
 
 
-def test_stdio_through_the_command_line_client(live_asgi_server, person, token):
-    _notes(person)
-    params = StdioServerParameters(
+def _stdio(live, token, *args):
+    return StdioServerParameters(
         command=sys.executable,
-        args=["-m", "memory_addon.cli", "mcp"],
+        args=["-m", "memory_addon.cli", "mcp", *args],
         env={
-            "MEMORY_HOST_URL": live_asgi_server.url,
+            "MEMORY_HOST_URL": live.url,
             "MEMORY_HOST_TOKEN": token,
             "PATH": "/usr/bin:/bin",
         },
         cwd=str(ROOT),
     )
+
+
+def test_stdio_through_the_command_line_client(live_asgi_server, person, token):
+    _notes(person)
+    params = _stdio(live_asgi_server, token)
 
     async def run():
         async with Client(params) as client:
@@ -247,3 +251,27 @@ def test_search_returns_cited_excerpts_of_the_persons_collections_only(
     stranger = api_token_create(user=UserFactory(), name="other")[1]
     [(ok, text)] = mcp(live_asgi_server, stranger, [("search", {"query": "animals in the Andes"})])
     assert ok and "Alpacas" not in text
+
+
+def test_stdio_with_bank_serves_the_bank_of_the_project_folder(
+    live_asgi_server, person, token, tmp_path
+):
+    import subprocess
+
+    from memory_addon.cli import project_identity
+
+    project = tmp_path / "repo"
+    project.mkdir()
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    params = _stdio(live_asgi_server, token, "--bank", "--project", str(project))
+
+    async def run():
+        async with Client(params) as client:
+            listed = await client.list_tools()
+            await client.call_tool("write_memory", {"content": "# Notes\nuse make\n"})
+            return {t.name for t in listed.tools}
+
+    assert asyncio.run(run()) == BANK_TOOLS
+    key, _ = project_identity(project)
+    bank = bank_find(person, key)
+    assert MemoryFile.objects.get(scope=bank, path="MEMORY.md").content == "# Notes\nuse make\n"
