@@ -80,6 +80,11 @@ def _read_scope(turn: Turn) -> MemoryScope | None:
     return MemoryScope.objects.filter(kind=MemoryScope.Kind.USER, owner=turn.user).first()
 
 
+def _lines(content: str) -> list[str]:
+    """The file's lines; a final newline ends the last line rather than starting one."""
+    return (content[:-1] if content.endswith("\n") else content).split("\n")
+
+
 def _row(scope: MemoryScope | None, path: str) -> MemoryFile | None:
     return MemoryFile.objects.filter(scope=scope, path=path).first() if scope else None
 
@@ -114,7 +119,7 @@ def _view(turn: Turn, args: dict[str, Any]) -> MemoryToolResult:
     row = _row(scope, path)
     if row is None:
         return MemoryToolResult(False, f"There is no file {ROOT}/{path}.")
-    lines = neutralize(row.content).split("\n")
+    lines = _lines(neutralize(row.content))
     start, end = 1, len(lines)
     view_range = args.get("view_range")
     if view_range:
@@ -219,12 +224,13 @@ def _insert(turn: Turn, args: dict[str, Any]) -> MemoryToolResult:
         raise ChangeRefused("insert needs insert_text.")
     row = _existing(turn, path)
     lines = row.content.split("\n")
+    count = len(_lines(row.content))
     try:
         at = int(args.get("insert_line", -1))
     except (TypeError, ValueError, OverflowError):
         raise ChangeRefused("insert_line must be a line number (0 inserts at the top).") from None
-    if at < 0 or at > len(lines):
-        raise ChangeRefused(f"insert_line must lie between 0 and {len(lines)}.")
+    if at < 0 or at > count:
+        raise ChangeRefused(f"insert_line must lie between 0 and {count}.")
     new_lines = text[:-1] if text.endswith("\n") else text
     updated = "\n".join([*lines[:at], *new_lines.split("\n"), *lines[at:]])
     return _write(turn, path, updated, what=f"Inserted text into {ROOT}/{path}")

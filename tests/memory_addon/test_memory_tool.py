@@ -62,7 +62,15 @@ def test_insert_puts_text_after_the_given_line(api, user):
     assert result["ok"]
     assert _bank_files(user)["a.md"] == "one\ntwo\nthree"
     top = _run(api, command="insert", path="/memories/a.md", insert_line=0, insert_text="zero")
-    assert top["ok"] and _bank_files(user)["a.md"].startswith("zero\none")
+    assert top["ok"] and _bank_files(user)["a.md"] == "zero\none\ntwo\nthree"
+
+
+def test_insert_after_the_last_line_keeps_the_final_newline(api, user):
+    _run(api, command="create", path="/memories/a.md", file_text="a\nb\n")
+    assert _run(api, command="insert", path="/memories/a.md", insert_line=2, insert_text="c")["ok"]
+    assert _bank_files(user)["a.md"] == "a\nb\nc\n"
+    beyond = _run(api, command="insert", path="/memories/a.md", insert_line=9, insert_text="d")
+    assert not beyond["ok"] and "between 0 and 3" in beyond["output"]
 
 
 def test_delete_removes_the_file(api, user):
