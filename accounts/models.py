@@ -220,6 +220,11 @@ class AIProfile(models.Model):
 class ApiToken(models.Model):
     """A personal API token; only its hash is stored, the token is shown once."""
 
+    class Scope(models.TextChoices):
+        READ_WRITE = "read_write", "Read and write"
+        READ_ONLY = "read_only", "Read only"
+        BANK_ONLY = "bank_only", "Project banks only"
+
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
     )
@@ -229,6 +234,10 @@ class ApiToken(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    scope = models.CharField(max_length=16, choices=Scope.choices, default=Scope.READ_WRITE)
+    expires_at = models.DateTimeField(
+        null=True, blank=True, help_text="After this moment the token no longer works."
+    )
 
     class Meta:
         ordering: ClassVar = ["-created_at"]

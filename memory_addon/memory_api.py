@@ -10,10 +10,11 @@ from django.shortcuts import get_object_or_404
 from ninja import File, Query, Router, Schema, UploadedFile
 from pydantic import Field, StringConstraints
 
-from accounts.auth import signed_in_user
+from accounts.auth import signed_in_user, token_scope
 from accounts.models import Agent, MessagingBinding, User
+from accounts.token_access import command_refusal, tool_refusal
 from memory_addon.core.secret_guard import find_secret
-from memory_addon.errors import MemoryRefusal
+from memory_addon.errors import MemoryRefusal, NotAllowed
 from memory_addon.models import ChangeSet, FileChange, MemoryFile, MemoryScope, Proposal
 from memory_addon.schemas import (
     ChangeDetailOut,
@@ -55,6 +56,7 @@ from memory_addon.services.context import (
     memory_readable,
     turn_context_build,
 )
+from memory_addon.services.memory_tool import memory_tool_execute
 from memory_addon.services.proposals import proposal_confirm, proposal_reject
 from memory_addon.services.scopes import (
     bank_find,
@@ -231,6 +233,9 @@ def tools(request: HttpRequest, bank: bool = False) -> list[dict[str, Any]]:
     "/tools/call", response={200: ToolCallOut, **ERRORS}, summary="Execute one tool call for a turn"
 )
 def tool_call(request: HttpRequest, payload: ToolCallIn) -> dict[str, Any]:
+    refusal = tool_refusal(token_scope(request), payload.name, bank=bool(payload.turn.project_key))
+    if refusal:
+        raise NotAllowed(refusal)
     turn = turn_from(signed_in_user(request), payload.turn)
     ok, output = tool_call_execute(turn=turn, name=payload.name, arguments=payload.arguments)
     return {"ok": ok, "output": output}
@@ -478,3 +483,57 @@ def bank_file(
     if scope is None:
         raise Http404("This project has no memory bank yet.")
     return _file_content(scope, path)
+
+
+class MemoryToolIn(Schema):
+    """One call of Anthropic's memory tool, forwarded as the model sent it."""
+
+    input: dict[str, Any] = Field(
+        description="The tool_use block's input as the model sent it.",
+        examples=[{"command": "create", "path": "/memories/build.md", "file_text": "make test\n"}],
+    )
+    project_key: str = Field(
+        "", max_length=128, description="A project bank; empty means your own notes."
+    )
+    conversation_ref: str = Field("", max_length=200)
+    message_ref: str = Field("", max_length=200)
+
+
+class MemoryToolOut(Schema):
+    ok: bool
+    output: str = Field(description="Send this back to the model as the tool_result content.")
+    change_id: int | None = Field(None, description="The change set, for undo.")
+    proposal_id: int | None = Field(None, description="The proposal waiting for the person.")
+
+
+@router.post(
+    "/memory-tool",
+    response={200: MemoryToolOut, **ERRORS},
+    summary="Execute one command of Anthropic's memory tool (view, create, str_replace, "
+    "insert, delete, rename) on /memories paths",
+    description=(
+        "With project_key the commands act on that project bank, else on your own notes. "
+        "The same path rules, limits, secret guard, save mode and change sets as every "
+        "other write; a refusal is ok=false with the reason and writes nothing. "
+        "See docs/memory-tool.md for a client loop."
+    ),
+)
+def memory_tool(request: HttpRequest, payload: MemoryToolIn) -> dict[str, Any]:
+    refusal = command_refusal(
+        token_scope(request), str(payload.input.get("command")), bank=bool(payload.project_key)
+    )
+    if refusal:
+        raise NotAllowed(refusal)
+    turn = Turn(
+        user=signed_in_user(request),
+        project_key=payload.project_key,
+        conversation_ref=payload.conversation_ref,
+        message_ref=payload.message_ref,
+    )
+    result = memory_tool_execute(turn=turn, command=payload.input)
+    return {
+        "ok": result.ok,
+        "output": result.output,
+        "change_id": result.change_id,
+        "proposal_id": result.proposal_id,
+    }

@@ -44,6 +44,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.postgres",
     "django_htmx",
+    # ninja as an app: /api/docs then serves Swagger UI from our static files, not a CDN.
+    "ninja",
     "csp",
     "axes",
     "channels",
@@ -338,6 +340,8 @@ KNOWLEDGE_MAX_EXCERPTS = env_int("KNOWLEDGE_MAX_EXCERPTS", 6)
 KNOWLEDGE_MAX_EXCERPTS_PER_SOURCE = env_int("KNOWLEDGE_MAX_EXCERPTS_PER_SOURCE", 2)
 KNOWLEDGE_MAX_RETRIEVED_TOKENS = env_int("KNOWLEDGE_MAX_RETRIEVED_TOKENS", 4000)
 KNOWLEDGE_MAX_CONTEXT_SHARE_PERCENT = env_int("KNOWLEDGE_MAX_CONTEXT_SHARE_PERCENT", 25)
+# The MCP client's model is unknown: its `search` tool bounds excerpts as for this window.
+MCP_CONTEXT_WINDOW = env_int("MCP_CONTEXT_WINDOW", 16384)
 # Relevance floor (K7): a vector hit must reach this cosine similarity, and this share
 # of the best hit's, to be sent; unrelated nearest neighbours are not excerpts.
 KNOWLEDGE_MIN_SIMILARITY = env_float("KNOWLEDGE_MIN_SIMILARITY", 0.2)
