@@ -229,9 +229,11 @@ def test_stdio_through_the_command_line_client(live_asgi_server, person, token):
 def test_search_returns_cited_excerpts_of_the_persons_collections_only(
     live_asgi_server, person, token, client, tmp_path, settings, celery_worker
 ):
+    from knowledge.models import FolderGrant
     from tests.knowledge.conftest import barrier
 
     settings.KNOWLEDGE_ALLOWED_ROOTS = [str(tmp_path)]
+    FolderGrant.objects.create(path=str(tmp_path), user=person)
     folder = tmp_path / "docs"
     folder.mkdir()
     (folder / "notes.txt").write_text("Alpacas are calm animals that live in the Andes.\n")
