@@ -91,7 +91,16 @@ class AIProfileAdmin(admin.ModelAdmin[AIProfile]):
 @admin.register(ApiToken)
 class ApiTokenAdmin(admin.ModelAdmin[ApiToken]):
     # Only the hash is stored; nothing here can show the token itself.
-    list_display = ["name", "user", "prefix", "created_at", "last_used_at", "revoked_at"]
+    list_display = [
+        "name",
+        "user",
+        "prefix",
+        "scope",
+        "created_at",
+        "expires_at",
+        "last_used_at",
+        "revoked_at",
+    ]
     readonly_fields = ["prefix", "created_at", "last_used_at"]
     exclude = ["token_hash"]
 

@@ -70,18 +70,30 @@ def api_token_list(request: HttpRequest) -> list[ApiToken]:
 
 @router.post(
     "/tokens",
-    response={201: ApiTokenCreatedOut},
+    response={201: ApiTokenCreatedOut, 400: ErrorOut},
     summary="Create a personal API token (the token is shown only in this answer)",
+    description=(
+        "Scopes: `read_write` (default), `read_only` (a write is a 403), `bank_only` "
+        "(only the project-bank endpoints and bank tools). `expires_at` is optional. "
+        "Tokens are managed with a signed-in session, never with a token."
+    ),
 )
 def api_token_new(request: HttpRequest, payload: ApiTokenIn) -> Status[dict[str, object]]:
-    row, token = api_token_create(user=signed_in_user(request), name=payload.name)
+    row, token = api_token_create(
+        user=signed_in_user(request),
+        name=payload.name,
+        scope=payload.scope,
+        expires_at=payload.expires_at,
+    )
     return Status(
         201,
         {
             "id": row.pk,
             "name": row.name,
             "prefix": row.prefix,
+            "scope": row.scope,
             "created_at": row.created_at,
+            "expires_at": row.expires_at,
             "last_used_at": None,
             "revoked_at": None,
             "token": token,

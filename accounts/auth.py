@@ -4,10 +4,12 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest
+from ninja.errors import HttpError
 from ninja.security import HttpBearer
 
-from accounts.models import User
-from accounts.services import api_token_user
+from accounts.models import ApiToken, User
+from accounts.services import api_token_find
+from accounts.token_access import READ_WRITE, request_refusal
 
 
 def signed_in_user(request: HttpRequest) -> User:
@@ -18,8 +20,22 @@ def signed_in_user(request: HttpRequest) -> User:
     return user
 
 
+def token_scope(request: HttpRequest) -> str:
+    """The scope of the request's API token; a signed-in browser session reads and writes."""
+    token: ApiToken | None = getattr(request, "api_token", None)
+    return token.scope if token is not None else READ_WRITE
+
+
 class TokenAuth(HttpBearer):
-    """`Authorization: Bearer mh_…` with a personal API token."""
+    """`Authorization: Bearer mh_…` with a personal API token, limited to its scope."""
 
     def authenticate(self, request: HttpRequest, token: str) -> Any:
-        return api_token_user(token)
+        row = api_token_find(token)
+        if row is None:
+            return None
+        api_path = request.path_info.removeprefix("/api")
+        refusal = request_refusal(row.scope, request.method or "GET", api_path)
+        if refusal:
+            raise HttpError(403, refusal)
+        request.api_token = row  # type: ignore[attr-defined]
+        return row.user

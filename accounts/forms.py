@@ -1,11 +1,13 @@
 from __future__ import annotations
 
+from datetime import date, datetime, time
 from typing import Any, ClassVar
 
 from django import forms
 from django.contrib.auth.forms import UserCreationForm
+from django.utils import timezone
 
-from accounts.models import Agent, AIProfile, User
+from accounts.models import Agent, AIProfile, ApiToken, User
 
 
 class SignupForm(UserCreationForm[User]):
@@ -66,3 +68,34 @@ class AgentForm(forms.ModelForm[Agent]):
         if clash.exists():
             raise forms.ValidationError("You already have an agent with this slug.")
         return slug
+
+
+class ApiTokenForm(forms.Form):
+    name = forms.CharField(
+        max_length=100,
+        help_text="Where you will use it, e.g. “laptop coding agent”.",
+    )
+    scope = forms.ChoiceField(
+        label="Access",
+        choices=ApiToken.Scope.choices,
+        initial=ApiToken.Scope.READ_WRITE,
+        help_text="Read only: nothing can be written. Project banks only: nothing else.",
+    )
+    expires_on = forms.DateField(
+        label="Expires on (optional)",
+        required=False,
+        widget=forms.DateInput(attrs={"type": "date"}),
+        help_text="The token stops working at the start of this day (server time).",
+    )
+
+    def expires_at(self) -> datetime | None:
+        day: date | None = self.cleaned_data.get("expires_on")
+        if day is None:
+            return None
+        return timezone.make_aware(datetime.combine(day, time.min))
+
+    def clean_expires_on(self) -> date | None:
+        day: date | None = self.cleaned_data.get("expires_on")
+        if day is not None and day <= timezone.localdate():
+            raise forms.ValidationError("Pick a day after today.")
+        return day

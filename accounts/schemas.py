@@ -5,7 +5,7 @@ from typing import ClassVar
 
 from ninja import ModelSchema, Schema
 
-from accounts.models import AIProfile, User
+from accounts.models import AIProfile, ApiToken, User
 
 
 class ErrorOut(Schema):
@@ -46,13 +46,17 @@ class AIProfileIn(Schema):
 
 class ApiTokenIn(Schema):
     name: str
+    scope: ApiToken.Scope = ApiToken.Scope.READ_WRITE
+    expires_at: datetime | None = None
 
 
 class ApiTokenOut(Schema):
     id: int
     name: str
     prefix: str
+    scope: ApiToken.Scope
     created_at: datetime
+    expires_at: datetime | None
     last_used_at: datetime | None
     revoked_at: datetime | None
 

@@ -5,9 +5,12 @@ from __future__ import annotations
 import hashlib
 import secrets
 from dataclasses import dataclass
+from datetime import datetime
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from accounts.models import AIProfile, ApiToken, MessagingBinding, SiteSettings, User
@@ -76,15 +79,27 @@ def api_token_hash(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
-def api_token_create(*, user: User, name: str) -> tuple[ApiToken, str]:
+def api_token_create(
+    *,
+    user: User,
+    name: str,
+    scope: str = ApiToken.Scope.READ_WRITE,
+    expires_at: datetime | None = None,
+) -> tuple[ApiToken, str]:
     """Create a personal token; the plain token is returned once and never stored."""
+    if scope not in ApiToken.Scope.values:
+        raise ValidationError({"scope": f"Unknown scope {scope!r}."})
+    if expires_at is not None and expires_at <= timezone.now():
+        raise ValidationError({"expires_at": "The expiry must lie in the future."})
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     with transaction.atomic(durable=True):
         row = ApiToken.objects.create(
             user=user,
-            name=name[:100] or "token",
+            name=name.strip()[:100] or "token",
             prefix=token[:10],
             token_hash=api_token_hash(token),
+            scope=scope,
+            expires_at=expires_at,
         )
     return row, token
 
@@ -93,16 +108,27 @@ def api_token_revoke(*, token: ApiToken) -> None:
     ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
 
 
-def api_token_user(token: str) -> User | None:
+def api_token_find(token: str) -> ApiToken | None:
+    """The live token row (with its user) for a plain token, or None.
+
+    Revoked, expired and inactive-user tokens are None. Marks the token used.
+    """
+    now = timezone.now()
     row = (
         ApiToken.objects.select_related("user")
         .filter(token_hash=api_token_hash(token), revoked_at__isnull=True, user__is_active=True)
+        .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
         .first()
     )
     if row is None:
         return None
     # Touch at most once a minute: a hot token must not write on every request.
-    now = timezone.now()
     if row.last_used_at is None or (now - row.last_used_at).total_seconds() > 60:
         ApiToken.objects.filter(pk=row.pk).update(last_used_at=now)
-    return row.user
+        row.last_used_at = now
+    return row
+
+
+def api_token_user(token: str) -> User | None:
+    row = api_token_find(token)
+    return row.user if row else None

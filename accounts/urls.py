@@ -15,6 +15,12 @@ urlpatterns = [
     path("agents/", views.agent_list, name="agents"),
     path("agents/new/", views.agent_edit, name="agent_new"),
     path("agents/<int:agent_id>/", views.agent_edit, name="agent_edit"),
+    path("settings/api-tokens/", views.api_tokens_page, name="api_tokens"),
+    path(
+        "settings/api-tokens/<int:token_id>/revoke/",
+        views.api_token_revoke_page,
+        name="api_token_revoke",
+    ),
     path("settings/ai-profiles/new/", views.ai_profile_edit, name="ai_profile_new"),
     path("settings/ai-profiles/<int:profile_id>/", views.ai_profile_edit, name="ai_profile_edit"),
     path(

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth import views as auth_views
@@ -9,12 +10,19 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_http_methods
+from django_ratelimit.core import is_ratelimited
 
 from accounts.auth import signed_in_user
-from accounts.forms import AgentForm, AIProfileForm, SignupForm
-from accounts.models import Agent, AIProfile
-from accounts.services import ai_profile_save, site_settings_get
+from accounts.forms import AgentForm, AIProfileForm, ApiTokenForm, SignupForm
+from accounts.models import Agent, AIProfile, ApiToken
+from accounts.services import (
+    ai_profile_save,
+    api_token_create,
+    api_token_revoke,
+    site_settings_get,
+)
 
 
 class SignInView(auth_views.LoginView):
@@ -35,10 +43,35 @@ def signup(request: HttpRequest) -> HttpResponse:
         return render(request, "accounts/signup_closed.html", status=403)
     form = SignupForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
+        if _signups_exhausted(request):
+            form.add_error(
+                None,
+                "Too many accounts were created from your network recently. "
+                "Try again in an hour or ask an administrator.",
+            )
+            return render(request, "accounts/signup.html", {"form": form}, status=429)
         user = form.save()
         login(request, user, backend="django.contrib.auth.backends.ModelBackend")
         return redirect("home")
     return render(request, "accounts/signup.html", {"form": form})
+
+
+def _signups_exhausted(request: HttpRequest) -> bool:
+    """Sign-ups per client address (django-ratelimit over the shared cache)."""
+    return bool(
+        is_ratelimited(
+            request,
+            group="signup",
+            key="ip",
+            rate=settings.SIGNUP_RATE,
+            method="POST",
+            increment=True,
+        )
+    )
+
+
+def rate_limited(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    return render(request, "accounts/rate_limited.html", status=429)
 
 
 @login_required
@@ -95,3 +128,49 @@ def agent_edit(request: HttpRequest, agent_id: int | None = None) -> HttpRespons
         messages.success(request, f"Saved the agent “{saved.name}”.")
         return redirect("accounts:agent_edit", agent_id=saved.pk)
     return render(request, "accounts/agent_form.html", {"form": form, "agent": agent})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def api_tokens_page(request: HttpRequest) -> HttpResponse:
+    """Settings → API tokens: create (the token is shown once, in this answer), list, revoke."""
+    owner = signed_in_user(request)
+    form = ApiTokenForm(request.POST or None)
+    created: tuple[ApiToken, str] | None = None
+    if request.method == "POST" and form.is_valid():
+        try:
+            created = api_token_create(
+                user=owner,
+                name=form.cleaned_data["name"],
+                scope=form.cleaned_data["scope"],
+                expires_at=form.expires_at(),
+            )
+        except ValidationError as error:
+            form.add_error(None, error)
+        else:
+            form = ApiTokenForm()
+    tokens = ApiToken.objects.filter(user=owner)
+    response = render(
+        request,
+        "accounts/api_tokens.html",
+        {
+            "form": form,
+            "tokens": tokens,
+            "created": created[0] if created else None,
+            "created_token": created[1] if created else "",
+            "now": timezone.now(),
+            "api_base": request.build_absolute_uri("/api/"),
+            "mcp_url": request.build_absolute_uri("/mcp/"),
+        },
+        status=201 if created else (400 if form.errors else 200),
+    )
+    return response
+
+
+@login_required
+@require_http_methods(["POST"])
+def api_token_revoke_page(request: HttpRequest, token_id: int) -> HttpResponse:
+    token = get_object_or_404(ApiToken, pk=token_id, user=signed_in_user(request))
+    api_token_revoke(token=token)
+    messages.success(request, f"Revoked the token “{token.name}”. It no longer works.")
+    return redirect("accounts:api_tokens")

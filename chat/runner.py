@@ -27,6 +27,7 @@ from chat.selectors import message_html
 from chat.services import stop_requested
 from knowledge.models import Source
 from memory_addon.core.tokens import estimate_tokens
+from memory_addon.outbound import OutboundRefused, check_outbound_url, release_db_connection
 from memory_addon.services.context import turn_context_build
 from memory_addon.services.tools import tool_call_execute, tool_schemas
 from memory_addon.turns import Turn
@@ -46,8 +47,7 @@ EXCERPT_CHARS = 1500
 
 def _release_db() -> None:
     """Give the connection back before a call that leaves the host (never inside atomic)."""
-    if not connection.in_atomic_block:
-        connection.close()
+    release_db_connection()
 
 
 def message_finish(
@@ -417,6 +417,11 @@ def _answer(message: Message, streamer: _Streamer, usage: dict[str, int]) -> _En
         last_round = round_number == settings.CHAT_MAX_TOOL_ROUNDS
         streamer.new_paragraph()
         _release_db()
+        try:
+            # Checked (and resolved) before every call: a name may point elsewhere later.
+            check_outbound_url(prepared.endpoint.base_url)
+        except OutboundRefused as refusal:
+            raise client.ModelError("refused", str(refusal)) from refusal
         result = client.stream_round(
             prepared.endpoint,
             messages=conversation_messages,

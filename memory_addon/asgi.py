@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from django.core.asgi import get_asgi_application
 
@@ -15,14 +16,25 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from django.urls import path  # noqa: E402
 
 from memory_addon.consumers import EventsConsumer  # noqa: E402
+from memory_addon.mcp_server import mcp_app  # noqa: E402
+from memory_addon.websocket_origin import SameOriginValidator  # noqa: E402
 
 websocket_urlpatterns = [path("ws/events/", EventsConsumer.as_asgi())]
 
+
+async def http_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """MCP (B1) at /mcp/ goes to the SDK's transport; everything else to Django."""
+    if scope["path"] in ("/mcp", "/mcp/"):
+        await mcp_app(scope, receive, send)
+    else:
+        await django_asgi_app(scope, receive, send)
+
+
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
-        "websocket": AllowedHostsOriginValidator(
-            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+        "http": http_app,
+        "websocket": SameOriginValidator(
+            AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)))
         ),
     }
 )

@@ -1,11 +1,14 @@
 """Command-line client for project memory banks (M17).
 
     python -m memory_addon.cli status|on|off|files|show [path]|path
+    python -m memory_addon.cli mcp [--bank] [--project DIR]
 
-Talks to the host's REST API with a personal token. The project identity is the
+Talks to the host's REST API with a personal token. `mcp` is an MCP server on
+stdio (B1) that forwards every request to the host's /mcp/ endpoint: the person's
+memory tools and `search`, or with --bank the project bank's file API. The project identity is the
 Git common directory (so linked worktrees share a bank; separate clones do not),
 or the resolved folder outside Git. Settings: MEMORY_HOST_URL (default
-http://127.0.0.1:8000) and MEMORY_HOST_TOKEN (create one under /api/tokens).
+http://127.0.0.1:8000) and MEMORY_HOST_TOKEN (create one under Settings → API tokens).
 """
 
 from __future__ import annotations
@@ -62,9 +65,12 @@ class Client:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="memory", description="Project memory bank client")
-    parser.add_argument("command", choices=["status", "on", "off", "files", "show", "path"])
+    parser.add_argument("command", choices=["status", "on", "off", "files", "show", "path", "mcp"])
     parser.add_argument("path", nargs="?", default="MEMORY.md")
     parser.add_argument("--project", default=".", help="a folder of the project (default: here)")
+    parser.add_argument(
+        "--bank", action="store_true", help="mcp: serve the project bank's tools instead"
+    )
     args = parser.parse_args(argv)
     base = os.environ.get("MEMORY_HOST_URL", "http://127.0.0.1:8000")
     token = os.environ.get("MEMORY_HOST_TOKEN", "")
@@ -72,6 +78,10 @@ def main(argv: list[str] | None = None) -> int:
         print("error: set MEMORY_HOST_TOKEN to a personal API token", file=sys.stderr)
         return 2
     key, name = project_identity(Path(args.project))
+    if args.command == "mcp":
+        from memory_addon.mcp_stdio import serve_stdio
+
+        return serve_stdio(base_url=base, token=token, project_key=key if args.bank else "")
     client = Client(base, token)
     params = {"project_key": key}
     if args.command == "status" or args.command in ("on", "off"):

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from ninja import File, Query, Router, Schema, UploadedFile
+from pydantic import Field, StringConstraints
 
-from accounts.auth import signed_in_user
+from accounts.auth import signed_in_user, token_scope
 from accounts.models import Agent, MessagingBinding, User
+from accounts.token_access import command_refusal, tool_refusal
 from memory_addon.core.secret_guard import find_secret
-from memory_addon.errors import MemoryRefusal
+from memory_addon.errors import MemoryRefusal, NotAllowed
 from memory_addon.models import ChangeSet, FileChange, MemoryFile, MemoryScope, Proposal
 from memory_addon.schemas import (
     ChangeDetailOut,
@@ -49,9 +51,19 @@ from memory_addon.services.changes import (
     file_write,
     version_restore,
 )
-from memory_addon.services.context import bank_startup_context, turn_context_build
+from memory_addon.services.context import (
+    bank_startup_context,
+    memory_readable,
+    turn_context_build,
+)
+from memory_addon.services.memory_tool import memory_tool_execute
 from memory_addon.services.proposals import proposal_confirm, proposal_reject
-from memory_addon.services.scopes import bank_scope, scope_folder, user_scope
+from memory_addon.services.scopes import (
+    bank_find,
+    bank_set_enabled,
+    scope_folder,
+    user_scope,
+)
 from memory_addon.services.tools import tool_call_execute, tool_schemas
 from memory_addon.services.user_settings import addon_setting_get, addon_setting_put
 from memory_addon.turns import Turn
@@ -221,6 +233,9 @@ def tools(request: HttpRequest, bank: bool = False) -> list[dict[str, Any]]:
     "/tools/call", response={200: ToolCallOut, **ERRORS}, summary="Execute one tool call for a turn"
 )
 def tool_call(request: HttpRequest, payload: ToolCallIn) -> dict[str, Any]:
+    refusal = tool_refusal(token_scope(request), payload.name, bank=bool(payload.turn.project_key))
+    if refusal:
+        raise NotAllowed(refusal)
     turn = turn_from(signed_in_user(request), payload.turn)
     ok, output = tool_call_execute(turn=turn, name=payload.name, arguments=payload.arguments)
     return {"ok": ok, "output": output}
@@ -389,8 +404,8 @@ def restore(request: HttpRequest, archive: File[UploadedFile]) -> dict[str, Any]
 
 
 class BankIn(Schema):
-    project_key: str
-    project_name: str = ""
+    project_key: str = Field(min_length=1, max_length=128)
+    project_name: str = Field("", max_length=200)
 
 
 class BankStatusOut(Schema):
@@ -400,46 +415,125 @@ class BankStatusOut(Schema):
     files: int
     bytes: int
     startup_context: str
+    memory_off_reason: str = ""
 
 
-def _bank_status(scope: MemoryScope) -> dict[str, Any]:
-    rows = list(MemoryFile.objects.filter(scope=scope).values_list("size", flat=True))
+def _bank_status(user: User, project_key: str, scope: MemoryScope | None) -> dict[str, Any]:
+    shown = scope or MemoryScope(kind=MemoryScope.Kind.PROJECT, owner=user, project_key=project_key)
+    rows = (
+        list(MemoryFile.objects.filter(scope=scope).values_list("size", flat=True)) if scope else []
+    )
+    reason = memory_readable(Turn(user=user))
     return {
-        "project_key": scope.project_key,
-        "folder": scope_folder(scope),
-        "enabled": scope.enabled,
+        "project_key": project_key,
+        "folder": scope_folder(shown),
+        "enabled": shown.enabled,
         "files": len(rows),
         "bytes": sum(rows),
-        "startup_context": bank_startup_context(scope),
+        # The startup context goes to a coding agent's model: the same switches apply.
+        "startup_context": "" if reason or scope is None else bank_startup_context(scope),
+        "memory_off_reason": reason,
     }
 
 
+ProjectKey = Annotated[str, StringConstraints(min_length=1, max_length=128)]
+
+
 @router.get(
-    "/banks/status", response=BankStatusOut, summary="A project bank: state and startup context"
+    "/banks/status",
+    response={200: BankStatusOut, **ERRORS},
+    summary="A project bank: state and startup context",
 )
-def bank_status(request: HttpRequest, project_key: str) -> dict[str, Any]:
-    return _bank_status(bank_scope(signed_in_user(request), project_key))
+def bank_status(request: HttpRequest, project_key: ProjectKey) -> dict[str, Any]:
+    user = signed_in_user(request)
+    return _bank_status(user, project_key, bank_find(user, project_key))
 
 
 @router.post(
     "/banks/enabled",
-    response=BankStatusOut,
+    response={200: BankStatusOut, **ERRORS},
     summary="Turn a project bank on or off (files are kept)",
 )
 def bank_enabled(request: HttpRequest, payload: BankIn, enabled: bool) -> dict[str, Any]:
-    scope = bank_scope(signed_in_user(request), payload.project_key, payload.project_name)
-    MemoryScope.objects.filter(pk=scope.pk).update(enabled=enabled)
-    scope.enabled = enabled
-    return _bank_status(scope)
+    user = signed_in_user(request)
+    scope = bank_set_enabled(
+        user=user,
+        project_key=payload.project_key,
+        project_name=payload.project_name,
+        enabled=enabled,
+    )
+    return _bank_status(user, payload.project_key, scope)
 
 
-@router.get("/banks/files", response=list[FileOut], summary="Files of a project bank")
-def bank_files(request: HttpRequest, project_key: str) -> list[MemoryFile]:
-    return list(MemoryFile.objects.filter(scope=bank_scope(signed_in_user(request), project_key)))
+@router.get(
+    "/banks/files", response={200: list[FileOut], **ERRORS}, summary="Files of a project bank"
+)
+def bank_files(request: HttpRequest, project_key: ProjectKey) -> list[MemoryFile]:
+    scope = bank_find(signed_in_user(request), project_key)
+    return list(MemoryFile.objects.filter(scope=scope)) if scope else []
 
 
 @router.get(
     "/banks/file", response={200: FileContentOut, **ERRORS}, summary="One file of a project bank"
 )
-def bank_file(request: HttpRequest, project_key: str, path: str = "MEMORY.md") -> dict[str, Any]:
-    return _file_content(bank_scope(signed_in_user(request), project_key), path)
+def bank_file(
+    request: HttpRequest, project_key: ProjectKey, path: str = "MEMORY.md"
+) -> dict[str, Any]:
+    scope = bank_find(signed_in_user(request), project_key)
+    if scope is None:
+        raise Http404("This project has no memory bank yet.")
+    return _file_content(scope, path)
+
+
+class MemoryToolIn(Schema):
+    """One call of Anthropic's memory tool, forwarded as the model sent it."""
+
+    input: dict[str, Any] = Field(
+        description="The tool_use block's input as the model sent it.",
+        examples=[{"command": "create", "path": "/memories/build.md", "file_text": "make test\n"}],
+    )
+    project_key: str = Field(
+        "", max_length=128, description="A project bank; empty means your own notes."
+    )
+    conversation_ref: str = Field("", max_length=200)
+    message_ref: str = Field("", max_length=200)
+
+
+class MemoryToolOut(Schema):
+    ok: bool
+    output: str = Field(description="Send this back to the model as the tool_result content.")
+    change_id: int | None = Field(None, description="The change set, for undo.")
+    proposal_id: int | None = Field(None, description="The proposal waiting for the person.")
+
+
+@router.post(
+    "/memory-tool",
+    response={200: MemoryToolOut, **ERRORS},
+    summary="Execute one command of Anthropic's memory tool (view, create, str_replace, "
+    "insert, delete, rename) on /memories paths",
+    description=(
+        "With project_key the commands act on that project bank, else on your own notes. "
+        "The same path rules, limits, secret guard, save mode and change sets as every "
+        "other write; a refusal is ok=false with the reason and writes nothing. "
+        "See docs/memory-tool.md for a client loop."
+    ),
+)
+def memory_tool(request: HttpRequest, payload: MemoryToolIn) -> dict[str, Any]:
+    refusal = command_refusal(
+        token_scope(request), str(payload.input.get("command")), bank=bool(payload.project_key)
+    )
+    if refusal:
+        raise NotAllowed(refusal)
+    turn = Turn(
+        user=signed_in_user(request),
+        project_key=payload.project_key,
+        conversation_ref=payload.conversation_ref,
+        message_ref=payload.message_ref,
+    )
+    result = memory_tool_execute(turn=turn, command=payload.input)
+    return {
+        "ok": result.ok,
+        "output": result.output,
+        "change_id": result.change_id,
+        "proposal_id": result.proposal_id,
+    }

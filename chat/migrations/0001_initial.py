@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
     initial = True
 
     dependencies = [
-        ("accounts", "0003_aiprofile_supports_tools"),
+        ("accounts", "0004_aiprofile_supports_tools"),
         ("knowledge", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]

@@ -300,3 +300,14 @@ def test_stop_answers_within_a_second_even_while_the_model_sends_nothing(fake_op
     assert not alive, "the answer did not stop within a second while the model was silent"
     answer.refresh_from_db()
     assert answer.state == Message.State.STOPPED
+
+
+def test_a_profile_pointing_into_the_internal_network_is_refused_without_a_call(
+    fake_openai, ask, conversation
+):
+    conversation.ai_profile.base_url = "http://10.0.0.7:8080/v1"
+    conversation.ai_profile.save()
+    answer = run(ask("Hi"))
+    assert answer.state == Message.State.FAILED
+    assert "private or internal network" in answer.error
+    assert fake_openai.chat_requests == []

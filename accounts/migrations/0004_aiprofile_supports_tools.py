@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("accounts", "0002_apitoken"),
+        ("accounts", "0003_apitoken_scope_expiry"),
     ]
 
     operations = [

@@ -1,0 +1,294 @@
+"""Backend for Anthropic's memory tool (B2): view, create, str_replace, insert, delete, rename.
+
+The model addresses files as `/memories/<relative .md path>`. With a project key the
+commands act on that project's bank (M17); without one, on the person's own notes
+(M1). Every write goes through the same services as every other write:
+
+- a bank write is one change set (`change_set_apply`): path rules, limits, the
+  secret guard and undo apply exactly as for `write_memory`/`edit_memory`;
+- a write to the person's notes is a `propose_change` (`write_topic` /
+  `delete_topic`), so the save mode (ask / auto / never), the notes-per-reply cap,
+  the long-note rule, the secret guard and the protection of the person's own text
+  apply. `index.md` is only readable here: its entries change through
+  `propose_change`. `rename` of the person's notes is refused (it would be two
+  proposals that could be confirmed apart); banks rename in one change set.
+
+Refusals come back as text with ok=False; nothing is written on a refusal.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+
+from memory_addon.core.secret_guard import mask_outbound
+from memory_addon.errors import ChangeRefused, MemoryRefusal, NotAllowed
+from memory_addon.models import ChangeSet, MemoryFile, MemoryScope
+from memory_addon.services.changes import FileWrite, change_set_apply, clean_path, memory_lock
+from memory_addon.services.context import memory_readable, neutralize
+from memory_addon.services.proposals import memory_change_request
+from memory_addon.services.scopes import INDEX_PATH
+from memory_addon.services.tools import _bank
+from memory_addon.turns import Turn
+
+ROOT = "/memories"
+COMMANDS = ("view", "create", "str_replace", "insert", "delete", "rename")
+
+
+@dataclass(frozen=True)
+class MemoryToolResult:
+    ok: bool
+    output: str
+    change_id: int | None = None
+    proposal_id: int | None = None
+
+
+def _relative(raw: Any) -> str:
+    """`/memories/a/b.md` → `a/b.md`; anything outside /memories is refused."""
+    path = str(raw or "").strip()
+    if path.rstrip("/") == ROOT:
+        return ""
+    if not path.startswith(ROOT + "/"):
+        raise ChangeRefused(f"Paths start with {ROOT}/, for example {ROOT}/notes.md.")
+    return clean_path(path[len(ROOT) + 1 :])
+
+
+def _dir_prefix(raw: Any) -> str | None:
+    """The folder a `view` names (\"\" for the root), or None when it names a file."""
+    path = str(raw or ROOT).strip().rstrip("/")
+    if path == ROOT:
+        return ""
+    if path.startswith(ROOT + "/") and not path.endswith(".md"):
+        rest = path[len(ROOT) + 1 :]
+        clean_path(rest + "/x.md")  # the same rules as a file path
+        return rest.strip("/") + "/"
+    return None
+
+
+# --- where the files are ------------------------------------------------------
+
+
+def _read_scope(turn: Turn) -> MemoryScope | None:
+    if turn.project_key:
+        return _bank(turn)
+    reason = memory_readable(turn)
+    if reason:
+        raise NotAllowed(reason)
+    # A read never creates the person's scope.
+    return MemoryScope.objects.filter(kind=MemoryScope.Kind.USER, owner=turn.user).first()
+
+
+def _lines(content: str) -> list[str]:
+    """The file's lines; a final newline ends the last line rather than starting one."""
+    return (content[:-1] if content.endswith("\n") else content).split("\n")
+
+
+def _row(scope: MemoryScope | None, path: str) -> MemoryFile | None:
+    return MemoryFile.objects.filter(scope=scope, path=path).first() if scope else None
+
+
+def _existing(turn: Turn, path: str) -> MemoryFile:
+    row = _row(_read_scope(turn), path)
+    if row is None:
+        raise ChangeRefused(f"There is no file {ROOT}/{path}; nothing was written.")
+    return row
+
+
+# --- commands -----------------------------------------------------------------
+
+
+def _view(turn: Turn, args: dict[str, Any]) -> MemoryToolResult:
+    scope = _read_scope(turn)
+    folder = _dir_prefix(args.get("path"))
+    if folder is not None:
+        rows = (
+            MemoryFile.objects.filter(scope=scope, path__startswith=folder).values_list(
+                "path", "size"
+            )
+            if scope
+            else []
+        )
+        listing = [f"{size}\t{ROOT}/{path}" for path, size in rows]
+        where = f"{ROOT}/{folder}".rstrip("/")
+        if not listing:
+            return MemoryToolResult(True, f"{where} is empty.")
+        return MemoryToolResult(True, f"Files in {where} (bytes, path):\n" + "\n".join(listing))
+    path = _relative(args.get("path"))
+    row = _row(scope, path)
+    if row is None:
+        return MemoryToolResult(False, f"There is no file {ROOT}/{path}.")
+    lines = _lines(neutralize(row.content))
+    start, end = 1, len(lines)
+    view_range = args.get("view_range")
+    if view_range:
+        try:
+            if not isinstance(view_range, list) or len(view_range) != 2:
+                raise ValueError
+            start, end = int(view_range[0]), int(view_range[1])
+        except (TypeError, ValueError, OverflowError):
+            raise ChangeRefused(
+                "view_range is [first line, last line]; -1 means the end."
+            ) from None
+        end = len(lines) if end == -1 else min(end, len(lines))
+        if start < 1 or start > max(end, 1):
+            raise ChangeRefused(
+                f"view_range {view_range} is outside the file's {len(lines)} lines."
+            )
+    numbered = "\n".join(f"{n:6}\t{lines[n - 1]}" for n in range(start, end + 1))
+    return MemoryToolResult(
+        True,
+        f'<memory_file path="{ROOT}/{path}" trust="untrusted-observation">\n'
+        f"{numbered}\n</memory_file>",
+    )
+
+
+def _write(turn: Turn, path: str, content: str | None, *, what: str) -> MemoryToolResult:
+    """Write (or delete, content None) one file under the rules of its target."""
+    if turn.project_key:
+        scope = _bank(turn, write=True)
+        assert scope is not None  # noqa: S101 - a write creates the bank
+        return _bank_apply(turn, scope, [FileWrite(path, content)], summary=what)
+    if path == INDEX_PATH:
+        raise ChangeRefused(
+            "index.md is the index of your notes; it is read-only here. "
+            "Change its entries with propose_change, or write a topic file."
+        )
+    if content is None:
+        operation: dict[str, Any] = {"action": "delete_topic", "topic": path}
+    else:
+        operation = {"action": "write_topic", "topic": path, "topic_content": content}
+    outcome = memory_change_request(turn=turn, operation=operation, reason=what)
+    return MemoryToolResult(
+        True,
+        outcome.message,
+        change_id=outcome.change_set.pk if outcome.change_set else None,
+        proposal_id=outcome.proposal.pk if outcome.proposal else None,
+    )
+
+
+def _bank_apply(
+    turn: Turn, scope: MemoryScope, writes: list[FileWrite], *, summary: str
+) -> MemoryToolResult:
+    with transaction.atomic(durable=True):
+        memory_lock(turn.user.pk)
+        current = {
+            f.path: f.sha256
+            for f in MemoryFile.objects.filter(scope=scope, path__in=[w.path for w in writes])
+        }
+        change_set = change_set_apply(
+            user=turn.user,
+            scope=scope,
+            writes=writes,
+            origin=ChangeSet.Origin.AUTOMATIC,
+            source=ChangeSet.Source.API,
+            machine=False,  # a bank is the agent's own notebook, as with write_memory
+            base_hashes={w.path: current.get(w.path, "") for w in writes},
+            summary=summary,
+        )
+    return MemoryToolResult(True, f"{summary} (change {change_set.pk}).", change_id=change_set.pk)
+
+
+def _create(turn: Turn, args: dict[str, Any]) -> MemoryToolResult:
+    path = _relative(args.get("path"))
+    if not path:
+        raise ChangeRefused(f"Name a file, for example {ROOT}/notes.md.")
+    text = args.get("file_text")
+    if not isinstance(text, str):
+        raise ChangeRefused("create needs file_text: the whole text of the file.")
+    return _write(turn, path, text, what=f"Wrote {ROOT}/{path}")
+
+
+def _str_replace(turn: Turn, args: dict[str, Any]) -> MemoryToolResult:
+    path = _relative(args.get("path"))
+    old, new = args.get("old_str"), args.get("new_str", "")
+    if not isinstance(old, str) or not old:
+        raise ChangeRefused("old_str is empty; give the exact text to replace.")
+    if not isinstance(new, str):
+        raise ChangeRefused("new_str must be text.")
+    row = _existing(turn, path)
+    count = row.content.count(old)
+    if count != 1:
+        raise ChangeRefused(
+            f"old_str occurs {count} times in {ROOT}/{path}; it must occur exactly once. "
+            "Nothing was written; include more surrounding text."
+        )
+    return _write(turn, path, row.content.replace(old, new, 1), what=f"Edited {ROOT}/{path}")
+
+
+def _insert(turn: Turn, args: dict[str, Any]) -> MemoryToolResult:
+    path = _relative(args.get("path"))
+    text = args.get("insert_text")
+    if not isinstance(text, str) or not text:
+        raise ChangeRefused("insert needs insert_text.")
+    row = _existing(turn, path)
+    lines = row.content.split("\n")
+    count = len(_lines(row.content))
+    try:
+        at = int(args.get("insert_line", -1))
+    except (TypeError, ValueError, OverflowError):
+        raise ChangeRefused("insert_line must be a line number (0 inserts at the top).") from None
+    if at < 0 or at > count:
+        raise ChangeRefused(f"insert_line must lie between 0 and {count}.")
+    new_lines = text[:-1] if text.endswith("\n") else text
+    updated = "\n".join([*lines[:at], *new_lines.split("\n"), *lines[at:]])
+    return _write(turn, path, updated, what=f"Inserted text into {ROOT}/{path}")
+
+
+def _delete(turn: Turn, args: dict[str, Any]) -> MemoryToolResult:
+    path = _relative(args.get("path"))
+    if not path:
+        raise ChangeRefused("Name one file to delete; the whole folder cannot be deleted.")
+    _existing(turn, path)
+    return _write(turn, path, None, what=f"Deleted {ROOT}/{path}")
+
+
+def _rename(turn: Turn, args: dict[str, Any]) -> MemoryToolResult:
+    old = _relative(args.get("old_path"))
+    new = _relative(args.get("new_path"))
+    if not old or not new:
+        raise ChangeRefused("rename needs old_path and new_path, both files under /memories.")
+    if not turn.project_key:
+        raise ChangeRefused(
+            "Renaming your notes is not possible here: create the new file, then delete the old."
+        )
+    row = _existing(turn, old)
+    if _row(_read_scope(turn), new) is not None:
+        raise ChangeRefused(f"{ROOT}/{new} already exists; nothing was renamed.")
+    scope = _bank(turn, write=True)
+    assert scope is not None  # noqa: S101 - a write creates the bank
+    return _bank_apply(
+        turn,
+        scope,
+        [FileWrite(new, row.content), FileWrite(old, None)],
+        summary=f"Renamed {ROOT}/{old} to {ROOT}/{new}",
+    )
+
+
+_HANDLERS = {
+    "view": _view,
+    "create": _create,
+    "str_replace": _str_replace,
+    "insert": _insert,
+    "delete": _delete,
+    "rename": _rename,
+}
+
+
+def memory_tool_execute(*, turn: Turn, command: dict[str, Any]) -> MemoryToolResult:
+    """Run one memory-tool command; refusals are results with ok=False, never exceptions."""
+    name = command.get("command")
+    handler = _HANDLERS.get(str(name))
+    if handler is None:
+        return MemoryToolResult(
+            False, f"Unknown command {name!r}. Use one of: {', '.join(COMMANDS)}."
+        )
+    try:
+        result = handler(turn, command)
+    except MemoryRefusal as refusal:
+        return MemoryToolResult(False, mask_outbound(f"Refused: {refusal.message}"))
+    # Everything returned goes to a model: mask what looks like a secret.
+    return MemoryToolResult(
+        result.ok, mask_outbound(result.output), result.change_id, result.proposal_id
+    )

@@ -1,0 +1,148 @@
+"""API tokens: the Settings page, scopes enforced on the API, expiry, offline API docs."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from accounts.models import ApiToken
+from accounts.services import api_token_create
+from memory_addon.services.scopes import user_scope
+
+pytestmark = pytest.mark.django_db
+
+
+def _bearer(token):
+    return {"HTTP_AUTHORIZATION": f"Bearer {token}"}
+
+
+def test_the_page_creates_a_token_shows_it_once_and_lists_it(client, user):
+    client.force_login(user)
+    created = client.post(
+        "/accounts/settings/api-tokens/", {"name": "laptop", "scope": "read_only"}
+    )
+    assert created.status_code == 201
+    token = re.search(r'value="(mh_[^"]+)"', created.content.decode()).group(1)
+    row = ApiToken.objects.get(user=user)
+    assert row.scope == ApiToken.Scope.READ_ONLY and row.token_hash != token
+    listed = client.get("/accounts/settings/api-tokens/").content.decode()
+    assert "laptop" in listed and token not in listed and "never used" in listed
+    assert client.get("/api/me", **_bearer(token)).status_code == 200
+
+
+def test_an_expiry_in_the_past_is_refused_on_the_page(client, user):
+    client.force_login(user)
+    response = client.post(
+        "/accounts/settings/api-tokens/",
+        {"name": "old", "scope": "read_write", "expires_on": "2000-01-01"},
+    )
+    assert response.status_code == 400 and "after today" in response.content.decode()
+    assert not ApiToken.objects.exists()
+
+
+def test_revoking_on_the_page_stops_the_token(client, user):
+    row, token = api_token_create(user=user, name="ci")
+    client.force_login(user)
+    client.post(f"/accounts/settings/api-tokens/{row.pk}/revoke/")
+    client.logout()
+    assert client.get("/api/me", **_bearer(token)).status_code == 401
+
+
+def test_another_persons_token_cannot_be_revoked(client, user):
+    from tests.factories import UserFactory
+
+    row, _ = api_token_create(user=UserFactory(), name="theirs")
+    client.force_login(user)
+    assert client.post(f"/accounts/settings/api-tokens/{row.pk}/revoke/").status_code == 404
+
+
+def test_an_expired_token_is_a_401(client, user):
+    row, token = api_token_create(
+        user=user, name="short", expires_at=timezone.now() + timedelta(hours=1)
+    )
+    assert client.get("/api/me", **_bearer(token)).status_code == 200
+    ApiToken.objects.filter(pk=row.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+    assert client.get("/api/me", **_bearer(token)).status_code == 401
+
+
+def test_a_read_only_token_reads_but_every_write_is_a_403(client, user):
+    scope = user_scope(user)
+    _, token = api_token_create(user=user, name="ro", scope=ApiToken.Scope.READ_ONLY)
+    assert client.get("/api/memory/scopes", **_bearer(token)).status_code == 200
+    put = client.put(
+        f"/api/memory/scopes/{scope.pk}/file?path=a.md",
+        {"content": "x"},
+        content_type="application/json",
+        **_bearer(token),
+    )
+    assert put.status_code == 403 and "read-only" in put.json()["detail"]
+    tool = client.post(
+        "/api/memory/tools/call",
+        {"turn": {}, "name": "propose_change", "arguments": {"action": "add", "text": "- a"}},
+        content_type="application/json",
+        **_bearer(token),
+    )
+    assert tool.status_code == 403
+    read = client.post(
+        "/api/memory/tools/call",
+        {"turn": {}, "name": "context_read", "arguments": {"path": "index.md"}},
+        content_type="application/json",
+        **_bearer(token),
+    )
+    assert read.status_code == 200
+
+
+def test_a_bank_only_token_reaches_only_bank_endpoints_and_tools(client, user):
+    _, token = api_token_create(user=user, name="bank", scope=ApiToken.Scope.BANK_ONLY)
+    assert client.get("/api/memory/scopes", **_bearer(token)).status_code == 403
+    assert client.get("/api/knowledge/stores", **_bearer(token)).status_code == 403
+    status = client.get("/api/memory/banks/status?project_key=git:x", **_bearer(token))
+    assert status.status_code == 200
+    chat_tool = client.post(
+        "/api/memory/tools/call",
+        {"turn": {}, "name": "context_read", "arguments": {}},
+        content_type="application/json",
+        **_bearer(token),
+    )
+    assert chat_tool.status_code == 403
+    bank_tool = client.post(
+        "/api/memory/tools/call",
+        {"turn": {"project_key": "git:x"}, "name": "write_memory", "arguments": {"content": "a"}},
+        content_type="application/json",
+        **_bearer(token),
+    )
+    assert bank_tool.status_code == 200 and bank_tool.json()["ok"]
+
+
+def test_a_token_cannot_manage_tokens(client, user):
+    _, token = api_token_create(user=user, name="rw")
+    assert client.get("/api/tokens", **_bearer(token)).status_code == 403
+    made = client.post(
+        "/api/tokens", {"name": "more"}, content_type="application/json", **_bearer(token)
+    )
+    assert made.status_code == 403
+
+
+def test_the_api_creates_scoped_tokens_with_an_expiry(client, user):
+    client.force_login(user)
+    expires = (timezone.now() + timedelta(days=3)).isoformat()
+    body = client.post(
+        "/api/tokens",
+        {"name": "agent", "scope": "bank_only", "expires_at": expires},
+        content_type="application/json",
+    ).json()
+    assert body["scope"] == "bank_only" and body["token"].startswith("mh_")
+    assert body["expires_at"] is not None
+
+
+def test_the_api_docs_load_nothing_from_a_cdn(client, user):
+    client.force_login(user)
+    html = client.get("/api/docs").content.decode()
+    sources = re.findall(r'(?:src|href)="([^"]+)"', html)
+    assert sources and all(s.startswith("/static/") for s in sources), sources
+    assert "cdn" not in html.lower()
+    for source in sources:
+        assert client.get(source).status_code == 200, source
