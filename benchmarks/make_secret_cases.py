@@ -42,9 +42,30 @@ def rand(n: int, alphabet: str = ALNUM) -> str:
 
 
 WORDS = [
-    "sunflower", "harbor", "velvet", "granite", "otter", "maple", "cobalt", "lantern",
-    "saffron", "walrus", "pepper", "thunder", "meadow", "falcon", "biscuit", "cactus",
-    "Sommer", "Winter", "Schnecke", "Kaffee", "Bergsee", "Fahrrad", "Tulpe", "Apfelbaum",
+    "sunflower",
+    "harbor",
+    "velvet",
+    "granite",
+    "otter",
+    "maple",
+    "cobalt",
+    "lantern",
+    "saffron",
+    "walrus",
+    "pepper",
+    "thunder",
+    "meadow",
+    "falcon",
+    "biscuit",
+    "cactus",
+    "Sommer",
+    "Winter",
+    "Schnecke",
+    "Kaffee",
+    "Bergsee",
+    "Fahrrad",
+    "Tulpe",
+    "Apfelbaum",
 ]
 SYMBOLS = "!#$%&*?@-_+."
 
@@ -55,15 +76,23 @@ def password() -> str:
     if kind < 0.45:
         word = rng.choice(WORDS)
         word = word.capitalize() if rng.random() < 0.5 else word
-        return word + str(rng.randint(1, 9999)) + (rng.choice(SYMBOLS) if rng.random() < 0.5 else "")
+        return (
+            word + str(rng.randint(1, 9999)) + (rng.choice(SYMBOLS) if rng.random() < 0.5 else "")
+        )
     if kind < 0.75:
         return rand(rng.randint(10, 18), ALNUM + "!#%&*?@-_")
     if kind < 0.9:
         word = rng.choice(WORDS)
-        return "".join(
-            {"a": "4", "e": "3", "o": "0", "i": "1", "s": "5"}.get(c, c) if rng.random() < 0.5 else c
-            for c in word
-        ) + rng.choice(SYMBOLS) + str(rng.randint(10, 99))
+        return (
+            "".join(
+                {"a": "4", "e": "3", "o": "0", "i": "1", "s": "5"}.get(c, c)
+                if rng.random() < 0.5
+                else c
+                for c in word
+            )
+            + rng.choice(SYMBOLS)
+            + str(rng.randint(10, 99))
+        )
     return rng.choice(WORDS).lower() + rng.choice(WORDS).capitalize() + str(rng.randint(1, 99))
 
 
@@ -95,9 +124,32 @@ PROVIDERS: list[Callable[[], str]] = [
     lambda: "sk-ant-admin01-" + b64url(93) + "AA",
     lambda: "sk-or-v1-" + rand(64, HEX),
     lambda: "xoxb-" + rand(11, string.digits) + "-" + rand(12, string.digits) + "-" + rand(24),
-    lambda: "xoxp-" + rand(11, string.digits) + "-" + rand(11, string.digits) + "-" + rand(12, string.digits) + "-" + rand(32, HEX),
-    lambda: "xapp-1-A" + rand(10, string.ascii_uppercase + string.digits) + "-" + rand(13, string.digits) + "-" + rand(64, HEX),
-    lambda: "https://hooks.slack.com/services/T" + rand(8, string.ascii_uppercase + string.digits) + "/B" + rand(10, string.ascii_uppercase + string.digits) + "/" + rand(24),
+    lambda: (
+        "xoxp-"
+        + rand(11, string.digits)
+        + "-"
+        + rand(11, string.digits)
+        + "-"
+        + rand(12, string.digits)
+        + "-"
+        + rand(32, HEX)
+    ),
+    lambda: (
+        "xapp-1-A"
+        + rand(10, string.ascii_uppercase + string.digits)
+        + "-"
+        + rand(13, string.digits)
+        + "-"
+        + rand(64, HEX)
+    ),
+    lambda: (
+        "https://hooks.slack.com/services/T"
+        + rand(8, string.ascii_uppercase + string.digits)
+        + "/B"
+        + rand(10, string.ascii_uppercase + string.digits)
+        + "/"
+        + rand(24)
+    ),
     lambda: "sk_live_" + rand(rng.choice([24, 99])),
     lambda: "rk_live_" + rand(rng.choice([24, 99])),
     lambda: "sk_test_" + rand(rng.choice([24, 99])),
@@ -138,7 +190,12 @@ PROVIDERS: list[Callable[[], str]] = [
     lambda: "glsa_" + rand(32) + "_" + rand(8, HEX),
     lambda: "glc_eyJvIjoi" + b64url(rng.randint(60, 100)) + "=",
     lambda: "NRAK-" + rand(27, string.ascii_uppercase + string.digits),
-    lambda: "dt0c01." + rand(24, string.ascii_uppercase + string.digits) + "." + rand(64, string.ascii_uppercase + string.digits),
+    lambda: (
+        "dt0c01."
+        + rand(24, string.ascii_uppercase + string.digits)
+        + "."
+        + rand(64, string.ascii_uppercase + string.digits)
+    ),
     lambda: "AGE-SECRET-KEY-1" + rand(58, string.ascii_uppercase + string.digits),
     lambda: "gsk_" + rand(52),
     lambda: "r8_" + rand(37),
@@ -159,7 +216,9 @@ PROVIDERS: list[Callable[[], str]] = [
     lambda: "hvs." + b64url(rng.choice([24, 90])),
     lambda: "hvb." + b64url(rng.choice([24, 120])),
     lambda: "AccountKey=" + rand(86, B64) + "==",
-    lambda: "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJ" + b64url(rng.randint(40, 80)) + "." + b64url(43),
+    lambda: (
+        "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJ" + b64url(rng.randint(40, 80)) + "." + b64url(43)
+    ),
     lambda: "rnd_" + rand(32),
     lambda: "op_" + rand(26, LOWER_DIGITS),
     lambda: "ops_eyJ" + b64url(rng.randint(120, 160)),
@@ -197,18 +256,67 @@ KNOWN_TEMPLATES = [
 
 # ---------------------------------------------------------------- assignments
 SECRET_NAMES = [
-    "password", "PASSWORD", "db_password", "DB_PASSWORD", "POSTGRES_PASSWORD",
-    "mysqlRootPassword", "smtpPass", "smtp_pass", "adminPwd", "REDIS_PWD", "pw", "pass",
-    "pwd", "api_key", "apiKey", "API_KEY", "stripeSecretKey", "client_secret",
-    "clientSecret", "OAUTH_CLIENT_SECRET", "auth_token", "authToken", "ACCESS_TOKEN",
-    "GITHUB_TOKEN", "slack_bot_token", "secret_key", "SECRET_KEY", "DJANGO_SECRET_KEY",
-    "private_key", "encryption_key", "jwtSecret", "JWT_SECRET", "app.secret",
-    "spring.datasource.password", "mail.smtp.password", "ldap_bind_password",
-    "service_account_pass", "rootPassword", "keystorePassword", "passphrase", "passcode",
-    "Passwort", "Kennwort", "WLAN-Passwort", "db-passwort", "Zugangsdaten", "PIN",
-    "wifi_password", "vault_token", "refresh_token", "aws_secret_access_key",
-    "AWS_SECRET_ACCESS_KEY", "x-api-key", "X-Auth-Token", "sessionSecret", "cookie_secret",
-    "masterKey", "signingKey", "webhookSecret", "bot_token", "BASIC_AUTH_PASSWORD",
+    "password",
+    "PASSWORD",
+    "db_password",
+    "DB_PASSWORD",
+    "POSTGRES_PASSWORD",
+    "mysqlRootPassword",
+    "smtpPass",
+    "smtp_pass",
+    "adminPwd",
+    "REDIS_PWD",
+    "pw",
+    "pass",
+    "pwd",
+    "api_key",
+    "apiKey",
+    "API_KEY",
+    "stripeSecretKey",
+    "client_secret",
+    "clientSecret",
+    "OAUTH_CLIENT_SECRET",
+    "auth_token",
+    "authToken",
+    "ACCESS_TOKEN",
+    "GITHUB_TOKEN",
+    "slack_bot_token",
+    "secret_key",
+    "SECRET_KEY",
+    "DJANGO_SECRET_KEY",
+    "private_key",
+    "encryption_key",
+    "jwtSecret",
+    "JWT_SECRET",
+    "app.secret",
+    "spring.datasource.password",
+    "mail.smtp.password",
+    "ldap_bind_password",
+    "service_account_pass",
+    "rootPassword",
+    "keystorePassword",
+    "passphrase",
+    "passcode",
+    "Passwort",
+    "Kennwort",
+    "WLAN-Passwort",
+    "db-passwort",
+    "Zugangsdaten",
+    "PIN",
+    "wifi_password",
+    "vault_token",
+    "refresh_token",
+    "aws_secret_access_key",
+    "AWS_SECRET_ACCESS_KEY",
+    "x-api-key",
+    "X-Auth-Token",
+    "sessionSecret",
+    "cookie_secret",
+    "masterKey",
+    "signingKey",
+    "webhookSecret",
+    "bot_token",
+    "BASIC_AUTH_PASSWORD",
 ]
 ASSIGN_TEMPLATES = [
     "{k}={v}",
@@ -255,7 +363,7 @@ USERS = ["admin", "root", "deploy", "app", "max", "svc_backup", "jenkins", "anna
 
 SQL_TEMPLATES = [
     "CREATE USER {u} IDENTIFIED BY '{p}';",
-    "ALTER USER {u} IDENTIFIED BY \"{p}\";",
+    'ALTER USER {u} IDENTIFIED BY "{p}";',
     "GRANT ALL ON app.* TO '{u}'@'%' IDENTIFIED BY '{p}';",
     "ALTER USER {u} WITH PASSWORD '{p}';",
     "CREATE ROLE {u} LOGIN PASSWORD '{p}';",
@@ -391,7 +499,18 @@ PROSE_DE_TEMPLATES = [
 
 # ---------------------------------------------------------------- obfuscation
 ZW = ["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad"]
-CONFUSABLE = {"a": "а", "e": "е", "o": "о", "p": "р", "c": "с", "x": "х", "y": "у", "i": "і", "s": "ѕ", "k": "κ"}
+CONFUSABLE = {
+    "a": "а",
+    "e": "е",
+    "o": "о",
+    "p": "р",
+    "c": "с",
+    "x": "х",
+    "y": "у",
+    "i": "і",
+    "s": "ѕ",
+    "k": "κ",
+}
 
 
 def zero_width(text: str) -> str:
@@ -415,9 +534,18 @@ def obfuscated_case() -> str:
         secret = rng.choice(PROVIDERS[:20])()
         return rng.choice(["key {}", "{}", "use {} here"]).format(zero_width(secret))
     if choice < 0.55:
-        return fullwidth(rng.choice(["password={}", "ghp_{}", "my password is {}"]).format(rng.choice([password(), rand(36)])))
+        template, value = rng.choice(
+            [
+                ("password={}", password),
+                ("ghp_{}", lambda: rand(36)),
+                ("my password is {}", password),
+            ]
+        )
+        return fullwidth(template.format(value()))
     if choice < 0.8:
-        return confusable(rng.choice(["password: {}", "my password is {}", "api_key={}", "secret token {}"])).format(password() if rng.random() < 0.5 else token(20, 30))
+        return confusable(
+            rng.choice(["password: {}", "my password is {}", "api_key={}", "secret token {}"])
+        ).format(password() if rng.random() < 0.5 else token(20, 30))
     label = rng.choice(["Passwort", "password", "db_password", "Kennwort"])
     return zero_width(label) + rng.choice([": ", "=", " ist "]) + password()
 
@@ -426,7 +554,15 @@ def split_case() -> str:
     secret = rng.choice(PROVIDERS[:40])()
     cut = rng.randint(max(4, len(secret) // 3), max(5, len(secret) * 2 // 3))
     head, tail = secret[:cut], secret[cut:]
-    style = rng.choice(['"{a}" +\n"{b}"', "{a}\\\n{b}", "key part 1: {a}\n{b}", "{a}\n{b}", "first half {a}\n  {b}"])
+    style = rng.choice(
+        [
+            '"{a}" +\n"{b}"',
+            "{a}\\\n{b}",
+            "key part 1: {a}\n{b}",
+            "{a}\n{b}",
+            "first half {a}\n  {b}",
+        ]
+    )
     return style.format(a=head, b=tail)
 
 
@@ -454,7 +590,7 @@ def placeholder_cases() -> list[str]:
         "Authorization: Bearer <token>",
         "Authorization: Bearer YOUR_TOKEN_HERE",
         "API_KEY=your-api-key-here",
-        "password = \"changeme\"",
+        'password = "changeme"',
         "DB_PASSWORD=********",
         "token = 'REDACTED'",
         "secret_key: EXAMPLEKEY1234567890EXAMPLE",
@@ -481,100 +617,118 @@ def placeholder_cases() -> list[str]:
 
 def git_case() -> str:
     sha = rand(40, HEX)
-    return rng.choice([
-        f"fixed in {sha[:7]}",
-        f"commit {sha}",
-        f"git cherry-pick {sha[:12]}",
-        f"Merge commit '{sha}' into main",
-        f"see https://github.com/acme/app/commit/{sha}",
-        f"HEAD is now at {sha[:7]} Tidy the settings page",
-        f"revert {sha}",
-        f"- deploy: last good build {sha[:10]} -> deploy.md",
-        f"git checkout {sha}",
-        f"Reverts {sha[:8]} and {rand(40, HEX)[:8]}",
-    ])
+    return rng.choice(
+        [
+            f"fixed in {sha[:7]}",
+            f"commit {sha}",
+            f"git cherry-pick {sha[:12]}",
+            f"Merge commit '{sha}' into main",
+            f"see https://github.com/acme/app/commit/{sha}",
+            f"HEAD is now at {sha[:7]} Tidy the settings page",
+            f"revert {sha}",
+            f"- deploy: last good build {sha[:10]} -> deploy.md",
+            f"git checkout {sha}",
+            f"Reverts {sha[:8]} and {rand(40, HEX)[:8]}",
+        ]
+    )
 
 
 def digest_case() -> str:
-    return rng.choice([
-        f"sha256: {rand(64, HEX)}",
-        f"{rand(64, HEX)}  release-2.4.1.tar.gz",
-        f"SHA256 checksum {rand(64, HEX).upper()}",
-        f"md5 {rand(32, HEX)}",
-        f"sha1sum: {rand(40, HEX)}",
-        f"sha512-{rand(86, B64)}==",
-        f'integrity="sha384-{rand(64, B64)}"',
-        f"the file hash is {rand(64, HEX)}",
-        f"etag: \"{rand(32, HEX)}\"",
-        f"blake2b {rand(128, HEX)}",
-        f"content digest sha256={rand(64, HEX)}",
-        f"checksum: {rand(64, HEX)}",
-    ])
+    return rng.choice(
+        [
+            f"sha256: {rand(64, HEX)}",
+            f"{rand(64, HEX)}  release-2.4.1.tar.gz",
+            f"SHA256 checksum {rand(64, HEX).upper()}",
+            f"md5 {rand(32, HEX)}",
+            f"sha1sum: {rand(40, HEX)}",
+            f"sha512-{rand(86, B64)}==",
+            f'integrity="sha384-{rand(64, B64)}"',
+            f"the file hash is {rand(64, HEX)}",
+            f'etag: "{rand(32, HEX)}"',
+            f"blake2b {rand(128, HEX)}",
+            f"content digest sha256={rand(64, HEX)}",
+            f"checksum: {rand(64, HEX)}",
+        ]
+    )
 
 
 def docker_case() -> str:
     image = rng.choice(["python", "postgres", "ghcr.io/acme/api", "redis", "nginx", "node"])
     digest = rand(64, HEX)
-    return rng.choice([
-        f"FROM {image}@sha256:{digest}",
-        f"image: {image}@sha256:{digest}",
-        f"Digest: sha256:{digest}",
-        f"docker pull {image}@sha256:{digest}",
-        f"{image}:3.12 sha256:{digest}",
-        f"Status: Downloaded newer image, id sha256:{digest[:12]}",
-    ])
+    return rng.choice(
+        [
+            f"FROM {image}@sha256:{digest}",
+            f"image: {image}@sha256:{digest}",
+            f"Digest: sha256:{digest}",
+            f"docker pull {image}@sha256:{digest}",
+            f"{image}:3.12 sha256:{digest}",
+            f"Status: Downloaded newer image, id sha256:{digest[:12]}",
+        ]
+    )
 
 
 def ssh_fp_case() -> str:
-    return rng.choice([
-        f"SHA256:{rand(43, B64)}",
-        f"ED25519 key fingerprint is SHA256:{rand(43, B64)}.",
-        f"256 SHA256:{rand(43, B64)} anna@laptop (ED25519)",
-        "MD5:" + ":".join(rand(2, HEX) for _ in range(16)),
-        f"The key fingerprint is: SHA256:{rand(43, B64)} deploy@ci",
-        f"RSA key fingerprint is SHA256:{rand(43, B64)}",
-    ])
+    return rng.choice(
+        [
+            f"SHA256:{rand(43, B64)}",
+            f"ED25519 key fingerprint is SHA256:{rand(43, B64)}.",
+            f"256 SHA256:{rand(43, B64)} anna@laptop (ED25519)",
+            "MD5:" + ":".join(rand(2, HEX) for _ in range(16)),
+            f"The key fingerprint is: SHA256:{rand(43, B64)} deploy@ci",
+            f"RSA key fingerprint is SHA256:{rand(43, B64)}",
+        ]
+    )
 
 
 def public_key_case() -> str:
-    return rng.choice([
-        f"ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABgQ{rand(rng.randint(60, 300), B64)} anna@laptop",
-        f"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI{rand(43, B64)} deploy@ci",
-        f"ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBB{rand(80, B64)}= me@host",
-        "-----BEGIN PUBLIC KEY-----",
-        "-----BEGIN PUBLIC KEY-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA"
-        + rand(20, B64)
-        + "\n"
-        + rand(64, B64)
-        + "\n-----END PUBLIC KEY-----",
-        "-----BEGIN CERTIFICATE-----\nMIID" + rand(60, B64) + "\n" + rand(64, B64) + "\n-----END CERTIFICATE-----",
-        "-----BEGIN PGP PUBLIC KEY BLOCK-----",
-        f"age1{rand(58, LOWER_DIGITS)}",
-        f"authorized_keys: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI{rand(43, B64)}",
-    ])
+    return rng.choice(
+        [
+            f"ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABgQ{rand(rng.randint(60, 300), B64)} anna@laptop",
+            f"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI{rand(43, B64)} deploy@ci",
+            f"ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBB{rand(80, B64)}= me@host",
+            "-----BEGIN PUBLIC KEY-----",
+            "-----BEGIN PUBLIC KEY-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA"
+            + rand(20, B64)
+            + "\n"
+            + rand(64, B64)
+            + "\n-----END PUBLIC KEY-----",
+            "-----BEGIN CERTIFICATE-----\nMIID"
+            + rand(60, B64)
+            + "\n"
+            + rand(64, B64)
+            + "\n-----END CERTIFICATE-----",
+            "-----BEGIN PGP PUBLIC KEY BLOCK-----",
+            f"age1{rand(58, LOWER_DIGITS)}",
+            f"authorized_keys: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI{rand(43, B64)}",
+        ]
+    )
 
 
 def data_uri_case() -> str:
-    return rng.choice([
-        f'<img src="data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAA{rand(rng.randint(40, 120), B64)}=">',
-        f"background: url(data:image/svg+xml;base64,PHN2ZyB4bWxucz0i{rand(60, B64)});",
-        f"data:application/pdf;base64,JVBERi0xLjQK{rand(70, B64)}",
-        f"![logo](data:image/gif;base64,R0lGODlhAQABAIAAAP{rand(50, B64)})",
-        f"data:font/woff2;base64,d09GMgABAAAAA{rand(90, B64)}",
-    ])
+    return rng.choice(
+        [
+            f'<img src="data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAA{rand(rng.randint(40, 120), B64)}=">',
+            f"background: url(data:image/svg+xml;base64,PHN2ZyB4bWxucz0i{rand(60, B64)});",
+            f"data:application/pdf;base64,JVBERi0xLjQK{rand(70, B64)}",
+            f"![logo](data:image/gif;base64,R0lGODlhAQABAIAAAP{rand(50, B64)})",
+            f"data:font/woff2;base64,d09GMgABAAAAA{rand(90, B64)}",
+        ]
+    )
 
 
 def uuid_case() -> str:
     u = f"{rand(8, HEX)}-{rand(4, HEX)}-4{rand(3, HEX)}-a{rand(3, HEX)}-{rand(12, HEX)}"
-    return rng.choice([
-        u,
-        f"request id {u}",
-        f"tenant_id: {u}",
-        f"https://app.example.com/orders/{u}/edit",
-        f"- team: workspace {u} -> team.md",
-        f"correlation-id={u}",
-        f"client_id = \"{u}\"",
-    ])
+    return rng.choice(
+        [
+            u,
+            f"request id {u}",
+            f"tenant_id: {u}",
+            f"https://app.example.com/orders/{u}/edit",
+            f"- team: workspace {u} -> team.md",
+            f"correlation-id={u}",
+            f'client_id = "{u}"',
+        ]
+    )
 
 
 def identifier_cases() -> list[str]:
@@ -596,8 +750,8 @@ def identifier_cases() -> list[str]:
         "token_count: 512",
         "PASSWORD_MIN_LENGTH = 12",
         "password_hash = make_password(raw)",
-        "password = os.environ[\"DB_PASSWORD\"]",
-        "token = getenv(\"TOKEN\")",
+        'password = os.environ["DB_PASSWORD"]',
+        'token = getenv("TOKEN")',
         "api_key = settings.OPENAI_API_KEY",
         "password: str",
         "password=None",
@@ -605,10 +759,10 @@ def identifier_cases() -> list[str]:
         "secret_name: prod/db/password",
         "DB_PASSWORD_FILE=/run/secrets/db_password",
         "docker login --password-stdin < token.txt",
-        "input type=\"password\" name=\"password\"",
+        'input type="password" name="password"',
         "token_type: bearer",
         "Authorization header missing",
-        "os.getenv(\"DB_HOST\", \"localhost\")",
+        'os.getenv("DB_HOST", "localhost")',
         "def check_password(self, raw_password):",
         "password_reset_timeout = 3600",
         "auth: basic",
@@ -618,12 +772,12 @@ def identifier_cases() -> list[str]:
         "compass bearing 270",
         "docker run -p8080:80 nginx",
         "ssh -p 2222 deploy@host",
-        "SECRET_KEY = env(\"DJANGO_SECRET_KEY\")",
+        'SECRET_KEY = env("DJANGO_SECRET_KEY")',
         "const token = process.env.API_TOKEN;",
         "password: !vault |",
         "api_key = None  # set in production",
         "AUTH_PASSWORD_VALIDATORS = [",
-        "token = request.headers.get(\"Authorization\")",
+        'token = request.headers.get("Authorization")',
         "if not password:",
         "self.password = password",
         "pw = getpass()",

@@ -113,9 +113,7 @@ def _credsweeper(ml_threshold: object) -> Detector:
                 candidates.extend(sweeper.file_scan(provider))
             sweeper.credential_manager.set_credentials(candidates)
             sweeper.post_processing(None)
-            found = {
-                c.line_data_list[0].path for c in sweeper.credential_manager.get_credentials()
-            }
+            found = {c.line_data_list[0].path for c in sweeper.credential_manager.get_credentials()}
         return [f"case{i}.md" in found for i in range(len(texts))]
 
     return run
@@ -198,9 +196,7 @@ def report(results: list[Result], cases: list[Case], machine: str) -> str:
     goals = {**{k: f"≥ {v:.0%}" for k, v in GOALS.items()}, "benign look-alikes": "≤ 2%"}
     for part, chosen in (("held out", held), ("tuning", tune), ("all", cases)):
         for group, members in groups(chosen).items():
-            cells = " | ".join(
-                f"{pct(rate(r, members)[0])} of {len(members)}" for r in measured
-            )
+            cells = " | ".join(f"{pct(rate(r, members)[0])} of {len(members)}" for r in measured)
             out.append(f"| {group} ({goals[group]}) | {part} | {cells} |")
     speed = " | ".join(f"{r.lines_per_second:,.0f}" for r in measured)
     out.append(f"| lines per second (≥ {MIN_LINES_PER_SECOND:,}) | all | {speed} |")

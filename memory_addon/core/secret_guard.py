@@ -1,15 +1,37 @@
 """Secret guard (M11): refuse secrets in anything the model reads back.
 
 Four kinds are detected. A finding names the line and the kind, never the value.
+
+Every line is first normalised (NFKC, invisible format characters removed, common
+Cyrillic/Greek look-alike letters mapped to Latin) so a token cannot slip through
+with a zero-width space or fullwidth letters. Then, in order:
+
+- known token formats: private key blocks and provider tokens, each with a
+  placeholder check (``xxxx``, ``EXAMPLE``, ``1111…``, ``<your-token>``);
+- assignments: a secret-named key (any prefix, camelCase, quoted JSON keys, short
+  labels ``pw``/``pass``/``pwd``, German labels, PIN) with a literal value after any
+  operator (``=``, ``:``, ``:=``, ``?=``, ``=>``…), credentials in URLs, SQL
+  ``IDENTIFIED BY``/``PASSWORD '…'``, command-line flags, a literal fallback after an
+  environment lookup, authorization headers;
+- prose: "my password is …", "Das Passwort lautet …", "use … as the password",
+  a random-looking token right after a label;
+- a long random-looking string, except digests, commit ids, public key material,
+  data URIs and UUIDs.
+
+Benchmark and labelled set: benchmarks/secret_guard_bench.py, docs/benchmarks.md.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
+
+from memory_addon.core.entries import ORIGINS, SOURCES
 
 SecretKind = Literal[
     "known token format", "password assignment", "password in prose", "random-looking string"
@@ -22,38 +44,713 @@ KIND_LABELS: dict[str, str] = {
     "random-looking string": "a long random-looking string",
 }
 
-_KNOWN_TOKENS = [
-    re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"),
-    re.compile(r"\bAKIA[0-9A-Z]{16}\b"),  # AWS access key id
-    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b"),  # GitHub
-    re.compile(r"\bgithub_pat_[A-Za-z0-9_]{40,}\b"),
-    re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}\b"),  # GitLab
-    re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}\b"),  # OpenAI / Anthropic style
-    re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}\b"),  # Slack
-    re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b"),  # Google API key
-    re.compile(r"\b[rs]k_(?:live|test)_[0-9A-Za-z]{16,}\b"),  # Stripe
-    re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),  # JWT
-    re.compile(r"\bhf_[A-Za-z0-9]{30,}\b"),  # Hugging Face
-    re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"),
-]
+MASK = "[masked]"
 
-_SECRET_NAMES = (
-    r"(?:[A-Za-z0-9]*[_-])?(?:password|passwd|pwd|passphrase|secret|token|api[_-]?key|"  # noqa: S105
-    r"access[_-]?key|private[_-]?key|client[_-]?secret|auth[_-]?key|credentials?)"
+Span = tuple[int, int]
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+# ------------------------------------------------------------------ normalisation
+# Invisible format characters (Unicode category Cf and friends) that split a token.
+_INVISIBLE = re.compile(
+    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\U000e0000-\U000e0fff]"
 )
-_ASSIGNMENT = re.compile(
-    rf"(?i)\b{_SECRET_NAMES}\b\s*[:=]\s*(?P<quote>[\"']?)(?P<value>[^\s\"',;]+)(?P=quote)"
+_CONFUSABLES = str.maketrans(
+    "аеорсухіјѕԁһӏԛԝАВЕКМНОРСТХУІЈЅαοριυνκτΑΒΕΖΗΙΚΜΝΟΡΤΥΧ",
+    "aeopcyxijsdhlqwABEKMHOPCTXYIJSaopiuvktABEZHIKMNOPTYX",
+)
+
+
+def normalise(text: str) -> str:
+    """The text as the guard reads it: NFKC, no invisible characters, look-alikes mapped."""
+    if text.isascii():
+        return text
+    text = unicodedata.normalize("NFKC", text)
+    return _INVISIBLE.sub("", text).translate(_CONFUSABLES)
+
+
+# ------------------------------------------------------------------ placeholders
+_PLACEHOLDER_WORDS = _words(
+    """
+    password passwort kennwort pass pwd pw secret token key apikey api_key credentials
+    changeme change_me redacted placeholder dummy sample example none null nil true false
+    undefined str string bytes int bool text varchar secretstr optional required todo tbd
+    fixme empty unset bearer basic env value your_password yourpassword mypassword hidden
+    masked omitted removed xxx user username
+    """
+)
+_PLACEHOLDER_PART = re.compile(
+    r"(?i)x{4}|\*{3}|\u2022{3}|\.\.\.|\u2026|example|changeme|redacted|placeholder|dummy|"
+    r"^your|[_-]your|your[_-]|[_-]here$|_here_|insert[_-]|replace[_-]?me|<[^>]*>|\{\{"
+)
+_SEQUENCE = re.compile(r"(?i)0123456789|123456789|abcdefghij|qwertyuiop")
+# References and markup rather than values: $VAR, ${VAR}, {{ x }}, <token>, %VAR%, YAML tags,
+# anchors and block markers, a bare comment sign.
+_REFERENCE_VALUE = re.compile(
+    r"^(?:\$|\{|<|%\w+%|![A-Za-z]+$|[|>][-+]?$|[*\u2022]+$|[&*][A-Za-z_]+$|#$|[\[(])"
+)
+_REPEATED = re.compile(r"(.)\1{7,}")
+
+
+def _low_variety(value: str) -> bool:
+    distinct = len(set(value))
+    return distinct <= 2 or (len(value) >= 12 and distinct <= 4)
+
+
+def is_placeholder(value: str) -> bool:
+    """A stand-in for a secret: a template, an ellipsis, a run of one character…"""
+    if not value or _REFERENCE_VALUE.match(value) or _REPEATED.search(value):
+        return True
+    if value.lower() in _PLACEHOLDER_WORDS:
+        return True
+    return bool(_PLACEHOLDER_PART.search(value)) or _low_variety(value)
+
+
+def _placeholder_token(token: str, body_start: int) -> bool:
+    body = token[body_start:]
+    return (
+        is_placeholder(body)
+        or bool(_SEQUENCE.search(body))
+        or bool(_PLACEHOLDER_PART.search(token))
+        or _low_variety(re.sub(r"[^A-Za-z0-9]", "", body))
+    )
+
+
+# ------------------------------------------------------------------ known formats
+_PROVIDER_PATTERNS = [
+    r"(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}",
+    r"gh[pousr]_[A-Za-z0-9]{30,}",
+    r"github_pat_[A-Za-z0-9_]{40,}",
+    r"gl(?:pat|dt|rt|ptt|ft|soat|oas|cbt|imt|agent)-[A-Za-z0-9_-]{20,}",
+    r"sk-(?:proj-|svcacct-|admin-|ant-(?:api|admin|sid)\d\d-|or-v1-)?[A-Za-z0-9_-]{20,}",
+    r"xox[abposre]-[A-Za-z0-9-]{10,}",
+    r"xapp-\d-[A-Za-z0-9-]{10,}",
+    r"hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/-]{20,}",
+    r"[rs]k_(?:live|test)_[0-9A-Za-z]{16,}",
+    r"whsec_[A-Za-z0-9+/=]{24,}",
+    r"AIza[0-9A-Za-z_-]{35}",
+    r"GOCSPX-[A-Za-z0-9_-]{24,}",
+    r"ya29\.[0-9A-Za-z_-]{30,}",
+    r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
+    r"hf_[A-Za-z0-9]{30,}",
+    r"npm_[A-Za-z0-9]{36}",
+    r"pypi-AgE[A-Za-z0-9_-]{50,}",
+    r"SK[0-9a-f]{32}",
+    r"SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}",
+    r"key-[0-9a-f]{32}",
+    r"[0-9a-f]{32}-us\d{1,2}",
+    r"shp(?:at|ss|ca|pa)_[0-9a-fA-F]{32}",
+    r"discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_-]{30,}",
+    r"\d{8,10}:AA[0-9A-Za-z_-]{30,}",
+    r"[MN][A-Za-z\d]{23,25}\.[\w-]{6}\.[\w-]{27,38}",
+    r"do[por]_v1_[0-9a-f]{64}",
+    r"dp\.(?:st|sa|ct|pt|scim|audit)\.[A-Za-z0-9_.-]{40,}",
+    r"lin_(?:api|oauth)_[A-Za-z0-9]{32,}",
+    r"secret_[A-Za-z0-9]{43}",
+    r"ntn_[A-Za-z0-9]{40,}",
+    r"ATATT3[A-Za-z0-9_=-]{100,}",
+    r"PMAK-[0-9a-f]{24}-[0-9a-f]{34}",
+    r"dapi[0-9a-f]{32}",
+    r"sq0(?:atp|csp)-[0-9A-Za-z_-]{22,}",
+    r"EAAA[A-Za-z0-9_-]{60,}",
+    r"pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_.-]{32,}",
+    r"nfp_[A-Za-z0-9]{36}",
+    r"fo1_[A-Za-z0-9_-]{40,}",
+    r"sbp_[0-9a-f]{40}",
+    r"sntr(?:ys|yu)_[A-Za-z0-9_=+/-]{40,}",
+    r"glsa_[A-Za-z0-9]{32}_[0-9a-fA-F]{8}",
+    r"glc_[A-Za-z0-9+/_=-]{32,}",
+    r"NRAK-[A-Z0-9]{27}",
+    r"dt0c01\.[A-Z0-9]{24}\.[A-Z0-9]{64}",
+    r"AGE-SECRET-KEY-1[0-9A-Z]{58}",
+    r"gsk_[A-Za-z0-9]{48,}",
+    r"r8_[A-Za-z0-9]{37}",
+    r"pplx-[A-Za-z0-9]{40,}",
+    r"xai-[A-Za-z0-9]{60,}",
+    r"dckr_pat_[A-Za-z0-9_-]{27,}",
+    r"[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,}",
+    r"pul-[0-9a-f]{40}",
+    r"figd_[A-Za-z0-9_-]{40,}",
+    r"pat[A-Za-z0-9]{14}\.[0-9a-f]{64}",
+    r"CFPAT-[A-Za-z0-9_-]{43}",
+    r"sl\.[A-Za-z0-9_-]{120,}",
+    r"sk\.eyJ[A-Za-z0-9_-]{50,}\.[A-Za-z0-9_-]{20,}",
+    r"tfp_[A-Za-z0-9_-]{40,}",
+    r"shippo_(?:live|test)_[0-9a-f]{40}",
+    r"aio_[A-Za-z0-9]{28}",
+    r"LTAI[A-Za-z0-9]{12,20}",
+    r"hv[sb]\.[A-Za-z0-9_-]{24,}",
+    r"AccountKey=[A-Za-z0-9+/]{80,}={0,2}",
+    r"rnd_[A-Za-z0-9]{32}",
+    r"op_[a-z0-9]{26}",
+    r"ops_eyJ[A-Za-z0-9_-]{100,}",
+]
+_KNOWN = re.compile(r"(?<![A-Za-z0-9])(?:" + "|".join(_PROVIDER_PATTERNS) + r")(?![A-Za-z0-9])")
+_PRIVATE_KEY = re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
+_TOKEN_BODY = re.compile(r"^(?:[A-Za-z]{1,12}[_.-](?:[a-z]{2,8}[_-])?(?:v1[_-]|[a-z]+\d\d-)?)")
+
+
+def _known_spans(line: str) -> Iterator[Span]:
+    for match in _KNOWN.finditer(line):
+        token = match.group(0)
+        prefix = _TOKEN_BODY.match(token)
+        if not _placeholder_token(token, prefix.end() if prefix else 0):
+            yield match.span()
+    for match in _PRIVATE_KEY.finditer(line):
+        yield match.span()
+
+
+# ------------------------------------------------------------------ names
+_SECRET_WORDS = _words(
+    """
+    password passwd passwort kennwort pass pwd pw passphrase passcode secret secrets token
+    apikey credential credentials creds pin zugangsdaten authtoken accesstoken secretkey
+    privatekey clientsecret geheimzahl pat
+    """
+)
+_SECRET_SUFFIXES = (
+    "password",
+    "passwd",
+    "passwort",
+    "kennwort",
+    "secret",
+    "token",
+    "apikey",
+    "secretkey",
+    "accesskey",
+    "privatekey",
+    "authkey",
+    "masterkey",
+    "pass",
+    "pwd",
+)
+_KEY_QUALIFIERS = _words(
+    """
+    api access private secret auth master encryption signing account app session service
+    deploy webhook storage subscription license admin client crypto hmac jwt cookie
+    zugangs privat geheim shared consumer x
+    """
+)
+_KEY_WORDS = frozenset({"key", "schlüssel"})
+_NOT_SECRET_WORDS = _words(
+    """
+    length len min max hash hashed hashes policy policies reset expiry expires expiration
+    expired type types url uri urls endpoint file files path name names id ids count limit
+    field fields label prompt hint header headers regex pattern validator validators required
+    enabled enable disable disabled rotation ttl timeout lifetime usage budget tokens prefix
+    env var vars placeholder input strength format store manager change changed generator
+    check verify error errors message msg help mode method kind title text description chars
+    characters size version issuer audience algorithm alg scope scopes provider source ref
+    arn location dir folder param parameter column attr attribute class widget form template
+    display show visible hidden mask masked protected less stdin richtlinie vergessen
+    regel hint hints reminder sent forgot forgotten rules rule lengths confirm confirmation
+    id_token_hint stdin_file option options flag flags entry entries
+    """
+)
+_CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z\u00e4\u00f6\u00fc\u00df]+|\d+")
+_SPLIT_NAME = re.compile(r"[_.\-\s$@/\[\]]+")
+
+
+def name_parts(name: str) -> list[str]:
+    parts: list[str] = []
+    for chunk in _SPLIT_NAME.split(name):
+        if chunk:
+            parts.extend(p.lower() for p in _CAMEL.findall(chunk) or [chunk])
+    return parts
+
+
+def is_secret_name(name: str, previous_word: str = "") -> bool:
+    """Does a key, flag or label name a secret? (`db_password`, `smtpPass`, `x-api-key`…)"""
+    parts = name_parts(name)
+    if not parts or any(part in _NOT_SECRET_WORDS for part in parts):
+        return False
+    for index, part in enumerate(parts):
+        if part in _SECRET_WORDS:
+            return True
+        if part.endswith(_SECRET_SUFFIXES) and len(part) > 4 and part not in _PASS_LOOKALIKES:
+            return True
+        if part in _KEY_WORDS:
+            before = parts[index - 1] if index else previous_word.lower()
+            if before in _KEY_QUALIFIERS:
+                return True
+    return False
+
+
+_PASS_LOOKALIKES = frozenset({"bypass", "compass", "surpass", "overpass", "underpass", "trespass"})
+
+# ------------------------------------------------------------------ values
+_STOPWORDS = _words(
+    """
+    a an the in on at to for from of with by via into not no never still now also only just
+    too very so as same different wrong incorrect invalid valid correct right required
+    needed mandatory optional missing empty blank weak strong secure insecure safe unsafe
+    long short new old unknown known case-sensitive sensitive fine ok okay good bad ready
+    here there below above your my our their his her its this that these those what which
+    how where when why who one two three four five six seven eight nine ten twelve set reset
+    stored saved kept changed hidden shown sent gone out off up down over back available
+    active inactive disabled enabled expired revoked rotated null none nil unset undefined
+    generated random unique identical listed encrypted hashed attached included provided
+    given shared written printed logged leaked compromised exposed protected visible
+    displayed shorter longer stronger weaker easy hard simple complicated complex obvious
+    something anything nothing everything whatever usually always probably definitely maybe
+    perhaps being been be getting going about like either both all any some each every more
+    less much many most least enough mine yours ours theirs hers already fake test? then
+    than if and or but because since until while during after before again almost
+    ist der die das ein eine einen einem im in auf bei zu zum zur nicht kein keine noch
+    schon jetzt nun falsch richtig korrekt ungültig gültig abgelaufen erforderlich
+    notwendig nötig leer sicher unsicher schwach stark lang kurz dasselbe derselbe dieselbe
+    gleich identisch veraltet gesperrt verschlüsselt vergeben bekannt unbekannt vergessen
+    geändert gespeichert hinterlegt zurückgesetzt mindestens höchstens nur auch sehr mein
+    dein sein ihr unser euer deren dessen hier dort oben unten gelüftet per alle etwa immer
+    wie was wo wer bitte erfolgreich neu alt geheim vorhanden weg aus an und oder aber
+    wurde wird war sind muss soll kann
+    """
+)
+_BENIGN_SUFFIX = re.compile(
+    r"(?:ed|ing|ly|able|ible|ful|less|ous|ive|ent|ant|ion|ness|"
+    r"lich|ig|bar|iert|ungen|ung|los|voll)$"
+)
+_GERMAN_PARTICIPLE = re.compile(r"^ge\w{3,}(?:t|en)$")
+_REFERENCE = re.compile(
+    r"^(?:[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+|[A-Za-z_][\w.]*\s*[\[(].*|\.{0,2}/\S*|~/\S*)$"
+)
+_TRAILING = ")]}>\"'`,;"
+
+
+def _clean(value: str) -> str:
+    value = value.strip().rstrip(_TRAILING)
+    if value.endswith(".") and not value.endswith(".."):
+        value = value[:-1]
+    return value
+
+
+def _wordish(value: str) -> bool:
+    """A plain word or a word form that reads as prose, not as a password."""
+    low = value.lower()
+    if low in _STOPWORDS:
+        return True
+    if not value.isalpha() or not (value.islower() or value[1:].islower()):
+        return False
+    return bool(_BENIGN_SUFFIX.search(low) or _GERMAN_PARTICIPLE.match(low))
+
+
+def _literal(value: str, *, quoted: bool) -> bool:
+    """Is an assigned value a literal secret (not a reference, type, placeholder or word)?"""
+    if len(value) < 4 or is_placeholder(value) or _wordish(value):
+        return False
+    if quoted:
+        return True
+    if _REFERENCE.match(value):
+        return False
+    # `password = user_password`, `token: API_TOKEN`: a name that names a secret, not one.
+    return not (re.fullmatch(r"[a-z_][a-z0-9_]*|[A-Z_][A-Z0-9_]*", value) and is_secret_name(value))
+
+
+def _password_like(value: str) -> bool:
+    """A bare value with no operator before it: needs letters and digits or symbols."""
+    if len(value) < 6 or _wordish(value) or is_placeholder(value) or _REFERENCE.match(value):
+        return False
+    core = value.rstrip(".,;:!?")  # sentence punctuation, as in "Passwort vergessen?"
+    has_alpha = any(c.isalpha() for c in core)
+    has_other = any(c.isdigit() or c in "!#$%&*?@+_-." for c in core)
+    return has_alpha and has_other and not value.startswith(("http", "-"))
+
+
+# ------------------------------------------------------------------ assignments
+_CUE = re.compile(
+    r"(?i)pass|pw|pin|secret|token|key|schl\u00fcssel|cred|kennwort|zugang|auth|bearer|identified|"
+    r"geheim|login|://|--|-p|-u|-k|getenv|env|echo"
+)
+_LABEL = re.compile(
+    r"(?i)(?<![\w.\-])(?P<key>[\w.\-]*?(?:pass|pw|pin|secret|token|key|schl\u00fcssel|cred|kennwort|"
+    r"zugang|auth|geheim)[\w.\-]*)"
+)
+_OPERATOR = re.compile(r"""^["'`]?\]?\s*(?P<op>:=|\?=|\+=|=>|==|=|:)(?!//)\s*""")
+_VALUE = re.compile(r"""^(?:"(?P<dq>[^"]*)"|'(?P<sq>[^']*)'|`(?P<bq>[^`]*)`|(?P<bare>[^\s,;]+))""")
+_XML_VALUE = re.compile(r"^>(?P<value>[^<\s][^<]{2,})</")
+_JUXTAPOSED = re.compile(r"""^[ \t]+["'\u201e\u201c]?(?P<value>[^\s"'\u201c\u201d]+)""")
+_PIN = re.compile(r"^\d{4,8}$")
+_PREVIOUS_WORD = re.compile(r"([\w-]+)[\s\"'`]*$")
+
+
+def _previous_word(line: str, start: int) -> str:
+    match = _PREVIOUS_WORD.search(line, 0, start)
+    return match.group(1) if match else ""
+
+
+def _assignment_spans(line: str, *, juxtaposed: bool) -> Iterator[Span]:
+    """Values after a secret-named key: with an operator, or (juxtaposed) right after it."""
+    for match in _LABEL.finditer(line):
+        key = match["key"]
+        if not is_secret_name(key, _previous_word(line, match.start())):
+            continue
+        end = match.end()
+        rest = line[end:]
+        pin_label = "pin" in name_parts(key) or "geheimzahl" in key.lower()
+        if line[match.start() - 1 : match.start()] == "<" and (xml := _XML_VALUE.match(rest)):
+            value = xml["value"].strip()
+            if not juxtaposed and _literal(value, quoted=True):
+                start = end + xml.start("value")
+                yield start, start + len(value)
+            continue
+        operator = _OPERATOR.match(rest)
+        if operator:
+            value_match = _VALUE.match(rest[operator.end() :])
+            if not value_match:
+                continue
+            group = next(g for g in ("dq", "sq", "bq", "bare") if value_match[g] is not None)
+            raw = value_match[group]
+            value = _clean(raw) if group == "bare" else raw
+            if pin_label and _PIN.match(value):
+                ok = True
+            else:
+                ok = _literal(value, quoted=group != "bare")
+            if ok and not juxtaposed:
+                start = end + operator.end() + value_match.start(group)
+                yield start, start + len(value)
+            continue
+        following = _JUXTAPOSED.match(rest) if juxtaposed else None
+        if following:
+            value = _clean(following["value"])
+            if _password_like(value) or (pin_label and _PIN.match(value)):
+                start = end + following.start("value")
+                yield start, start + len(value)
+
+
+# Credentials inside a URL: scheme://user:password@host
+_URL_CREDENTIALS = re.compile(
+    r"(?i)\b[a-z][a-z0-9+.\-]{1,20}://[^\s:/@?#]*:(?P<value>[^\s/]+)@(?=[\w.\-\[]+)"
+)
+_SQL = re.compile(
+    r"(?i)\bidentified\s+by\s+(?:password\s+)?(?P<q>[\"'`]?)(?P<value>[^\s\"'`;]+)(?P=q)"
+    r"|(?<![\"'\w])password\s*(?:=\s*)?(?:password\s*)?\(?\s*(?P<q2>[\"'])(?P<value2>[^\s\"']{3,})(?P=q2)"
+)
+_FLAG = re.compile(
+    r"""(?<!\S)-{1,2}(?P<flag>[A-Za-z][\w-]+)(?:=|\s+)(?:"(?P<dq>[^"]*)"|'(?P<sq>[^']*)'|(?P<bare>[^\s"']+))"""
+)
+_USER_FLAG = re.compile(
+    r"""(?<!\S)(?:-u|--user|--basic-auth)(?:=|\s+)["']?[^\s:"']+:(?P<value>[^\s"']+)"""
+)
+_COMMAND_PASSWORD = re.compile(
+    r"""(?i)\b(?:mysql\w*|mariadb[\w-]*)\b.*?(?<!\S)-p(?:"(?P<dq>[^"]+)"|'(?P<sq>[^']+)'|(?P<bare>[^\s"']+))"""
+    r"""|\b(?:login|sshpass)\b.*?(?<!\S)-p\s+(?:"(?P<dq2>[^"]+)"|'(?P<sq2>[^']+)'|(?P<bare2>[^\s"']+))"""
+    r"""|\bopenssl\b.*?(?<!\S)-(?:k|pass|passin|passout)\s+(?:pass:)?(?P<bare3>[^\s"']+)"""
+    r"""|\bhtpasswd\s+-\w*b\w*\s+(?:-\w+\s+)*\S+\s+\S+\s+(?P<bare4>[^\s"']+)"""
+    r"""|(?:password|passwd|token|secret)[\w-]*\s*=?\s*<\(\s*echo\s+["']?(?P<bare5>[^\s"')]+)"""
+    r"""|\becho\s+["']?(?P<bare6>[^\s"'|]+)["']?\s*\|\s*[\w-]+\s+login\b"""
+)
+_FALLBACK = re.compile(
+    r"""["'](?P<name>[\w.-]+)["']\s*,\s*(?:default\s*=\s*)?["'](?P<value>[^"'\n]+)["']"""
+    r"""|(?P<name2>[\w.]+)["']?\s*\)?\s*(?:\|\||\?\?|\bor\b)\s*["'](?P<value2>[^"'\n]+)["']"""
+    r"""|\$\{(?P<name3>\w+):?[-=](?P<value3>[^}\s]+)\}"""
+)
+_AUTH_HEADER = re.compile(
+    r"""(?i)\b(?:proxy-)?authorization\b["']?\s*[:=]\s*["']?(?:bearer|basic|token|bot|digest|"""
+    r"""apikey|sso-key|key|negotiate)\s+(?P<value>[^\s"',;]+)"""
+    r"""|\bbearer\s+(?P<value2>[A-Za-z0-9._~+/=-]{12,})"""
+)
+
+
+def _group_value(match: re.Match[str], *names: str) -> tuple[str, Span] | None:
+    for name in names:
+        if match[name] is not None:
+            return match[name], match.span(name)
+    return None
+
+
+def _command_spans(line: str) -> Iterator[Span]:
+    for match in _URL_CREDENTIALS.finditer(line):
+        if len(match["value"]) >= 3 and not is_placeholder(match["value"]):
+            yield match.span("value")
+    for match in _SQL.finditer(line):
+        found = _group_value(match, "value", "value2")
+        # `IDENTIFIED BY :pw`, `%s`, `?`: bound parameters, not values.
+        if (
+            found
+            and len(found[0]) >= 3
+            and not found[0].startswith((":", "?", "@", "%"))
+            and not is_placeholder(found[0])
+        ):
+            yield found[1]
+    for match in _FLAG.finditer(line):
+        found = _group_value(match, "dq", "sq", "bare")
+        if (
+            found
+            and is_secret_name(match["flag"])
+            and not found[0].startswith("-")
+            and _literal(found[0], quoted=match["bare"] is None)
+        ):
+            yield found[1]
+    for match in _USER_FLAG.finditer(line):
+        if not is_placeholder(match["value"]) and len(match["value"]) >= 3:
+            yield match.span("value")
+    for match in _COMMAND_PASSWORD.finditer(line):
+        found = _group_value(
+            match, "dq", "sq", "bare", "dq2", "sq2", "bare2", "bare3", "bare4", "bare5", "bare6"
+        )
+        if found and len(found[0]) >= 3 and not is_placeholder(found[0]):
+            yield found[1]
+    for match in _FALLBACK.finditer(line):
+        name = (match["name"] or match["name2"] or match["name3"] or "").rsplit(".", 1)[-1]
+        found = _group_value(match, "value", "value2", "value3")
+        if found and is_secret_name(name) and _literal(found[0], quoted=True):
+            yield found[1]
+    for match in _AUTH_HEADER.finditer(line):
+        found = _group_value(match, "value", "value2")
+        if found:
+            value = _clean(found[0])
+            if len(value) >= 8 and not is_placeholder(value) and not _wordish(value):
+                yield found[1][0], found[1][0] + len(value)
+
+
+# ------------------------------------------------------------------ prose
+_PROSE_LABEL = (
+    r"(?:password|passwort|passphrase|passcode|kennwort|pin|pw|pwd|token|secret|geheimzahl|"
+    r"zugangsdaten|passw)"
 )
 _PROSE = re.compile(
-    r"(?i)\b(?:password|passwort|passphrase|passcode|kennwort|pin|token|secret)\b"
-    r"(?:\s+(?:for|of|für|von|zu|to)\s+[\w.@-]+)?"
-    r"\s+(?:is|was|ist|lautet|war|=)\s*:?\s*[\"'“„]?(?P<value>[^\s\"'”“]{3,}[^\s\"'”“.,;:!?)])"
+    rf"(?i)(?<![\w-])[\w-]*?{_PROSE_LABEL}\b"
+    r"(?:\s+(?:for|of|to|on|at|in|from|f\u00fcr|f\u00fcrs|von|vom|zu|zum|zur|im|bei|des|der|the|my|our|"
+    r"your|den|dem|das|die)\b(?:\s+[\w.@'\u2019-]+){1,3}?)?"
+    r"\s*(?:(?:is|was|ist|war|lautet|hei\u00dft|are|sind|lauten)"
+    r"(?:\s+(?:now|still|jetzt|noch|nun|(?:set|changed)\s+to))?\b|[:=]|\bnow\b)"
+    r"\s*[\"'\u201c\u201e\u201a`]?(?P<value>[^\s\"'\u201d\u201c`]+)"
 )
+_PROSE_SET = re.compile(
+    rf"(?i)\b(?:set|changed?|reset|updated?|made)\b.{{0,30}}?{_PROSE_LABEL}\s+(?:to|into)\s+"
+    r"[\"'\u201c\u201e]?(?P<value>[^\s\"'\u201d\u201c`]+)"
+    rf"|\b{_PROSE_LABEL}\s+(?:auf|zu|in)\s+[\"'\u201e]?(?P<value2>[^\s\"'\u201c`]+)[\"'\u201c]?\s+"
+    r"(?:ge\u00e4ndert|gesetzt|umgestellt|ge\u00e4ndert)"
+)
+_PROSE_VALUE_FIRST = re.compile(
+    r"(?i)\b(?:use|used|using|nimm|nehme|verwende|take|took)\s+[\"'\u201e\u201c]?(?P<value>[^\s\"'\u201c\u201d]+)"
+    rf"[\"'\u201c\u201d]?\s+(?:as|als)\s+(?:\w+\s+){{0,2}}{_PROSE_LABEL}\b"
+    r"|^\s*[\"'\u201e\u201c]?(?P<value2>[^\s\"'\u201c\u201d]+)[\"'\u201c\u201d]?\s+(?:is|ist)\s+(?:my|the|our|his|her|mein|"
+    rf"meine|das|unser)\s+(?:[\w-]+\s+)?{_PROSE_LABEL}\b"
+)
+_LOGIN_PAIR = re.compile(
+    r"(?i)\b(?:login|logins|credentials|creds|zugangsdaten|anmeldedaten|account|konto)\b"
+    r"[^:/\n]{0,30}?(?::|\bare\b|\bsind\b|\bis\b)\s*[\"']?[^\s/\"']+[\"']?\s*/\s*[\"']?"
+    r"(?P<value>[^\s\"']+)"
+    r"|\b(?:login|log\s+in|sign\s+in|anmelden)\s+(?:with|mit|as|als)\s+[^\s:]+:(?P<value2>\S+)"
+)
+
+
+def _prose_spans(line: str) -> Iterator[Span]:
+    for pattern in (_PROSE, _PROSE_SET, _PROSE_VALUE_FIRST, _LOGIN_PAIR):
+        for match in pattern.finditer(line):
+            found = _group_value(match, "value", "value2")
+            if not found:
+                continue
+            value = _clean(found[0]).rstrip(".,;:!?")
+            if _PIN.match(value) or (
+                len(value) >= 4
+                and not is_placeholder(value)
+                and not _wordish(value)
+                and not _REFERENCE.match(value)
+            ):
+                yield found[1][0], found[1][0] + len(value)
+
+
+# A random-looking token soon after a label: "api token a8Fk29dLq0Zx7Wm3", "Token fürs X …".
+_TOKEN_LABEL = re.compile(
+    r"(?i)(?<![\w-])(?P<label>[\w-]*?(?:token|key|secret|schl\u00fcssel|credential|passwor[dt]|"
+    r"pw|pwd|kennwort|pass))(?![\w-])"
+)
+_TOKEN_CHARS = re.compile(r"^[A-Za-z0-9_\-+/=.]{12,}$")
+_UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+_VERSION = re.compile(r"^v?\d+(?:\.\d+)+")
+_WORD_SPLIT = re.compile(r"[^\s=:]+")
+
+
+def _short_token(token: str) -> bool:
+    return (
+        bool(_TOKEN_CHARS.match(token))
+        and any(c.isdigit() for c in token)
+        and any(c.isalpha() for c in token)
+        and not _UUID.match(token)
+        and not _VERSION.match(token)
+        and not is_placeholder(token)
+        and not _SEQUENCE.search(token)
+    )
+
+
+def _labelled_token_spans(line: str) -> Iterator[Span]:
+    for match in _TOKEN_LABEL.finditer(line):
+        parts = name_parts(match["label"])
+        if not parts or not (
+            parts[-1] in _SECRET_WORDS or parts[-1] in _KEY_WORDS or "token" in parts
+        ):
+            continue
+        if any(part in _NOT_SECRET_WORDS for part in parts):
+            continue
+        for seen, word in enumerate(_WORD_SPLIT.finditer(line, match.end())):
+            if seen >= 5:
+                break
+            raw = word.group(0)
+            value = raw.strip("\"'`()[]{},;\u2013\u2014-\u201c\u201d\u201e")
+            if _short_token(value):
+                start = word.start() + raw.index(value)
+                yield start, start + len(value)
+                break
+            if any(c.isdigit() for c in raw) or "/" in raw or "@" in raw:
+                break  # a number, path or address: the label's value is not a token
+
+
+# ------------------------------------------------------------------ random-looking strings
 _LONG_TOKEN = re.compile(r"[A-Za-z0-9+/_=-]{32,}")
-_PLACEHOLDER = re.compile(
-    r"(?i)^(?:[<${%].*|\*+|x+|\.{3}|…|null|none|changeme|redacted|"
-    r"example|placeholder|your[_-].*|env\(.*\)|os\.environ.*|getenv.*|\{\{.*\}\})$"
+_HEX = re.compile(r"^[0-9a-fA-F]+$")
+_BENIGN_BEFORE = re.compile(
+    r"(?i)(?:sha\d{1,3}|md5|sha|blake2[bs]?|base64|digest|etag)[:=,]\s*[\"']?$|"
+    r"(?:data:[\w/+.-]+;base64,)$|(?:://[^\s]*)$"
 )
+_BENIGN_TOKEN = re.compile(
+    r"^(?:AAAA[A-Za-z0-9]|MII[A-Za-z]|sha\d{3}-|bafy|Qm[1-9A-Za-z]{20}|bc1|tb1|age1|npub1|"
+    r"chatcmpl-|file-|cus_|pi_|req_|msg_|run_|asst_|thread_|call_|evt_|txn_|sub_|price_|prod_)"
+)
+
+
+def _entropy(text: str) -> float:
+    counts = Counter(text)
+    return -sum(n / len(text) * math.log2(n / len(text)) for n in counts.values())
+
+
+_ALGORITHM_PREFIX = re.compile(r"^(?i:sha\d{0,3}|md5|blake2[bs]?)[=-]")
+
+
+def _random_looking(token: str) -> bool:
+    if _ALGORITHM_PREFIX.match(token):
+        return False  # a digest (sha512-…, sha256=…), hex or base64
+    stripped = token.strip("=-_")
+    if len(stripped) < 32 or _HEX.match(stripped) or _BENIGN_TOKEN.match(stripped):
+        return False
+    segments = re.split(r"[-_/+=.]", stripped)
+    if len(segments) >= 3 and all(len(segment) <= 12 for segment in segments):
+        return False  # slugs, UUIDs and dashed identifiers
+    has_digit = any(ch.isdigit() for ch in stripped)
+    has_alpha = any(ch.isalpha() for ch in stripped)
+    # Words joined by dashes or underscores (slugs, identifiers) are not random.
+    longest_alpha_run = max((len(run) for run in re.findall(r"[a-z]+", stripped)), default=0)
+    return has_digit and has_alpha and _entropy(stripped) >= 3.7 and longest_alpha_run < 12
+
+
+def _random_spans(line: str) -> Iterator[Span]:
+    for match in _LONG_TOKEN.finditer(line):
+        if _random_looking(match.group(0)) and not _BENIGN_BEFORE.search(line, 0, match.start()):
+            yield match.span()
+
+
+# ------------------------------------------------------------------ public API
+def _spans(line: str, *, first: bool) -> Iterator[tuple[Span, SecretKind]]:
+    """Where the secrets on one (normalised) line are, kind by kind in order of strength."""
+    for span in _known_spans(line):
+        yield span, "known token format"
+        if first:
+            return
+    if _CUE.search(line):
+        for span in _assignment_spans(line, juxtaposed=False):
+            yield span, "password assignment"
+            if first:
+                return
+        for span in _command_spans(line):
+            yield span, "password assignment"
+            if first:
+                return
+        for span in _assignment_spans(line, juxtaposed=True):
+            yield span, "password in prose"
+            if first:
+                return
+        for span in _prose_spans(line):
+            yield span, "password in prose"
+            if first:
+                return
+        for span in _labelled_token_spans(line):
+            yield span, "password in prose"
+            if first:
+                return
+    for span in _random_spans(line):
+        yield span, "random-looking string"
+        if first:
+            return
+
+
+def find_in_line(line: str) -> SecretKind | None:
+    for _span, kind in _spans(normalise(line), first=True):
+        return kind
+    return None
+
+
+# Our own fence attributes: the entry's id, origin, content hash, date and source.
+_FENCE_ATTR = re.compile(
+    r"(?<=\s)(?:id=[0-9a-f]{1,32}|origin=(?:"
+    + "|".join(ORIGINS)
+    + r")|sha256=[0-9a-f]{64}|created=\d{4}-\d{2}-\d{2}|source=(?:"
+    + "|".join(SOURCES)
+    + r"))(?=\s)"
+)
+_FENCE_START = "<!-- memory:entry "
+_PUBLIC_BLOCK = re.compile(
+    r"-----BEGIN (?:[A-Z0-9]+ )*(?:PUBLIC KEY(?: BLOCK)?|CERTIFICATE(?: REQUEST)?)-----"
+)
+_PRIVATE_BLOCK_END = re.compile(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
+_BASE64_LINE = re.compile(r"^\s*[A-Za-z0-9+/=]+\s*$")
+_SPLIT_TAIL = re.compile(r"""(?P<tail>[A-Za-z0-9_\-.]{4,})["']?\s*\+?\s*\\?\s*$""")
+_SPLIT_HEAD = re.compile(r"""^\s*["']?(?P<head>[A-Za-z0-9_\-.]{4,})""")
+
+
+def _blank(match: re.Match[str]) -> str:
+    return " " * len(match.group(0))
+
+
+def _scan_lines(text: str) -> Iterator[tuple[int, str, str, bool]]:
+    """Each line normalised, the same line as scanned, and whether it is public key material.
+
+    On a fence line our own attributes are blanked out (same length, so positions still
+    match): the fence marks only who wrote the entry, everything else on it is scanned.
+    """
+    in_public = False
+    for number, raw in enumerate(text.split("\n"), start=1):
+        line = normalise(raw)
+        scanned = line
+        if line.lstrip().startswith(_FENCE_START):
+            scanned = _FENCE_ATTR.sub(_blank, line)
+        if _PUBLIC_BLOCK.search(line):
+            in_public = True
+            yield number, line, scanned, False
+            continue
+        if in_public and not _BASE64_LINE.match(line):
+            in_public = False
+        yield number, line, scanned, in_public
+
+
+def _split_secret(line: str, following: str) -> tuple[Span, Span] | None:
+    """A known-format token cut over two lines: the end of this one and the start of the next."""
+    tail = _SPLIT_TAIL.search(line)
+    head = _SPLIT_HEAD.match(following) if tail else None
+    if not tail or not head:
+        return None
+    joined = tail["tail"] + head["head"]
+    for span in _known_spans(joined):
+        if span[0] < len(tail["tail"]) < span[1]:
+            return tail.span("tail"), head.span("head")
+    return None
+
+
+def find_secret(text: str) -> SecretFinding | None:
+    """The first line that looks like a secret, or None."""
+    lines = list(_scan_lines(text))
+    for index, (number, _line, scanned, in_public) in enumerate(lines):
+        if in_public:
+            continue
+        for _span, kind in _spans(scanned, first=True):
+            return SecretFinding(line=number, kind=kind)
+        if index + 1 < len(lines) and _split_secret(scanned, lines[index + 1][2]):
+            return SecretFinding(line=number, kind="known token format")
+    return None
 
 
 @dataclass(frozen=True)
@@ -68,67 +765,47 @@ class SecretFinding:
         )
 
 
-def _entropy(text: str) -> float:
-    counts = Counter(text)
-    return -sum(n / len(text) * math.log2(n / len(text)) for n in counts.values())
-
-
-def _random_looking(token: str) -> bool:
-    stripped = token.strip("=-_")
-    if len(stripped) < 32:
-        return False
-    segments = re.split(r"[-_/+=.]", stripped)
-    if len(segments) >= 3 and all(len(segment) <= 12 for segment in segments):
-        return False  # slugs, UUIDs and dashed identifiers
-    has_digit = any(ch.isdigit() for ch in stripped)
-    has_alpha = any(ch.isalpha() for ch in stripped)
-    # Words joined by dashes or underscores (slugs, identifiers) are not random.
-    longest_alpha_run = max((len(run) for run in re.findall(r"[a-z]+", stripped)), default=0)
-    return has_digit and has_alpha and _entropy(stripped) >= 3.7 and longest_alpha_run < 12
-
-
-def find_in_line(line: str) -> SecretKind | None:
-    if any(pattern.search(line) for pattern in _KNOWN_TOKENS):
-        return "known token format"
-    for match in _ASSIGNMENT.finditer(line):
-        if not _PLACEHOLDER.match(match["value"]) and len(match["value"]) >= 4:
-            return "password assignment"
-    for match in _PROSE.finditer(line):
-        value = match["value"]
-        if len(value) >= 4 and not _PLACEHOLDER.match(value):
-            return "password in prose"
-    if any(_random_looking(token) for token in _LONG_TOKEN.findall(line)):
-        return "random-looking string"
-    return None
-
-
-def find_secret(text: str) -> SecretFinding | None:
-    """The first line that looks like a secret, or None."""
-    for number, line in enumerate(text.split("\n"), start=1):
-        if (
-            line.lstrip().startswith("<!-- memory:entry ")
-            or line.strip() == "<!-- /memory:entry -->"
-        ):
-            continue  # fence lines carry our own hashes, not secrets
-        kind = find_in_line(line)
-        if kind:
-            return SecretFinding(line=number, kind=kind)
-    return None
-
-
-MASK = "[masked]"
+def _apply_mask(line: str, spans: list[Span]) -> str:
+    merged: list[list[int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    for start, end in reversed(merged):
+        line = line[:start] + MASK + line[end:]
+    return line
 
 
 def mask_outbound(text: str) -> str:
-    """Replace the values of password cues in prose before text leaves the host."""
+    """Replace every secret value the guard can locate before text leaves the host.
 
-    def masked(match: re.Match[str]) -> str:
-        start, end = match.span("value")
-        whole_start = match.start()
-        segment = match.group(0)
-        return segment[: start - whole_start] + MASK + segment[end - whole_start :]
-
-    text = _PROSE.sub(masked, text)
-    return _ASSIGNMENT.sub(
-        lambda m: m.group(0) if _PLACEHOLDER.match(m["value"]) else masked(m), text
-    )
+    A line with a finding goes out in its normalised form (invisible characters removed),
+    so a masked token cannot survive in pieces; other lines go out unchanged.
+    """
+    raw_lines = text.split("\n")
+    scanned = list(_scan_lines(text))
+    out: list[str] = []
+    pending: Span | None = None  # the head of a token split from the line before
+    in_private = False
+    for index, (raw, (_number, line, seen, in_public)) in enumerate(
+        zip(raw_lines, scanned, strict=True)
+    ):
+        if in_private:
+            in_private = not _PRIVATE_BLOCK_END.search(line)
+            out.append(raw if not in_private else MASK)
+            pending = None
+            continue
+        spans: list[Span] = [] if in_public else [span for span, _ in _spans(seen, first=False)]
+        if _PRIVATE_KEY.search(line) and not _PRIVATE_BLOCK_END.search(line):
+            in_private = True
+        if pending:
+            spans.append(pending)
+            pending = None
+        if not in_public and index + 1 < len(scanned):
+            split = _split_secret(seen, scanned[index + 1][2])
+            if split:
+                spans.append(split[0])
+                pending = split[1]
+        out.append(_apply_mask(line, spans) if spans else raw)
+    return "\n".join(out)
