@@ -19,14 +19,10 @@ from pathlib import Path
 
 from memory_addon.core.secret_guard import find_secret
 
-CASES = (
-    Path(__file__).resolve().parent.parent
-    / "tests"
-    / "memory_addon"
-    / "core"
-    / "data"
-    / "secret_cases.jsonl"
-)
+DATA = Path(__file__).resolve().parent.parent / "tests" / "memory_addon" / "core" / "data"
+CASES = DATA / "secret_cases.jsonl"
+# Written by hand after the rules, in other words than the templates; see docs/benchmarks.md.
+FRESH = DATA / "secret_cases_fresh.jsonl"
 
 KNOWN = ("known_format",)
 ASSIGNMENTS_AND_PROSE = (
@@ -58,12 +54,19 @@ class Case:
     def held_out(self) -> bool:
         return self.index % 3 == 2
 
+    @property
+    def fresh(self) -> bool:
+        return self.index >= FRESH_OFFSET
 
-def load_cases(path: Path = CASES) -> list[Case]:
+
+def load_cases(path: Path = CASES, *, offset: int = 0) -> list[Case]:
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    return [Case(i, row["text"], row["label"], row["family"]) for i, row in enumerate(rows)]
+    return [
+        Case(offset + i, row["text"], row["label"], row["family"]) for i, row in enumerate(rows)
+    ]
 
 
+FRESH_OFFSET = 100_000
 Detector = Callable[[list[str]], list[bool]]
 
 
@@ -171,7 +174,9 @@ def pct(value: float) -> str:
     return f"{value * 100:.1f}%"
 
 
-def report(results: list[Result], cases: list[Case], machine: str) -> str:
+def report(results: list[Result], every: list[Case], machine: str) -> str:
+    cases = [c for c in every if not c.fresh]
+    fresh = [c for c in every if c.fresh]
     tune = [c for c in cases if not c.held_out]
     held = [c for c in cases if c.held_out]
     measured = [r for r in results if r.flagged]
@@ -188,18 +193,27 @@ def report(results: list[Result], cases: list[Case], machine: str) -> str:
         f"({n_secret} secrets, {len(cases) - n_secret} benign look-alikes), written for this "
         "project by `python -m benchmarks.make_secret_cases`. The rules were tuned on the "
         "lines with index % 3 != 2; every third line (index % 3 == 2) is held out. "
-        "Secrets: share caught (recall); benign: share refused (false refusals).",
+        "Secrets: share caught (recall); benign: share refused (false refusals). "
+        f"The hand-written set (`secret_cases_fresh.jsonl`, {len(fresh)} cases) was written "
+        "after the rules, in words the templates do not use, as a check on over-fitting.",
         "",
         f"| group (goal) | part | {names} |",
         f"|---|---|{bar}|",
     ]
     goals = {**{k: f"≥ {v:.0%}" for k, v in GOALS.items()}, "benign look-alikes": "≤ 2%"}
-    for part, chosen in (("held out", held), ("tuning", tune), ("all", cases)):
+    for part, chosen in (
+        ("held out", held),
+        ("tuning", tune),
+        ("all", cases),
+        ("hand-written set", fresh),
+    ):
         for group, members in groups(chosen).items():
+            if not members:
+                continue
             cells = " | ".join(f"{pct(rate(r, members)[0])} of {len(members)}" for r in measured)
             out.append(f"| {group} ({goals[group]}) | {part} | {cells} |")
     speed = " | ".join(f"{r.lines_per_second:,.0f}" for r in measured)
-    out.append(f"| lines per second (≥ {MIN_LINES_PER_SECOND:,}) | all | {speed} |")
+    out.append(f"| lines per second (≥ {MIN_LINES_PER_SECOND:,}) | both sets | {speed} |")
     out += ["", "Per family, all cases (held-out share in brackets):", ""]
     out += [f"| family | label | n | {names} |", f"|---|---|---|{bar}|"]
     families = sorted({(c.label, c.family) for c in cases}, key=lambda k: (k[0] != "secret", k))
@@ -221,7 +235,7 @@ def machine_line() -> str:
 
 
 def run_all(only_ours: bool = False) -> tuple[list[Result], list[Case]]:
-    cases = load_cases()
+    cases = load_cases() + load_cases(FRESH, offset=FRESH_OFFSET)
     chosen = detectors()[:1] if only_ours else detectors()
     return [measure(name, make, cases) for name, make in chosen], cases
 

@@ -280,6 +280,7 @@ def is_secret_name(name: str, previous_word: str = "") -> bool:
     return False
 
 
+_WEAK_NAMES = frozenset({"auth", "key", "psk", "keys", "schl\u00fcssel"})
 _PASS_LOOKALIKES = frozenset({"bypass", "compass", "surpass", "overpass", "underpass", "trespass"})
 
 # ------------------------------------------------------------------ values
@@ -307,7 +308,8 @@ _STOPWORDS = _words(
     geändert gespeichert hinterlegt zurückgesetzt mindestens höchstens nur auch sehr mein
     dein sein ihr unser euer deren dessen hier dort oben unten gelüftet per alle etwa immer
     wie was wo wer bitte erfolgreich neu alt geheim vorhanden weg aus an und oder aber
-    wurde wird war sind muss soll kann
+    wurde wird war sind muss soll kann siehe see ask frag check leider eigentlich wohl
+    vielleicht ganz gar total wirklich ziemlich echt case pretty super quite rather
     """
 )
 _BENIGN_SUFFIX = re.compile(
@@ -386,8 +388,14 @@ def _assignment_spans(line: str, *, juxtaposed: bool) -> Iterator[Span]:
     """Values after a secret-named key: with an operator, or (juxtaposed) right after it."""
     for match in _LABEL.finditer(line):
         key = match["key"]
+        weak = False
         if not is_secret_name(key, _previous_word(line, match.start())):
-            continue
+            # `REDIS_AUTH=…`, `license_key: …`: such names hold a secret only when the
+            # value looks like a token.
+            parts = name_parts(key)
+            if not parts or parts[-1] not in _WEAK_NAMES or juxtaposed:
+                continue
+            weak = True
         end = match.end()
         rest = line[end:]
         pin_label = "pin" in name_parts(key) or "geheimzahl" in key.lower()
@@ -407,6 +415,10 @@ def _assignment_spans(line: str, *, juxtaposed: bool) -> Iterator[Span]:
             value = _clean(raw) if group == "bare" else raw
             if pin_label and _PIN.match(value):
                 ok = True
+            elif weak:
+                ok = _short_token(value) and not any(
+                    p in _NOT_SECRET_WORDS for p in name_parts(key)
+                )
             else:
                 ok = _literal(value, quoted=group != "bare")
             if ok and not juxtaposed:
@@ -439,6 +451,8 @@ _COMMAND_PASSWORD = re.compile(
     r"""(?i)\b(?:mysql\w*|mariadb[\w-]*)\b.*?(?<!\S)-p(?:"(?P<dq>[^"]+)"|'(?P<sq>[^']+)'|(?P<bare>[^\s"']+))"""
     r"""|\b(?:login|sshpass)\b.*?(?<!\S)-p\s+(?:"(?P<dq2>[^"]+)"|'(?P<sq2>[^']+)'|(?P<bare2>[^\s"']+))"""
     r"""|\bopenssl\b.*?(?<!\S)-(?:k|pass|passin|passout)\s+(?:pass:)?(?P<bare3>[^\s"']+)"""
+    r"""|(?<!\S)-u\s+\S+\s+(?:\S+\s+){0,3}?-p\s+(?P<bare8>(?!\d+(?::\d+)*(?:/\w+)?(?:\s|$))[^\s"'-][^\s"']*)"""
+    r"""|\bredis-cli\b.*?(?<!\S)-a\s+(?P<bare7>[^\s"']+)"""
     r"""|\bhtpasswd\s+-\w*b\w*\s+(?:-\w+\s+)*\S+\s+\S+\s+(?P<bare4>[^\s"']+)"""
     r"""|(?:password|passwd|token|secret)[\w-]*\s*=?\s*<\(\s*echo\s+["']?(?P<bare5>[^\s"')]+)"""
     r"""|\becho\s+["']?(?P<bare6>[^\s"'|]+)["']?\s*\|\s*[\w-]+\s+login\b"""
@@ -490,7 +504,19 @@ def _command_spans(line: str) -> Iterator[Span]:
             yield match.span("value")
     for match in _COMMAND_PASSWORD.finditer(line):
         found = _group_value(
-            match, "dq", "sq", "bare", "dq2", "sq2", "bare2", "bare3", "bare4", "bare5", "bare6"
+            match,
+            "dq",
+            "sq",
+            "bare",
+            "dq2",
+            "sq2",
+            "bare2",
+            "bare3",
+            "bare4",
+            "bare5",
+            "bare6",
+            "bare7",
+            "bare8",
         )
         if found and len(found[0]) >= 3 and not is_placeholder(found[0]):
             yield found[1]
@@ -515,7 +541,8 @@ _PROSE_LABEL = (
 _PROSE = re.compile(
     rf"(?i)(?<![\w-])[\w-]*?{_PROSE_LABEL}\b"
     r"(?:\s+(?:for|of|to|on|at|in|from|f\u00fcr|f\u00fcrs|von|vom|zu|zum|zur|im|bei|des|der|the|my|our|"
-    r"your|den|dem|das|die)\b(?:\s+[\w.@'\u2019-]+){1,3}?)?"
+    r"your|den|dem|das|die|meiner|meines|meinem|meinen|meine|mein|deiner|deines|unserer|"
+    r"unseres|unsere)\b(?:\s+[\w.@'\u2019-]+){1,3}?)?"
     r"\s*(?:(?:is|was|ist|war|lautet|hei\u00dft|are|sind|lauten)"
     r"(?:\s+(?:now|still|jetzt|noch|nun|(?:set|changed)\s+to))?\b|[:=]|\bnow\b)"
     r"\s*[\"'\u201c\u201e\u201a`]?(?P<value>[^\s\"'\u201d\u201c`]+)"
@@ -533,7 +560,8 @@ _PROSE_VALUE_FIRST = re.compile(
     rf"meine|das|unser)\s+(?:[\w-]+\s+)?{_PROSE_LABEL}\b"
 )
 _LOGIN_PAIR = re.compile(
-    r"(?i)\b(?:login|logins|credentials|creds|zugangsdaten|anmeldedaten|account|konto)\b"
+    r"(?i)\b(?:login|logins|credentials|creds|zugangsdaten|zugang|anmeldedaten|account|konto|"
+    r"access)\b"
     r"[^:/\n]{0,30}?(?::|\bare\b|\bsind\b|\bis\b)\s*[\"']?[^\s/\"']+[\"']?\s*/\s*[\"']?"
     r"(?P<value>[^\s\"']+)"
     r"|\b(?:login|log\s+in|sign\s+in|anmelden)\s+(?:with|mit|as|als)\s+[^\s:]+:(?P<value2>\S+)"
@@ -552,8 +580,21 @@ def _prose_spans(line: str) -> Iterator[Span]:
                 and not is_placeholder(value)
                 and not _wordish(value)
                 and not _REFERENCE.match(value)
+                and not _sentence_goes_on(value, found[0], line, found[1][1])
             ):
                 yield found[1][0], found[1][0] + len(value)
+
+
+_NEXT_WORD = re.compile(r"[ \t]+([a-z\u00e4\u00f6\u00fc\u00df]+)\b")
+_JOINERS = frozenset({"and", "und", "but", "aber", "or", "oder", "so", "also", "then", "dann"})
+
+
+def _sentence_goes_on(value: str, raw: str, line: str, end: int) -> bool:
+    """A plain lower-case word the sentence runs on from: "the password is case sensitive"."""
+    if not value.isalpha() or not value.islower() or raw != value:
+        return False
+    following = _NEXT_WORD.match(line, end)
+    return following is not None and following.group(1) not in _JOINERS
 
 
 # A random-looking token soon after a label: "api token a8Fk29dLq0Zx7Wm3", "Token fürs X …".
@@ -640,7 +681,12 @@ def _random_looking(token: str) -> bool:
 
 def _random_spans(line: str) -> Iterator[Span]:
     for match in _LONG_TOKEN.finditer(line):
-        if _random_looking(match.group(0)) and not _BENIGN_BEFORE.search(line, 0, match.start()):
+        token = match.group(0)
+        if (
+            _random_looking(token)
+            and not _PLACEHOLDER_PART.search(token)
+            and not _BENIGN_BEFORE.search(line, 0, match.start())
+        ):
             yield match.span()
 
 

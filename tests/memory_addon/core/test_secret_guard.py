@@ -14,6 +14,13 @@ CASES = [
     json.loads(line)
     for line in (Path(__file__).parent / "data" / "secret_cases.jsonl").read_text().splitlines()
 ]
+# Written by hand after the rules, in words the generated templates do not use.
+FRESH = [
+    json.loads(line)
+    for line in (Path(__file__).parent / "data" / "secret_cases_fresh.jsonl")
+    .read_text()
+    .splitlines()
+]
 KNOWN = {"known_format"}
 ASSIGNMENTS_AND_PROSE = {
     "assignment",
@@ -172,6 +179,20 @@ def test_recall_meets_the_goal(part, families, goal):
 @pytest.mark.parametrize("part", ["tuning", "held out"])
 def test_benign_look_alikes_are_rarely_refused(part):
     assert _rates(_group(part, None, "benign")) <= 0.02
+
+
+@pytest.mark.parametrize(
+    ("families", "goal"),
+    [(KNOWN, 0.97), (ASSIGNMENTS_AND_PROSE | HARDENED, 0.90)],
+    ids=["known formats", "assignments, prose, obfuscated and split"],
+)
+def test_hand_written_set_meets_the_recall_goal(families, goal):
+    members = [case for case in FRESH if case["label"] == "secret" and case["family"] in families]
+    assert _rates(members) >= goal
+
+
+def test_hand_written_look_alikes_are_rarely_refused():
+    assert _rates([case for case in FRESH if case["label"] == "benign"]) <= 0.02
 
 
 def test_every_family_holds_its_own_bar():
