@@ -368,19 +368,22 @@ _CUE = re.compile(
     r"geheim|login|://|--|-p|-u|-k|getenv|env|echo"
 )
 _LABEL = re.compile(
-    r"(?i)(?<![\w.\-])(?P<key>[\w.\-]*?(?:pass|pw|pin|secret|token|key|schl\u00fcssel|cred|kennwort|"
-    r"zugang|auth|geheim)[\w.\-]*)"
+    r"(?i)(?<![\w.\-])(?P<key>[\w.\-]{0,40}?(?:pass|pw|pin|secret|token|key|schl\u00fcssel|cred|"
+    r"kennwort|zugang|auth|geheim)[\w.\-]{0,40})(?![\w.\-])"
 )
 _OPERATOR = re.compile(r"""^["'`]?\]?\s*(?P<op>:=|\?=|\+=|=>|==|=|:)(?!//)\s*""")
-_VALUE = re.compile(r"""^(?:"(?P<dq>[^"]*)"|'(?P<sq>[^']*)'|`(?P<bq>[^`]*)`|(?P<bare>[^\s,;]+))""")
+_VALUE = re.compile(
+    r"""^(?:"(?P<dq>[^"\n]{0,300})"|'(?P<sq>[^'\n]{0,300})'|`(?P<bq>[^`\n]{0,300})`|"""
+    r"""(?P<bare>[^\s,;]{1,300}))"""
+)
 _XML_VALUE = re.compile(r"^>(?P<value>[^<\s][^<]{2,})</")
-_JUXTAPOSED = re.compile(r"""^[ \t]+["'\u201e\u201c]?(?P<value>[^\s"'\u201c\u201d]+)""")
+_JUXTAPOSED = re.compile(r"""^[ \t]+["'\u201e\u201c]?(?P<value>[^\s"'\u201c\u201d]{1,300})""")
 _PIN = re.compile(r"^\d{4,8}$")
 _PREVIOUS_WORD = re.compile(r"([\w-]+)[\s\"'`]*$")
 
 
 def _previous_word(line: str, start: int) -> str:
-    match = _PREVIOUS_WORD.search(line, 0, start)
+    match = _PREVIOUS_WORD.search(line, max(0, start - 64), start)
     return match.group(1) if match else ""
 
 
@@ -435,37 +438,40 @@ def _assignment_spans(line: str, *, juxtaposed: bool) -> Iterator[Span]:
 
 # Credentials inside a URL: scheme://user:password@host
 _URL_CREDENTIALS = re.compile(
-    r"(?i)\b[a-z][a-z0-9+.\-]{1,20}://[^\s:/@?#]*:(?P<value>[^\s/]+)@(?=[\w.\-\[]+)"
+    r"(?i)\b[a-z][a-z0-9+.\-]{1,20}://[^\s:/@?#]{0,100}:(?P<value>[^\s/]{1,200}?)@"
+    r"(?=[\w.\-\[\]]+(?::\d+)?(?:[/\s?#\"'`)]|$))"
 )
 _SQL = re.compile(
     r"(?i)\bidentified\s+by\s+(?:password\s+)?(?P<q>[\"'`]?)(?P<value>[^\s\"'`;]+)(?P=q)"
     r"|(?<![\"'\w])password\s*(?:=\s*)?(?:password\s*)?\(?\s*(?P<q2>[\"'])(?P<value2>[^\s\"']{3,})(?P=q2)"
 )
 _FLAG = re.compile(
-    r"""(?<!\S)-{1,2}(?P<flag>[A-Za-z][\w-]+)(?:=|\s+)(?:"(?P<dq>[^"]*)"|'(?P<sq>[^']*)'|(?P<bare>[^\s"']+))"""
+    r"""(?<!\S)-{1,2}(?P<flag>[A-Za-z][\w-]{1,40})(?:=|\s+)"""
+    r"""(?:"(?P<dq>[^"\n]{0,300})"|'(?P<sq>[^'\n]{0,300})'|(?P<bare>[^\s"']{1,300}))"""
 )
 _USER_FLAG = re.compile(
-    r"""(?<!\S)(?:-u|--user|--basic-auth)(?:=|\s+)["']?[^\s:"']+:(?P<value>[^\s"']+)"""
+    r"""(?<!\S)(?:-u|--user|--basic-auth)(?:=|\s+)["']?[^\s:"']{1,100}:(?P<value>[^\s"']{1,300})"""
 )
 _COMMAND_PASSWORD = re.compile(
-    r"""(?i)\b(?:mysql\w*|mariadb[\w-]*)\b.*?(?<!\S)-p(?:"(?P<dq>[^"]+)"|'(?P<sq>[^']+)'|(?P<bare>[^\s"']+))"""
-    r"""|\b(?:login|sshpass)\b.*?(?<!\S)-p\s+(?:"(?P<dq2>[^"]+)"|'(?P<sq2>[^']+)'|(?P<bare2>[^\s"']+))"""
-    r"""|\bopenssl\b.*?(?<!\S)-(?:k|pass|passin|passout)\s+(?:pass:)?(?P<bare3>[^\s"']+)"""
+    r"""(?i)\b(?:mysql\w*|mariadb[\w-]*)\b.{0,200}?(?<!\S)-p(?:"(?P<dq>[^"]+)"|'(?P<sq>[^']+)'|(?P<bare>[^\s"']+))"""
+    r"""|\b(?:login|sshpass)\b.{0,200}?(?<!\S)-p\s+(?:"(?P<dq2>[^"]+)"|'(?P<sq2>[^']+)'|(?P<bare2>[^\s"']+))"""
+    r"""|\bopenssl\b.{0,200}?(?<!\S)-(?:k|pass|passin|passout)\s+(?:pass:)?(?P<bare3>[^\s"']+)"""
     r"""|(?<!\S)-u\s+\S+\s+(?:\S+\s+){0,3}?-p\s+(?P<bare8>(?!\d+(?::\d+)*(?:/\w+)?(?:\s|$))[^\s"'-][^\s"']*)"""
-    r"""|\bredis-cli\b.*?(?<!\S)-a\s+(?P<bare7>[^\s"']+)"""
-    r"""|\bhtpasswd\s+-\w*b\w*\s+(?:-\w+\s+)*\S+\s+\S+\s+(?P<bare4>[^\s"']+)"""
+    r"""|\bredis-cli\b.{0,200}?(?<!\S)-a\s+(?P<bare7>[^\s"']+)"""
+    r"""|\bhtpasswd\s+-\w*b\w*\s+(?:-\w+\s+){0,3}\S+\s+\S+\s+(?P<bare4>[^\s"']+)"""
     r"""|(?:password|passwd|token|secret)[\w-]*\s*=?\s*<\(\s*echo\s+["']?(?P<bare5>[^\s"')]+)"""
     r"""|\becho\s+["']?(?P<bare6>[^\s"'|]+)["']?\s*\|\s*[\w-]+\s+login\b"""
 )
 _FALLBACK = re.compile(
-    r"""["'](?P<name>[\w.-]+)["']\s*,\s*(?:default\s*=\s*)?["'](?P<value>[^"'\n]+)["']"""
-    r"""|(?P<name2>[\w.]+)["']?\s*\)?\s*(?:\|\||\?\?|\bor\b)\s*["'](?P<value2>[^"'\n]+)["']"""
-    r"""|\$\{(?P<name3>\w+):?[-=](?P<value3>[^}\s]+)\}"""
+    r"""["'](?P<name>[\w.-]{1,80})["']\s*,\s*(?:default\s*=\s*)?["'](?P<value>[^"'\n]{1,300})["']"""
+    r"""|(?<![\w.])(?P<name2>[\w.]{1,80})["']?\s*\)?\s*(?:\|\||\?\?|\bor\b)\s*["']"""
+    r"""(?P<value2>[^"'\n]{1,300})["']"""
+    r"""|\$\{(?P<name3>\w{1,80}):?[-=](?P<value3>[^}\s]{1,200})\}"""
 )
 _AUTH_HEADER = re.compile(
     r"""(?i)\b(?:proxy-)?authorization\b["']?\s*[:=]\s*["']?(?:bearer|basic|token|bot|digest|"""
     r"""apikey|sso-key|key|negotiate)\s+(?P<value>[^\s"',;]+)"""
-    r"""|\bbearer\s+(?P<value2>[A-Za-z0-9._~+/=-]{12,})"""
+    r"""|\bbearer\s+(?P<value2>[A-Za-z0-9._~+/=-]{12,500})"""
 )
 
 
@@ -539,32 +545,33 @@ _PROSE_LABEL = (
     r"zugangsdaten|passw)"
 )
 _PROSE = re.compile(
-    rf"(?i)(?<![\w-])[\w-]*?{_PROSE_LABEL}\b"
+    rf"(?i)(?<![\w-])[\w-]{{0,30}}?{_PROSE_LABEL}\b"
     r"(?:\s+(?:for|of|to|on|at|in|from|f\u00fcr|f\u00fcrs|von|vom|zu|zum|zur|im|bei|des|der|the|my|our|"
     r"your|den|dem|das|die|meiner|meines|meinem|meinen|meine|mein|deiner|deines|unserer|"
     r"unseres|unsere)\b(?:\s+[\w.@'\u2019-]+){1,3}?)?"
     r"\s*(?:(?:is|was|ist|war|lautet|hei\u00dft|are|sind|lauten)"
     r"(?:\s+(?:now|still|jetzt|noch|nun|(?:set|changed)\s+to))?\b|[:=]|\bnow\b)"
-    r"\s*[\"'\u201c\u201e\u201a`]?(?P<value>[^\s\"'\u201d\u201c`]+)"
+    r"\s*[\"'\u201c\u201e\u201a`]?(?P<value>[^\s\"'\u201d\u201c`]{1,300})"
 )
 _PROSE_SET = re.compile(
     rf"(?i)\b(?:set|changed?|reset|updated?|made)\b.{{0,30}}?{_PROSE_LABEL}\s+(?:to|into)\s+"
-    r"[\"'\u201c\u201e]?(?P<value>[^\s\"'\u201d\u201c`]+)"
-    rf"|\b{_PROSE_LABEL}\s+(?:auf|zu|in)\s+[\"'\u201e]?(?P<value2>[^\s\"'\u201c`]+)[\"'\u201c]?\s+"
+    r"[\"'\u201c\u201e]?(?P<value>[^\s\"'\u201d\u201c`]{1,300})"
+    rf"|\b{_PROSE_LABEL}\s+(?:auf|zu|in)\s+[\"'\u201e]?(?P<value2>[^\s\"'\u201c`]{{1,300}})"
+    r"[\"'\u201c]?\s+"
     r"(?:ge\u00e4ndert|gesetzt|umgestellt|ge\u00e4ndert)"
 )
 _PROSE_VALUE_FIRST = re.compile(
-    r"(?i)\b(?:use|used|using|nimm|nehme|verwende|take|took)\s+[\"'\u201e\u201c]?(?P<value>[^\s\"'\u201c\u201d]+)"
+    r"(?i)\b(?:use|used|using|nimm|nehme|verwende|take|took)\s+[\"'\u201e\u201c]?(?P<value>[^\s\"'\u201c\u201d]{1,100})"
     rf"[\"'\u201c\u201d]?\s+(?:as|als)\s+(?:\w+\s+){{0,2}}{_PROSE_LABEL}\b"
-    r"|^\s*[\"'\u201e\u201c]?(?P<value2>[^\s\"'\u201c\u201d]+)[\"'\u201c\u201d]?\s+(?:is|ist)\s+(?:my|the|our|his|her|mein|"
+    r"|^\s*[\"'\u201e\u201c]?(?P<value2>[^\s\"'\u201c\u201d]{1,100})[\"'\u201c\u201d]?\s+(?:is|ist)\s+(?:my|the|our|his|her|mein|"
     rf"meine|das|unser)\s+(?:[\w-]+\s+)?{_PROSE_LABEL}\b"
 )
 _LOGIN_PAIR = re.compile(
     r"(?i)\b(?:login|logins|credentials|creds|zugangsdaten|zugang|anmeldedaten|account|konto|"
     r"access)\b"
-    r"[^:/\n]{0,30}?(?::|\bare\b|\bsind\b|\bis\b)\s*[\"']?[^\s/\"']+[\"']?\s*/\s*[\"']?"
-    r"(?P<value>[^\s\"']+)"
-    r"|\b(?:login|log\s+in|sign\s+in|anmelden)\s+(?:with|mit|as|als)\s+[^\s:]+:(?P<value2>\S+)"
+    r"[^:/\n]{0,30}?(?::|\bare\b|\bsind\b|\bis\b)\s*[\"']?[^\s/\"']{1,100}[\"']?\s*/\s*[\"']?"
+    r"(?P<value>[^\s\"']{1,300})"
+    r"|\b(?:login|log\s+in|sign\s+in|anmelden)\s+(?:with|mit|as|als)\s+[^\s:]{1,100}:(?P<value2>\S{1,300})"
 )
 
 
@@ -599,7 +606,7 @@ def _sentence_goes_on(value: str, raw: str, line: str, end: int) -> bool:
 
 # A random-looking token soon after a label: "api token a8Fk29dLq0Zx7Wm3", "Token fürs X …".
 _TOKEN_LABEL = re.compile(
-    r"(?i)(?<![\w-])(?P<label>[\w-]*?(?:token|key|secret|schl\u00fcssel|credential|passwor[dt]|"
+    r"(?i)(?<![\w-])(?P<label>[\w-]{0,30}?(?:token|key|secret|schl\u00fcssel|credential|passwor[dt]|"
     r"pw|pwd|kennwort|pass))(?![\w-])"
 )
 _TOKEN_CHARS = re.compile(r"^[A-Za-z0-9_\-+/=.]{12,}$")
@@ -608,11 +615,16 @@ _VERSION = re.compile(r"^v?\d+(?:\.\d+)+")
 _WORD_SPLIT = re.compile(r"[^\s=:]+")
 
 
+_DIGIT = re.compile(r"\d")
+_LETTER = re.compile(r"[A-Za-z]")
+
+
 def _short_token(token: str) -> bool:
     return (
-        bool(_TOKEN_CHARS.match(token))
-        and any(c.isdigit() for c in token)
-        and any(c.isalpha() for c in token)
+        len(token) <= 200
+        and bool(_TOKEN_CHARS.match(token))
+        and _DIGIT.search(token) is not None
+        and _LETTER.search(token) is not None
         and not _UUID.match(token)
         and not _VERSION.match(token)
         and not is_placeholder(token)
@@ -685,7 +697,7 @@ def _random_spans(line: str) -> Iterator[Span]:
         if (
             _random_looking(token)
             and not _PLACEHOLDER_PART.search(token)
-            and not _BENIGN_BEFORE.search(line, 0, match.start())
+            and not _BENIGN_BEFORE.search(line, max(0, match.start() - 300), match.start())
         ):
             yield match.span()
 
@@ -775,7 +787,7 @@ def _scan_lines(text: str) -> Iterator[tuple[int, str, str, bool]]:
 
 def _split_secret(line: str, following: str) -> tuple[Span, Span] | None:
     """A known-format token cut over two lines: the end of this one and the start of the next."""
-    tail = _SPLIT_TAIL.search(line)
+    tail = _SPLIT_TAIL.search(line, max(0, len(line) - 300))
     head = _SPLIT_HEAD.match(following) if tail else None
     if not tail or not head:
         return None

@@ -372,3 +372,24 @@ def test_masking_is_fast_on_ordinary_text():
     start = time.perf_counter()
     assert mask_outbound(text) == text
     assert time.perf_counter() - start < 0.4  # at least 5,000 lines/s
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "key=" * 16000,
+        " ".join(["password", "token", "is", "key", "the", "pin"] * 1800),
+        "the password for the " * 3000,
+        "Qm3Rt8Zk+Lp2Vx9Wn4/Yb7Hc1DfG3aTs6Ue0" * 1800,
+        "a" * 64000 + " x",
+        "mysql -x " * 7000,
+        "https://a:b@" * 5000,
+    ],
+    ids=["assignments", "labels", "prose", "base64", "one-word", "commands", "urls"],
+)
+def test_a_64_kib_line_is_scanned_in_linear_time(line):
+    """A topic file may hold one 64 KiB line; no pattern may backtrack quadratically on it."""
+    start = time.perf_counter()
+    find_secret(line)
+    mask_outbound(line)
+    assert time.perf_counter() - start < 8
