@@ -75,7 +75,25 @@ class Result:
     name: str
     flagged: dict[int, bool] = field(default_factory=dict)
     lines_per_second: float = 0.0
+    notes_lines_per_second: float = 0.0
     note: str = ""
+
+
+def ordinary_notes(count: int = 2000) -> list[str]:
+    """What memory files mostly hold: index lines, short facts, prose, the odd fence."""
+    shapes = [
+        "- tea {i}: prefers green tea in the morning -> tea.md",
+        "Anna likes hiking in the Alps; last trip was in 2024 (note {i}).",
+        "<!-- memory:entry id={i:08x} origin=assistant sha256="
+        + "ab" * 32
+        + " created=2026-01-01 source=chat -->",
+        "Der Termin beim Zahnarzt ist am Dienstag um 9 Uhr, Raum {i}.",
+        "- project {i}: the deploy runs on Fridays, see https://example.org/runbook -> deploy.md",
+        "Reset the router if the wifi drops again; the password is on the fridge.",
+        "<!-- /memory:entry -->",
+        "Uses Python 3.12, Django 6 and PostgreSQL 16 for project {i}.",
+    ]
+    return [shapes[i % len(shapes)].format(i=i) for i in range(count)]
 
 
 def ours(texts: list[str]) -> list[bool]:
@@ -150,6 +168,10 @@ def measure(name: str, make: Callable[[], Detector], cases: list[Case]) -> Resul
             detector(texts)
         elapsed = (time.perf_counter() - start) / rounds
     result.lines_per_second = lines / elapsed
+    notes = ordinary_notes()
+    start = time.perf_counter()
+    detector(["\n".join(notes[i : i + 40]) for i in range(0, len(notes), 40)])
+    result.notes_lines_per_second = len(notes) / (time.perf_counter() - start)
     return result
 
 
@@ -214,6 +236,11 @@ def report(results: list[Result], every: list[Case], machine: str) -> str:
             out.append(f"| {group} ({goals[group]}) | {part} | {cells} |")
     speed = " | ".join(f"{r.lines_per_second:,.0f}" for r in measured)
     out.append(f"| lines per second (≥ {MIN_LINES_PER_SECOND:,}) | both sets | {speed} |")
+    notes_speed = " | ".join(f"{r.notes_lines_per_second:,.0f}" for r in measured)
+    out.append(
+        f"| lines per second (≥ {MIN_LINES_PER_SECOND:,}) | 2,000 ordinary note lines "
+        f"| {notes_speed} |"
+    )
     out += ["", "Per family, all cases (held-out share in brackets):", ""]
     out += [f"| family | label | n | {names} |", f"|---|---|---|{bar}|"]
     families = sorted({(c.label, c.family) for c in cases}, key=lambda k: (k[0] != "secret", k))
@@ -258,8 +285,14 @@ only, so this comparison can be re-run.
 
 
 def main() -> None:
+    """`--ours`: our guard only (quick); `--write`: also update docs/benchmarks.md."""
     import sys
 
+    if "--write" in sys.argv:
+        from benchmarks.run import write_section
+
+        print(run(write_section, machine_line()))
+        return
     results, cases = run_all(only_ours="--ours" in sys.argv)
     print(report(results, cases, machine_line()))
 

@@ -194,14 +194,19 @@ _PRIVATE_KEY = re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?----
 _TOKEN_BODY = re.compile(r"^(?:[A-Za-z]{1,12}[_.-](?:[a-z]{2,8}[_-])?(?:v1[_-]|[a-z]+\d\d-)?)")
 
 
+_KNOWN_CANDIDATE = re.compile(r"[A-Za-z0-9_\-.+/=:]{15}")  # the shortest known token has 15
+
+
 def _known_spans(line: str) -> Iterator[Span]:
-    for match in _KNOWN.finditer(line):
-        token = match.group(0)
-        prefix = _TOKEN_BODY.match(token)
-        if not _placeholder_token(token, prefix.end() if prefix else 0):
+    if _KNOWN_CANDIDATE.search(line):
+        for match in _KNOWN.finditer(line):
+            token = match.group(0)
+            prefix = _TOKEN_BODY.match(token)
+            if not _placeholder_token(token, prefix.end() if prefix else 0):
+                yield match.span()
+    if "-----BEGIN" in line:
+        for match in _PRIVATE_KEY.finditer(line):
             yield match.span()
-    for match in _PRIVATE_KEY.finditer(line):
-        yield match.span()
 
 
 # ------------------------------------------------------------------ names
@@ -363,10 +368,45 @@ def _password_like(value: str) -> bool:
 
 
 # ------------------------------------------------------------------ assignments
-_CUE = re.compile(
-    r"(?i)pass|pw|pin|secret|token|key|schl\u00fcssel|cred|kennwort|zugang|auth|bearer|identified|"
-    r"geheim|login|://|--|-p|-u|-k|getenv|env|echo"
+# Words and marks without which no assignment, command or prose rule can match: a line
+# with none of them (most of a memory file) skips those rules.
+_CUES = (
+    "pass",
+    "pw",
+    "pin",
+    "secret",
+    "token",
+    "key",
+    "schl\u00fcssel",
+    "cred",
+    "kennwort",
+    "zugang",
+    "auth",
+    "bearer",
+    "identified",
+    "geheim",
+    "login",
+    "log in",
+    "sign in",
+    "anmeld",
+    "access",
+    "account",
+    "konto",
+    "psk",
+    "env",
+    "echo",
+    "${",
 )
+
+
+_FLAG_CUE = re.compile(r"(?:^|\s)--?[A-Za-z]")
+
+
+def _has_cue(line: str) -> bool:
+    low = line.lower()
+    return any(cue in low for cue in _CUES) or _FLAG_CUE.search(line) is not None
+
+
 _LABEL = re.compile(
     r"(?i)(?<![\w.\-])(?P<key>[\w.\-]{0,40}?(?:pass|pw|pin|secret|token|key|schl\u00fcssel|cred|"
     r"kennwort|zugang|auth|geheim)[\w.\-]{0,40})(?![\w.\-])"
@@ -443,7 +483,7 @@ _URL_CREDENTIALS = re.compile(
 )
 _SQL = re.compile(
     r"(?i)\bidentified\s+by\s+(?:password\s+)?(?P<q>[\"'`]?)(?P<value>[^\s\"'`;]+)(?P=q)"
-    r"|(?<![\"'\w])password\s*(?:=\s*)?(?:password\s*)?\(?\s*(?P<q2>[\"'])(?P<value2>[^\s\"']{3,})(?P=q2)"
+    r"|(?<![\"'\w])password\s*(?:=\s*)?(?:password\s*)?(?:\(\s*)?(?P<q2>[\"'])(?P<value2>[^\s\"']{3,})(?P=q2)"
 )
 _FLAG = re.compile(
     r"""(?<!\S)-{1,2}(?P<flag>[A-Za-z][\w-]{1,40})(?:=|\s+)"""
@@ -464,7 +504,7 @@ _COMMAND_PASSWORD = re.compile(
 )
 _FALLBACK = re.compile(
     r"""["'](?P<name>[\w.-]{1,80})["']\s*,\s*(?:default\s*=\s*)?["'](?P<value>[^"'\n]{1,300})["']"""
-    r"""|(?<![\w.])(?P<name2>[\w.]{1,80})["']?\s*\)?\s*(?:\|\||\?\?|\bor\b)\s*["']"""
+    r"""|(?<![\w.])(?P<name2>[\w.]{1,80})["']?(?:\s*\))?\s*(?:\|\||\?\?|\bor\b)\s*["']"""
     r"""(?P<value2>[^"'\n]{1,300})["']"""
     r"""|\$\{(?P<name3>\w{1,80}):?[-=](?P<value3>[^}\s]{1,200})\}"""
 )
@@ -482,10 +522,14 @@ def _group_value(match: re.Match[str], *names: str) -> tuple[str, Span] | None:
     return None
 
 
+def _url_spans(line: str) -> Iterator[Span]:
+    if "://" in line:
+        for match in _URL_CREDENTIALS.finditer(line):
+            if len(match["value"]) >= 3 and not is_placeholder(match["value"]):
+                yield match.span("value")
+
+
 def _command_spans(line: str) -> Iterator[Span]:
-    for match in _URL_CREDENTIALS.finditer(line):
-        if len(match["value"]) >= 3 and not is_placeholder(match["value"]):
-            yield match.span("value")
     for match in _SQL.finditer(line):
         found = _group_value(match, "value", "value2")
         # `IDENTIFIED BY :pw`, `%s`, `?`: bound parameters, not values.
@@ -709,7 +753,11 @@ def _spans(line: str, *, first: bool) -> Iterator[tuple[Span, SecretKind]]:
         yield span, "known token format"
         if first:
             return
-    if _CUE.search(line):
+    for span in _url_spans(line):
+        yield span, "password assignment"
+        if first:
+            return
+    if _has_cue(line):
         for span in _assignment_spans(line, juxtaposed=False):
             yield span, "password assignment"
             if first:
@@ -756,7 +804,9 @@ _PUBLIC_BLOCK = re.compile(
 )
 _PRIVATE_BLOCK_END = re.compile(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
 _BASE64_LINE = re.compile(r"^\s*[A-Za-z0-9+/=]+\s*$")
-_SPLIT_TAIL = re.compile(r"""(?P<tail>[A-Za-z0-9_\-.]{4,})["']?\s*\+?\s*\\?\s*$""")
+_SPLIT_TAIL = re.compile(
+    r"""(?<![A-Za-z0-9_\-.])(?P<tail>[A-Za-z0-9_\-.]{4,300})["']?(?:\s*\+)?(?:\s*\\)?\s*$"""
+)
 _SPLIT_HEAD = re.compile(r"""^\s*["']?(?P<head>[A-Za-z0-9_\-.]{4,})""")
 
 
