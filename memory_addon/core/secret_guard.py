@@ -214,7 +214,7 @@ _SECRET_WORDS = _words(
     """
     password passwd passwort kennwort pass pwd pw passphrase passcode secret secrets token
     apikey credential credentials creds pin zugangsdaten authtoken accesstoken secretkey
-    privatekey clientsecret geheimzahl pat
+    privatekey clientsecret geheimzahl pat psk
     """
 )
 _SECRET_SUFFIXES = (
@@ -285,7 +285,7 @@ def is_secret_name(name: str, previous_word: str = "") -> bool:
     return False
 
 
-_WEAK_NAMES = frozenset({"auth", "key", "psk", "keys", "schl\u00fcssel"})
+_WEAK_NAMES = frozenset({"auth", "key", "keys", "schl\u00fcssel"})
 _PASS_LOOKALIKES = frozenset({"bypass", "compass", "surpass", "overpass", "underpass", "trespass"})
 
 # ------------------------------------------------------------------ values
@@ -409,7 +409,7 @@ def _has_cue(line: str) -> bool:
 
 _LABEL = re.compile(
     r"(?i)(?<![\w.\-])(?P<key>[\w.\-]{0,40}?(?:pass|pw|pin|secret|token|key|schl\u00fcssel|cred|"
-    r"kennwort|zugang|auth|geheim)[\w.\-]{0,40})(?![\w.\-])"
+    r"kennwort|zugang|auth|geheim|psk)[\w.\-]{0,40})(?![\w.\-])"
 )
 _OPERATOR = re.compile(r"""^["'`]?\]?\s*(?P<op>:=|\?=|\+=|=>|==|=|:)(?!//)\s*""")
 _VALUE = re.compile(
