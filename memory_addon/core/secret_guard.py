@@ -357,6 +357,10 @@ def _literal(value: str, *, quoted: bool) -> bool:
     return not (re.fullmatch(r"[a-z_][a-z0-9_]*|[A-Z_][A-Z0-9_]*", value) and is_secret_name(value))
 
 
+def _plain_word(value: str) -> bool:
+    return value.isalpha() and value.islower()
+
+
 def _password_like(value: str) -> bool:
     """A bare value with no operator before it: needs letters and digits or symbols."""
     if len(value) < 6 or _wordish(value) or is_placeholder(value) or _REFERENCE.match(value):
@@ -486,7 +490,7 @@ _SQL = re.compile(
     r"|(?<![\"'\w])password\s*(?:=\s*)?(?:password\s*)?(?:\(\s*)?(?P<q2>[\"'])(?P<value2>[^\s\"']{3,})(?P=q2)"
 )
 _FLAG = re.compile(
-    r"""(?<!\S)-{1,2}(?P<flag>[A-Za-z][\w-]{1,40})(?:=|\s+)"""
+    r"""(?<!\S)-{1,2}(?P<flag>[A-Za-z][\w-]{1,40})(?:(?P<eq>=)|\s+)"""
     r"""(?:"(?P<dq>[^"\n]{0,300})"|'(?P<sq>[^'\n]{0,300})'|(?P<bare>[^\s"']{1,300}))"""
 )
 _USER_FLAG = re.compile(
@@ -547,6 +551,8 @@ def _command_spans(line: str) -> Iterator[Span]:
             and is_secret_name(match["flag"])
             and not found[0].startswith("-")
             and _literal(found[0], quoted=match["bare"] is None)
+            # "use the --token flag": a spaced bare word is prose, not a value.
+            and (match["eq"] or match["bare"] is None or not _plain_word(found[0]))
         ):
             yield found[1]
     for match in _USER_FLAG.finditer(line):
@@ -613,8 +619,8 @@ _PROSE_VALUE_FIRST = re.compile(
 _LOGIN_PAIR = re.compile(
     r"(?i)\b(?:login|logins|credentials|creds|zugangsdaten|zugang|anmeldedaten|account|konto|"
     r"access)\b"
-    r"[^:/\n]{0,30}?(?::|\bare\b|\bsind\b|\bis\b)\s*[\"']?[^\s/\"']{1,100}[\"']?\s*/\s*[\"']?"
-    r"(?P<value>[^\s\"']{1,300})"
+    r"[^:/\n]{0,30}?(?::|\bare\b|\bsind\b|\bis\b)\s*[\"']?[^\s/\"'~.][^\s/\"']{0,99}[\"']?\s*/\s*"
+    r"[\"']?(?P<value>[^\s\"'/]{1,300})(?![\w/])"
     r"|\b(?:login|log\s+in|sign\s+in|anmelden)\s+(?:with|mit|as|als)\s+[^\s:]{1,100}:(?P<value2>\S{1,300})"
 )
 
