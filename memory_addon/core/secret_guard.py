@@ -359,8 +359,28 @@ def _url_spans(line: str) -> Iterator[Span]:
                 yield match.span("value")
 
 
+_COMMAND_WORDS = (
+    "mysql",
+    "mariadb",
+    "login",
+    "sshpass",
+    "openssl",
+    "redis-cli",
+    "htpasswd",
+    "echo",
+    "-u ",
+)
+
+
 def _command_spans(line: str) -> Iterator[Span]:
-    for match in _SQL.finditer(line):
+    # Each pattern runs only when its literal cue is on the line: most lines have none.
+    low = line.lower()
+    sql = "identified" in low or "password" in low
+    flags = _FLAG_CUE.search(line) is not None
+    commands = any(word in low for word in _COMMAND_WORDS)
+    fallback = "||" in line or "??" in line or " or " in low or "${" in line or "," in line
+    header = "auth" in low or "bearer" in low
+    for match in _SQL.finditer(line) if sql else ():
         found = _group_value(match, "value", "value2")
         # `IDENTIFIED BY :pw`, `%s`, `?`: bound parameters, not values.
         if (
@@ -370,7 +390,7 @@ def _command_spans(line: str) -> Iterator[Span]:
             and not is_placeholder(found[0])
         ):
             yield found[1]
-    for match in _FLAG.finditer(line):
+    for match in _FLAG.finditer(line) if flags else ():
         found = _group_value(match, "dq", "sq", "bare")
         if (
             found
@@ -381,10 +401,10 @@ def _command_spans(line: str) -> Iterator[Span]:
             and (match["eq"] or match["bare"] is None or not _plain_word(found[0]))
         ):
             yield found[1]
-    for match in _USER_FLAG.finditer(line):
+    for match in _USER_FLAG.finditer(line) if flags else ():
         if not is_placeholder(match["value"]) and len(match["value"]) >= 3:
             yield match.span("value")
-    for match in _COMMAND_PASSWORD.finditer(line):
+    for match in _COMMAND_PASSWORD.finditer(line) if commands else ():
         found = _group_value(
             match,
             "dq",
@@ -402,12 +422,12 @@ def _command_spans(line: str) -> Iterator[Span]:
         )
         if found and len(found[0]) >= 3 and not is_placeholder(found[0]):
             yield found[1]
-    for match in _FALLBACK.finditer(line):
+    for match in _FALLBACK.finditer(line) if fallback else ():
         name = (match["name"] or match["name2"] or match["name3"] or "").rsplit(".", 1)[-1]
         found = _group_value(match, "value", "value2", "value3")
         if found and is_secret_name(name) and _literal(found[0], quoted=True):
             yield found[1]
-    for match in _AUTH_HEADER.finditer(line):
+    for match in _AUTH_HEADER.finditer(line) if header else ():
         found = _group_value(match, "value", "value2")
         if found:
             value = _clean(found[0])
