@@ -438,7 +438,8 @@ def _command_spans(line: str) -> Iterator[Span]:
 # ------------------------------------------------------------------ prose
 _PROSE_LABEL = (
     r"(?:password|passwort|passphrase|passcode|kennwort|pin|pw|pwd|token|secret|geheimzahl|"
-    r"zugangsdaten|passw)"
+    r"zugangsdaten|passw|(?:door|access|alarm|lock|safe|gate|garage|entry|security)[ -]?code|"
+    r"t\u00fcrcode|zugangscode|tresorcode|alarmcode|sicherheitscode)"
 )
 _PROSE = re.compile(
     rf"(?i)(?<![\w-])[\w-]{{0,30}}?{_PROSE_LABEL}\b"
@@ -452,7 +453,7 @@ _PROSE = re.compile(
 _PROSE_SET = re.compile(
     rf"(?i)\b(?:set|changed?|reset|updated?|made)\b.{{0,30}}?{_PROSE_LABEL}\s+(?:to|into)\s+"
     r"[\"'\u201c\u201e]?(?P<value>[^\s\"'\u201d\u201c`]{1,300})"
-    rf"|\b{_PROSE_LABEL}\s+(?:auf|zu|in)\s+[\"'\u201e]?(?P<value2>[^\s\"'\u201c`]{{1,300}})"
+    rf"|\b{_PROSE_LABEL}(?:\s+(?:jetzt|nun|gestern|heute|schon|wieder|einfach))?\s+(?:auf|zu|in)\s+[\"'\u201e]?(?P<value2>[^\s\"'\u201c`]{{1,300}})"
     r"[\"'\u201c]?\s+"
     r"(?:ge\u00e4ndert|gesetzt|umgestellt|ge\u00e4ndert)"
 )

@@ -195,6 +195,7 @@ CUES = (
     "account",
     "konto",
     "psk",
+    "code",
     "env",
     "echo",
     "${",

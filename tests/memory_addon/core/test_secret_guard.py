@@ -278,6 +278,9 @@ def test_assignments_in_every_shape_are_found(text):
         "login for the NAS: admin / Harbor#42",
         "the api token a8Fk29dLq0Zx7Wm3 is for staging",
         "Die PIN für die Karte ist 4711",
+        "The door code is 4711#",
+        "ich hab das Passwort jetzt auf Katze123 gesetzt",
+        "The Netflix login is anna@example.org with password Popcorn#77",
     ],
 )
 def test_prose_cues_are_found(text):
@@ -422,6 +425,8 @@ credentials: ~/.aws/credentials
 auth_token: "{{ vault_token }}"
 - wifi: guest network is open, no password -> home.md
 pwd: /home/anna/projects
+the zip code is 80331
+error code is 4041
 """.strip().split("\n")
 
 
