@@ -706,6 +706,9 @@ def find_secret(text: str) -> SecretFinding | None:
     lines = list(_scan_lines(text))
     for index, (number, _line, scanned, in_public) in enumerate(lines):
         if in_public:
+            # Public key material is random by nature; only a known token format counts there.
+            if any(True for _ in _known_spans(scanned)):
+                return SecretFinding(line=number, kind="known token format")
             continue
         for _span, kind in _spans(scanned, first=True):
             return SecretFinding(line=number, kind=kind)
@@ -757,7 +760,11 @@ def mask_outbound(text: str) -> str:
             out.append(raw if not in_private else MASK)
             pending = None
             continue
-        spans: list[Span] = [] if in_public else [span for span, _ in _spans(seen, first=False)]
+        spans: list[Span] = (
+            list(_known_spans(seen))
+            if in_public
+            else [span for span, _ in _spans(seen, first=False)]
+        )
         if _PRIVATE_KEY.search(line) and not _PRIVATE_BLOCK_END.search(line):
             in_private = True
         if pending:

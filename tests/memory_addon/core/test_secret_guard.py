@@ -433,3 +433,10 @@ error code is 4041
 @pytest.mark.parametrize("text", ORDINARY_NOTES)
 def test_ordinary_notes_that_mention_secrets_are_not_refused(text):
     assert find_secret(text) is None
+
+
+def test_a_known_token_inside_a_public_key_block_is_still_found():
+    text = "-----BEGIN PUBLIC KEY-----\nAKIAQ3EGT7PLX2M4VNRD\n-----END PUBLIC KEY-----"
+    finding = find_secret(text)
+    assert finding is not None and finding.line == 2
+    assert "AKIAQ3EGT7PLX2M4VNRD" not in mask_outbound(text)
