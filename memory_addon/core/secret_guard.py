@@ -219,7 +219,8 @@ def _password_like(value: str) -> bool:
     """A bare value with no operator before it: needs letters and digits or symbols."""
     if len(value) < 6 or _wordish(value) or is_placeholder(value) or _REFERENCE.match(value):
         return False
-    core = value.rstrip(".,;:!?")  # sentence punctuation, as in "Passwort vergessen?"
+    # Sentence and markup punctuation around a word, as in "Passwort vergessen?", "**guard.**".
+    core = value.strip(".,;:!?*_~()[]`")
     has_alpha = any(c.isalpha() for c in core)
     has_other = any(c.isdigit() or c in "!#$%&*?@+_-." for c in core)
     return has_alpha and has_other and not value.startswith(("http", "-"))
@@ -293,7 +294,10 @@ def _assignment_spans(line: str, *, juxtaposed: bool) -> Iterator[Span]:
                     p in _NOT_SECRET_WORDS for p in name_parts(key)
                 )
             else:
-                ok = _literal(value, quoted=group != "bare")
+                value_end = end + operator.end() + value_match.end(group)
+                ok = _literal(value, quoted=group != "bare") and not (
+                    group == "bare" and _sentence_goes_on(value, raw, line, value_end)
+                )
             if ok and not juxtaposed:
                 start = end + operator.end() + value_match.start(group)
                 yield start, start + len(value)
