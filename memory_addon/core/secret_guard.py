@@ -80,7 +80,7 @@ _SEQUENCE = re.compile(r"(?i)0123456789|123456789|abcdefghij|qwertyuiop")
 # References and markup rather than values: $VAR, ${VAR}, {{ x }}, <token>, %VAR%, YAML tags,
 # anchors and block markers, a bare comment sign.
 _REFERENCE_VALUE = re.compile(
-    r"^(?:\$|\{|<|%\w+%|![A-Za-z]+$|[|>][-+]?$|[*\u2022]+$|[&*][A-Za-z_]+$|#$|[\[(])"
+    r"^(?:\$|\{|<|\?|%\w+%|![A-Za-z]+$|[|>][-+]?$|[*\u2022]+$|[&*][A-Za-z_]+$|#$|[\[(])"
 )
 _REPEATED = re.compile(r"(.)\1{7,}")
 
@@ -199,14 +199,38 @@ def _wordish(value: str) -> bool:
     return bool(_BENIGN_SUFFIX.search(low) or _GERMAN_PARTICIPLE.match(low))
 
 
-def _literal(value: str, *, quoted: bool) -> bool:
-    """Is an assigned value a literal secret (not a reference, type, placeholder or word)?"""
-    if len(value) < 4 or is_placeholder(value) or _wordish(value):
+_CONSTANT = re.compile(r"^[A-Z][A-Z]*(?:_[A-Z]+)+$")
+_IDENTIFIER = re.compile(r"^[A-Za-z_]+$")
+# After a bare identifier: the rest of an expression or a call's argument list, so code.
+_CODE_AFTER = re.compile(r"^(?:[),\]]|\s+(?:[-+*/%|&^]|if|or|and|\?\?)\s)")
+
+
+_OPERATOR_AFTER = re.compile(r"^\s+[-+*/%|&^]\s")
+_TYPE_NAME = re.compile(r"^[A-Z][a-z]+[A-Z][A-Za-z]*$")
+
+
+def _code_in_prose(value: str, after: str) -> bool:
+    """`token = PREFIX + x`, `token: ApiToken)`: code, though a sentence may look alike."""
+    if not _IDENTIFIER.match(value):
+        return False
+    return bool(_OPERATOR_AFTER.match(after)) or (
+        after[:1] in (")", ",") and bool(_TYPE_NAME.match(value))
+    )
+
+
+def _literal(value: str, *, quoted: bool, after: str = "") -> bool:
+    """Is an assigned value a literal secret (not a reference, type, placeholder or word)?
+
+    `after` is the text right after an unquoted value, to tell code from a value.
+    """
+    if len(value) < 4 or is_placeholder(value) or _wordish(value) or _VERSION.match(value):
         return False
     if quoted:
         return True
-    if _REFERENCE.match(value):
+    if _REFERENCE.match(value) or _CONSTANT.match(value):
         return False
+    if _IDENTIFIER.match(value) and _CODE_AFTER.match(after):
+        return False  # `token: ApiToken)`, `x = data_dir / "file"`, `a = PREFIX + b`
     # `password = user_password`, `token: API_TOKEN`: a name that names a secret, not one.
     return not (re.fullmatch(r"[a-z_][a-z0-9_]*|[A-Z_][A-Z0-9_]*", value) and is_secret_name(value))
 
@@ -295,7 +319,8 @@ def _assignment_spans(line: str, *, juxtaposed: bool) -> Iterator[Span]:
                 )
             else:
                 value_end = end + operator.end() + value_match.end(group)
-                ok = _literal(value, quoted=group != "bare") and not (
+                after = line[end + operator.end() + value_match.start(group) + len(value) :]
+                ok = _literal(value, quoted=group != "bare", after=after) and not (
                     group == "bare" and _sentence_goes_on(value, raw, line, value_end)
                 )
             if ok and not juxtaposed:
@@ -303,7 +328,8 @@ def _assignment_spans(line: str, *, juxtaposed: bool) -> Iterator[Span]:
                 yield start, start + len(value)
             continue
         following = _JUXTAPOSED.match(rest) if juxtaposed else None
-        if following:
+        # `{% csrf_token %}`, `api_key }}`: template syntax, not a value.
+        if following and following["value"][:1].isalnum():
             value = _clean(following["value"])
             if _password_like(value) or (pin_label and _PIN.match(value)):
                 start = end + following.start("value")
@@ -488,6 +514,8 @@ def _prose_spans(line: str) -> Iterator[Span]:
                 and not is_placeholder(value)
                 and not _wordish(value)
                 and not _REFERENCE.match(value)
+                and not _CONSTANT.match(value)
+                and not _code_in_prose(value, line[found[1][0] + len(value) :])
                 and not _sentence_goes_on(value, found[0], line, found[1][1])
             ):
                 yield found[1][0], found[1][0] + len(value)

@@ -426,6 +426,14 @@ auth_token: "{{ vault_token }}"
 - wifi: guest network is open, no password -> home.md
 pwd: /home/anna/projects
 the zip code is 80331
+token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+def api_token_revoke(*, token: ApiToken) -> None:
+<form method="post">{% csrf_token %}<button type="submit">Sign out</button></form>
+credentials: "same-origin",
+"detect-secrets==1.5.0",
+DATABASE_URL: postgres://memory:${POSTGRES_PASSWORD:?set POSTGRES_PASSWORD in .env}@db:5432/memory
+credentials = data_dir / "admin-credentials.txt"
+secret_banners=banners,
 error code is 4041
 """.strip().split("\n")
 
