@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import platform
 import time
@@ -197,7 +198,7 @@ def groups(cases: list[Case]) -> dict[str, list[Case]]:
 
 
 def pct(value: float) -> str:
-    return f"{value * 100:.1f}%"
+    return "n/a" if math.isnan(value) else f"{value * 100:.1f}%"
 
 
 def report(results: list[Result], every: list[Case], machine: str) -> str:
@@ -212,8 +213,9 @@ def report(results: list[Result], every: list[Case], machine: str) -> str:
     out = [
         "## Secret guard (M11): recall and false refusals",
         "",
-        "Command: `python -m benchmarks.secret_guard_bench` (also run by `make bench`). "
-        f"Machine: {machine}. Measured {time.strftime('%Y-%m-%d')}.",
+        "Command: `python -m benchmarks.secret_guard_bench --write` (also run by `make bench`; without `--write` it only prints). "
+        f"Machine: {machine}. Measured {time.strftime('%Y-%m-%d')}, load average "
+        f"{os.getloadavg()[0]:.1f} (a shared machine: speeds are the best of five rounds).",
         "",
         f"Labelled set: `tests/memory_addon/core/data/secret_cases.jsonl`, {len(cases)} cases "
         f"({n_secret} secrets, {len(cases) - n_secret} benign look-alikes), written for this "
