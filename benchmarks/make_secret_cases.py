@@ -954,7 +954,11 @@ def cases() -> list[dict[str, str]]:
     for text in PROSE_BENIGN_DE:
         add(text, "benign", "prose_benign_de")
     seen: set[str] = set()
-    unique = [row for row in out if not (row["text"] in seen or seen.add(row["text"]))]
+    unique: list[dict[str, str]] = []
+    for row in out:
+        if row["text"] not in seen:
+            seen.add(row["text"])
+            unique.append(row)
     rng.shuffle(unique)
     return unique
 
