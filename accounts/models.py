@@ -4,11 +4,20 @@ from typing import ClassVar
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractUser
+from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models.functions import Lower
 
 from accounts import crypto
+from memory_addon.core.secret_guard import find_secret
+
+
+def validate_no_secret(value: str) -> None:
+    """Text every model reads (organization rules, agent instructions) holds no secret."""
+    finding = find_secret(value)
+    if finding:
+        raise ValidationError(finding.message())
 
 
 class User(AbstractUser):
@@ -44,6 +53,13 @@ class Organization(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self) -> None:
+        # The rules go first into every member's prompt.
+        try:
+            validate_no_secret(self.rules)
+        except ValidationError as error:
+            raise ValidationError({"rules": error}) from error
 
 
 class Membership(models.Model):
@@ -103,6 +119,12 @@ class Agent(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self) -> None:
+        try:
+            validate_no_secret(self.instructions)
+        except ValidationError as error:
+            raise ValidationError({"instructions": error}) from error
 
 
 class MessagingBinding(models.Model):
@@ -173,6 +195,14 @@ class AIProfile(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.model})"
+
+    def clean(self) -> None:
+        from memory_addon.outbound import OutboundRefused, check_outbound_url
+
+        try:
+            check_outbound_url(self.base_url, unresolvable_ok=True)
+        except OutboundRefused as error:
+            raise ValidationError({"base_url": str(error)}) from error
 
     @property
     def has_api_key(self) -> bool:

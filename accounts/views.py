@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth import views as auth_views
@@ -10,6 +11,7 @@ from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
+from django_ratelimit.core import is_ratelimited
 
 from accounts.auth import signed_in_user
 from accounts.forms import AgentForm, AIProfileForm, SignupForm
@@ -35,10 +37,35 @@ def signup(request: HttpRequest) -> HttpResponse:
         return render(request, "accounts/signup_closed.html", status=403)
     form = SignupForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
+        if _signups_exhausted(request):
+            form.add_error(
+                None,
+                "Too many accounts were created from your network recently. "
+                "Try again in an hour or ask an administrator.",
+            )
+            return render(request, "accounts/signup.html", {"form": form}, status=429)
         user = form.save()
         login(request, user, backend="django.contrib.auth.backends.ModelBackend")
         return redirect("home")
     return render(request, "accounts/signup.html", {"form": form})
+
+
+def _signups_exhausted(request: HttpRequest) -> bool:
+    """Sign-ups per client address (django-ratelimit over the shared cache)."""
+    return bool(
+        is_ratelimited(
+            request,
+            group="signup",
+            key="ip",
+            rate=settings.SIGNUP_RATE,
+            method="POST",
+            increment=True,
+        )
+    )
+
+
+def rate_limited(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    return render(request, "accounts/rate_limited.html", status=429)
 
 
 @login_required

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from knowledge.models import Job, Source, Store
+from knowledge.models import FolderGrant, Job, Source, Store
 
 
 @admin.register(Store)
@@ -22,3 +22,13 @@ class JobAdmin(admin.ModelAdmin[Job]):
     list_display = ["__str__", "store", "kind", "state", "progress", "created_at"]
     list_filter = ["kind", "state"]
     exclude = ["review"]
+
+
+@admin.register(FolderGrant)
+class FolderGrantAdmin(admin.ModelAdmin[FolderGrant]):
+    """Who may index which server folder; without a grant only superusers may (K2)."""
+
+    list_display = ["path", "user", "organization", "note", "created_at"]
+    list_filter = ["organization"]
+    search_fields = ["path", "user__username", "organization__name"]
+    raw_id_fields = ["user"]

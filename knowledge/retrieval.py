@@ -14,6 +14,7 @@ from knowledge.embeddings import EmbeddingUnavailable
 from knowledge.models import Chunk, Source, Store
 from knowledge.services import store_embedder
 from memory_addon.core.fulltext import or_query
+from memory_addon.outbound import release_db_connection
 
 logger = logging.getLogger(__name__)
 CANDIDATES = 50
@@ -45,7 +46,14 @@ def _enabled_sources(store: Store) -> list[Source]:
 def vector_ranking(
     store: Store, vector: list[float], source_ids: list[int], limit: int = CANDIDATES
 ) -> list[int]:
-    """Chunk ids nearest to the vector among the given sources, always up to `limit` of them.
+    """Chunk ids nearest to the vector among the given sources, always up to `limit` of them."""
+    return [chunk_id for chunk_id, _ in vector_scored(store, vector, source_ids, limit)]
+
+
+def vector_scored(
+    store: Store, vector: list[float], source_ids: list[int], limit: int = CANDIDATES
+) -> list[tuple[int, float]]:
+    """(chunk id, cosine similarity) nearest first, always up to `limit` of them.
 
     pgvector applies WHERE filters after the HNSW scan, so a filtered index query can
     return fewer rows than asked; small or mostly-disabled sets use an exact scan, and
@@ -67,21 +75,39 @@ def vector_ranking(
             ef_search = max(settings.KNOWLEDGE_HNSW_EF_SEARCH, 2 * limit)
             cursor.execute("SET LOCAL hnsw.ef_search = %s", [ef_search])
             cursor.execute(
-                f"""SELECT id FROM knowledge_chunk
+                f"""SELECT id, (embedding::vector({dim})) <=> %s::vector({dim}) AS distance
+                    FROM knowledge_chunk
                     WHERE store_id = %s AND source_id = ANY(%s) AND embedding IS NOT NULL
-                    ORDER BY (embedding::vector({dim})) <=> %s::vector({dim}) LIMIT %s""",  # noqa: S608
-                [store.pk, source_ids, literal, limit],
+                    ORDER BY distance LIMIT %s""",  # noqa: S608
+                [literal, store.pk, source_ids, limit],
             )
-            ids = [row[0] for row in cursor.fetchall()]
-            if len(ids) >= min(limit, enabled_chunks):
-                return ids
+            rows = cursor.fetchall()
+            if len(rows) >= min(limit, enabled_chunks):
+                return [(chunk_id, 1.0 - float(distance)) for chunk_id, distance in rows]
         cursor.execute(
-            """SELECT id FROM knowledge_chunk
+            """SELECT id, embedding <=> %s::vector AS distance FROM knowledge_chunk
                WHERE store_id = %s AND source_id = ANY(%s) AND embedding IS NOT NULL
-               ORDER BY embedding <=> %s::vector LIMIT %s""",
-            [store.pk, source_ids, literal, limit],
+               ORDER BY distance LIMIT %s""",
+            [literal, store.pk, source_ids, limit],
         )
-        return [row[0] for row in cursor.fetchall()]
+        return [(chunk_id, 1.0 - float(distance)) for chunk_id, distance in cursor.fetchall()]
+
+
+def above_floor(scored: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    """Drop neighbours too far from the query to be related (K7's relevance floor).
+
+    A nearest-neighbour search always returns something: without a floor, one
+    unrelated (or poisoned) file reached every query of its collection. A hit must be
+    similar enough on its own (absolute) and next to the best hit (relative).
+    """
+    if not scored:
+        return []
+    best = max(similarity for _, similarity in scored)
+    floor = max(
+        settings.KNOWLEDGE_MIN_SIMILARITY,
+        best * settings.KNOWLEDGE_RELATIVE_SIMILARITY,
+    )
+    return [(chunk_id, similarity) for chunk_id, similarity in scored if similarity >= floor]
 
 
 def keyword_ranking(
@@ -105,28 +131,35 @@ def keyword_ranking(
 class Ranking:
     ids: list[int]
     semantic: bool  # False when no vectors were searched (keyword-only or embedder down)
+    similarity: dict[int, float] = field(default_factory=dict)  # for vector hits
 
 
 def rank(store: Store, query: str, *, mode: str = "hybrid", limit: int = CANDIDATES) -> Ranking:
     """Chunk ids best first: hybrid, vector-only or keyword-only."""
     source_ids = [s.pk for s in _enabled_sources(store)]
     rankings = []
+    similarity: dict[int, float] = {}
     try:
-        embedder = store_embedder(store) if mode in ("hybrid", "vector") else None
+        embedder = store_embedder(store, for_query=True) if mode in ("hybrid", "vector") else None
     except EmbeddingUnavailable:
         embedder = None
     if embedder is not None:
         try:
+            release_db_connection()
             vector = embedder.embed([query])[0]
         except EmbeddingUnavailable:
             # The embeddings server is down: answer from keywords rather than not at all.
             logger.warning("Embedding the query failed for store %s; keyword search only", store.pk)
             embedder = None
         else:
-            rankings.append(vector_ranking(store, vector, source_ids, limit))
+            scored = above_floor(vector_scored(store, vector, source_ids, limit))
+            similarity = dict(scored)
+            rankings.append([chunk_id for chunk_id, _ in scored])
     if mode in ("hybrid", "keyword") or embedder is None:
         rankings.append(keyword_ranking(store, query, source_ids, limit))
-    return Ranking(blocks.fuse(rankings)[:limit], semantic=embedder is not None)
+    return Ranking(
+        blocks.fuse(rankings)[:limit], semantic=embedder is not None, similarity=similarity
+    )
 
 
 def bounds() -> blocks.Bounds:
@@ -145,6 +178,7 @@ def retrieve(
     usable = [store for store in stores if store.autonomous_opt_in or not autonomous]
     results = [rank(store, query) for store in usable]
     rankings = [result.ids for result in results]
+    similarity = {k: v for result in results for k, v in result.similarity.items()}
     ordered = blocks.fuse(rankings) if len(rankings) > 1 else (rankings[0] if rankings else [])
     chunks = Chunk.objects.filter(pk__in=ordered).select_related("document")
     by_id = {chunk.pk: chunk for chunk in chunks}
@@ -154,7 +188,7 @@ def retrieve(
             path=by_id[i].document.path,
             page=by_id[i].page,
             text=by_id[i].text,
-            score=0.0,
+            score=round(similarity.get(i, 0.0), 3),
             chunk_id=i,
         )
         for i in ordered

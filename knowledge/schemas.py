@@ -1,10 +1,14 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from ninja import Schema
-from pydantic import Field
+from pydantic import Field, StringConstraints, field_validator
+
+from knowledge.core.scanning import folder_path_problem
+
+Glob = Annotated[str, StringConstraints(max_length=500, pattern=r"^[^\x00-\x1f\x7f]*$")]
 
 
 class StoreIn(Schema):
@@ -31,12 +35,23 @@ class StoreOut(Schema):
 
 
 class FolderSourceIn(Schema):
-    path: str
-    include: list[str] = []
-    exclude: list[str] = []
+    path: str = Field(
+        description="Absolute folder on the server, under a folder an admin granted you.",
+        examples=["/srv/docs/handbook"],
+    )
+    include: list[Glob] = Field([], max_length=100)
+    exclude: list[Glob] = Field([], max_length=100)
     use_gitignore: bool = True
     max_file_mib: int = Field(50, ge=1, le=1024)
     sync_mode: Literal["manual", "watch"] = "manual"
+
+    @field_validator("path")
+    @classmethod
+    def _path_is_possible(cls, value: str) -> str:
+        problem = folder_path_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
 
 
 class SourceOut(Schema):

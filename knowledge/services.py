@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
+import os
 import re
 import shutil
 from collections.abc import Iterable
@@ -14,10 +16,10 @@ from typing import Any
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 
-from accounts.models import AIProfile, User
+from accounts.models import AIProfile, Membership, User
 from knowledge import events
 from knowledge.core import scanning
 from knowledge.core.chunking import chunk_pages
@@ -30,7 +32,10 @@ from knowledge.embeddings import (
     OpenAIEmbedder,
 )
 from knowledge.errors import IndexMismatch, JobBusy, KnowledgeRefusal
-from knowledge.models import Chunk, Document, Job, Source, StagedChunk, Store
+from knowledge.models import Chunk, Document, FolderGrant, Job, Source, StagedChunk, Store
+from memory_addon.errors import LimitExceeded
+from memory_addon.outbound import release_db_connection
+from memory_addon.storage import storage_check
 
 logger = logging.getLogger(__name__)
 MIB = 1024 * 1024
@@ -54,8 +59,12 @@ def embedder_build(*, provider: str, model_name: str, ai_profile: AIProfile | No
     raise KnowledgeRefusal(f"Unknown embedding provider {provider!r}.")
 
 
-def store_embedder(store: Store) -> Embedder | None:
-    """The store's embedder, or None for keyword-only stores. A mismatch is refused."""
+def store_embedder(store: Store, *, for_query: bool = False) -> Embedder | None:
+    """The store's embedder, or None for keyword-only stores. A mismatch is refused.
+
+    `for_query`: a person waits for it, so one short attempt; on failure retrieval
+    answers from keywords instead of keeping the request (and a worker) waiting.
+    """
     if not store.semantic:
         return None
     if store.provider == Store.Provider.OPENAI:
@@ -69,6 +78,9 @@ def store_embedder(store: Store) -> Embedder | None:
             model_name=profile.model,
             api_key=profile.api_key,
             dimension=store.dimension if profile.model == store.model_name else None,
+            # A person waits for a query: one short attempt, then keyword search.
+            timeout=settings.EMBEDDING_QUERY_TIMEOUT_SECONDS if for_query else 30.0,
+            attempts=1 if for_query else 3,
         )
     else:
         embedder = embedder_build(
@@ -112,6 +124,7 @@ def store_create(
         raise KnowledgeRefusal("That AI profile is not yours.")
     dimension = None
     if provider != Store.Provider.NONE:
+        release_db_connection()  # the probe below may wait on an outside server
         try:
             embedder = embedder_build(
                 provider=provider, model_name=model_name, ai_profile=ai_profile
@@ -172,20 +185,71 @@ def allowed_roots() -> list[Path]:
     return [Path(root).resolve() for root in settings.KNOWLEDGE_ALLOWED_ROOTS]
 
 
-def _check_folder(raw: str) -> Path:
-    path = Path(raw.strip()).expanduser()
-    if not path.is_absolute():
-        raise KnowledgeRefusal("Give the full path of the folder on the server, starting with /.")
-    if path.is_symlink() or path.resolve() != path.absolute():
-        raise KnowledgeRefusal(
-            "The folder path goes through a symbolic link; links are never followed."
-        )
+def granted_folders(user: User) -> list[Path]:
+    """The server folders this person may index: grants to them or their organization (K2).
+
+    Superusers may use every allowed root; everyone else only what an admin granted, and
+    never more than the allowed roots (a grant outside them counts for nothing).
+    """
     roots = allowed_roots()
-    if not any(path == root or path.is_relative_to(root) for root in roots):
-        where = ", ".join(str(r) for r in roots) or "none yet"
+    if user.is_superuser:
+        return roots
+    organizations = Membership.objects.filter(user=user).values("organization")
+    grants = FolderGrant.objects.filter(Q(user=user) | Q(organization__in=organizations))
+    folders = {Path(grant.path) for grant in grants}
+    return sorted(
+        folder
+        for folder in folders
+        if folder.is_absolute()
+        and ".." not in folder.parts
+        and any(folder == root or folder.is_relative_to(root) for root in roots)
+    )
+
+
+def _check_granted(owner: User, path: Path) -> None:
+    folders = granted_folders(owner)
+    if any(path == folder or path.is_relative_to(folder) for folder in folders):
+        return
+    if owner.is_superuser:
+        where = ", ".join(str(r) for r in folders) or "none yet"
         raise KnowledgeRefusal(
             f"{path} is outside the folders an admin allowed (KNOWLEDGE_ALLOWED_ROOTS: {where})."
         )
+    if not folders:
+        raise KnowledgeRefusal(
+            "No server folder has been granted to you yet. An admin grants folders to people "
+            "or organizations (Admin → Knowledge → Folder grants); until then you can upload files."
+        )
+    raise KnowledgeRefusal(
+        f"{path} is outside the folders you may index: "
+        + ", ".join(str(folder) for folder in folders)
+        + ". Ask an admin to grant another folder."
+    )
+
+
+def _check_folder(raw: str, owner: User) -> Path:
+    problem = scanning.folder_path_problem(raw)
+    if problem:
+        raise KnowledgeRefusal(problem)
+    path = Path(raw.strip()).expanduser()
+    if not path.is_absolute():
+        raise KnowledgeRefusal("Give the full path of the folder on the server, starting with /.")
+    if ".." in path.parts:
+        raise KnowledgeRefusal("Give the plain path of the folder, without '..'.")
+    # The grant comes first: a person learns nothing about folders they may not use.
+    _check_granted(owner, path)
+    try:
+        os.close(scanning.open_folder(path))
+    except scanning.UnsafePath:
+        raise KnowledgeRefusal(
+            "The folder path goes through a symbolic link; links are never followed."
+        ) from None
+    except FileNotFoundError:
+        raise KnowledgeRefusal(f"There is no folder at {path}.") from None
+    except NotADirectoryError:
+        raise KnowledgeRefusal(f"{path} is a file, not a folder.") from None
+    except OSError as error:
+        raise KnowledgeRefusal(f"{path} cannot be opened ({error.strerror}).") from None
     return path
 
 
@@ -223,12 +287,16 @@ def _start_job(
         raise JobBusy(
             "A scan or index job is already running for this collection; wait for it or cancel it."
         ) from None
+    _run_on_commit(job)
+    return job
+
+
+def _run_on_commit(job: Job) -> None:
     from knowledge import tasks
 
-    task = tasks.scan_source if kind == Job.Kind.SCAN else tasks.index_source
+    task = tasks.scan_source if job.kind == Job.Kind.SCAN else tasks.index_source
     transaction.on_commit(lambda: task.delay(job.pk))
     events.job_changed_on_commit(job)
-    return job
 
 
 def source_add_folder(
@@ -241,7 +309,7 @@ def source_add_folder(
     max_file_mib: int = 50,
     sync_mode: str = Source.SyncMode.MANUAL,
 ) -> tuple[Source, Job]:
-    folder = _check_folder(path)
+    folder = _check_folder(path, store.owner)
     if not 1 <= max_file_mib <= 1024:
         raise KnowledgeRefusal("The file size limit must be between 1 MiB and 1024 MiB (1 GiB).")
     with transaction.atomic(durable=True):
@@ -261,26 +329,69 @@ def source_add_folder(
     return source, job
 
 
+def upload_bytes(user_id: int) -> int:
+    """Bytes of the files a person uploaded (our copies under DATA_DIR)."""
+    total = 0
+    folders = Source.objects.filter(store__owner_id=user_id, kind=Source.Kind.UPLOAD)
+    for folder in folders.values_list("path", flat=True):
+        try:
+            with os.scandir(folder) as entries:
+                total += sum(e.stat(follow_symlinks=False).st_size for e in entries if e.is_file())
+        except OSError:
+            continue
+    return total
+
+
+def _upload_names(files: list[UploadedFile[bytes]]) -> list[str]:
+    """Safe, distinct file names: two uploads never overwrite each other."""
+    names: list[str] = []
+    taken: set[str] = set()
+    for upload in files:
+        name = _UNSAFE_NAME.sub("_", Path(upload.name or "file").name).lstrip(".")[:120] or "file"
+        stem, dot, suffix = name.rpartition(".") if "." in name else (name, "", "")
+        candidate, number = name, 2
+        while candidate.lower() in taken:
+            candidate = f"{stem} ({number}){dot}{suffix}"
+            number += 1
+        taken.add(candidate.lower())
+        names.append(candidate)
+    return names
+
+
 def source_add_upload(*, store: Store, files: list[UploadedFile[bytes]]) -> tuple[Source, Job]:
     if not files:
         raise KnowledgeRefusal("Choose at least one file to upload.")
-    with transaction.atomic(durable=True):
-        Store.objects.select_for_update().get(pk=store.pk)
-        source = Source.objects.create(store=store, kind=Source.Kind.UPLOAD, path="")
-        folder = _upload_root() / f"store-{store.pk}" / f"source-{source.pk}"
-        folder.mkdir(parents=True, exist_ok=True)
-        for upload in files:
-            name = _UNSAFE_NAME.sub("_", Path(upload.name or "file").name).lstrip(".") or "file"
-            with (folder / name).open("wb") as handle:
-                for part in upload.chunks():
-                    handle.write(part)
-        source.path = str(folder)
-        source.save(update_fields=["path"])
-        job = _start_job(store=store, source=source, kind=Job.Kind.SCAN)
+    incoming = sum(upload.size or 0 for upload in files)
+    try:
+        storage_check(store.owner_id, incoming)
+    except LimitExceeded as error:
+        raise KnowledgeRefusal(error.message) from error
+    folder: Path | None = None
+    try:
+        with transaction.atomic(durable=True):
+            Store.objects.select_for_update().get(pk=store.pk)
+            source = Source.objects.create(store=store, kind=Source.Kind.UPLOAD, path="")
+            folder = _upload_root() / f"store-{store.pk}" / f"source-{source.pk}"
+            folder.mkdir(parents=True, exist_ok=True)
+            for upload, name in zip(files, _upload_names(files), strict=True):
+                with (folder / name).open("xb") as handle:
+                    for part in upload.chunks():
+                        handle.write(part)
+            source.path = str(folder)
+            source.save(update_fields=["path"])
+            job = _start_job(store=store, source=source, kind=Job.Kind.SCAN)
+    except BaseException:
+        # A refused or failed upload leaves no files behind.
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
     return source, job
 
 
 def source_update_now(*, source: Source, auto_index: bool = False) -> Job:
+    if source.kind == Source.Kind.FOLDER:
+        # A grant an admin took back stops the updates too, not only new sources.
+        _check_granted(source.store.owner, Path(source.path))
     with transaction.atomic(durable=True):
         return _start_job(
             store=source.store, source=source, kind=Job.Kind.SCAN, auto_index=auto_index
@@ -334,17 +445,21 @@ def scan_dismiss(*, scan_job: Job) -> None:
 
 
 def _claim(job_id: int, kind: str) -> Job | None:
-    """Take a queued job, or one whose worker died (stale heartbeat), for this run."""
+    """Take a queued job, or one whose worker died (stale heartbeat), for this run.
+
+    Taking over a dead worker's job counts as its retry (Job.requeues), like the reaper's
+    re-queue: the count is also this run's claim, so a run that lost its job to a newer
+    one notices at its next heartbeat and stops (_Lost) without touching the job.
+    """
     now = timezone.now()
     stale = now - timedelta(seconds=settings.KNOWLEDGE_JOB_STALE_SECONDS)
-    claimable = (
-        Q(state=Job.State.QUEUED)
-        | Q(state=Job.State.RUNNING, heartbeat_at__lt=stale)
-        | Q(state=Job.State.RUNNING, heartbeat_at__isnull=True)
-    )
-    claimed = Job.objects.filter(claimable, pk=job_id, kind=kind).update(
-        state=Job.State.RUNNING, heartbeat_at=now
-    )
+    jobs = Job.objects.filter(pk=job_id, kind=kind)
+    claimed = jobs.filter(state=Job.State.QUEUED).update(state=Job.State.RUNNING, heartbeat_at=now)
+    if not claimed:
+        dead = Q(heartbeat_at__lt=stale) | Q(heartbeat_at__isnull=True)
+        claimed = jobs.filter(dead, state=Job.State.RUNNING).update(
+            heartbeat_at=now, requeues=F("requeues") + 1
+        )
     if not claimed:
         return None
     return Job.objects.select_related("source", "store").get(pk=job_id)
@@ -354,6 +469,14 @@ class _Stop(Exception):
     pass
 
 
+class _Lost(Exception):
+    """This run's job was settled elsewhere (re-queued or failed by the reaper): stop quietly."""
+
+
+def _ours(job: Job) -> Q:
+    return Q(pk=job.pk, state=Job.State.RUNNING, requeues=job.requeues)
+
+
 def _beat(job: Job, *, progress: int | None = None, counts: dict[str, Any] | None = None) -> None:
     """Record liveness and progress outside any transaction; stop when cancel was asked."""
     fields: dict[str, Any] = {"heartbeat_at": timezone.now()}
@@ -361,17 +484,23 @@ def _beat(job: Job, *, progress: int | None = None, counts: dict[str, Any] | Non
         job.progress = fields["progress"] = progress
     if counts is not None:
         job.counts = fields["counts"] = {**job.counts, **counts}
-    Job.objects.filter(pk=job.pk).update(**fields)
+    if not Job.objects.filter(_ours(job)).update(**fields):
+        raise _Lost
     if Job.objects.filter(pk=job.pk, cancel_requested=True).exists():
         raise _Stop
     events.job_changed_on_commit(job)
 
 
 def _finish(job: Job, state: str, *, error: str = "", **fields: Any) -> None:
+    """Settle a job this run (or the reaper) holds; a job settled elsewhere is left alone."""
     job.state, job.error, job.finished_at = state, error[:500], timezone.now()
     for name, value in fields.items():
         setattr(job, name, value)
-    job.save()
+    updated = Job.objects.filter(
+        pk=job.pk, state__in=Job.ACTIVE_STATES, requeues=job.requeues
+    ).update(state=job.state, error=job.error, finished_at=job.finished_at, **fields)
+    if not updated:
+        raise _Lost
     events.job_changed_on_commit(job)
 
 
@@ -391,6 +520,13 @@ def scan_run(job_id: int) -> None:
     if job is None:
         logger.info("Scan job %s is not waiting to run; nothing to do", job_id)
         return
+    try:
+        _scan_claimed(job)
+    except _Lost:
+        logger.warning("Scan job %s was settled elsewhere; this run stops", job_id)
+
+
+def _scan_claimed(job: Job) -> None:
     source = job.source
     checked = {"n": 0}
 
@@ -458,6 +594,13 @@ def index_run(job_id: int) -> None:
     if job is None:
         logger.info("Index job %s is not waiting to run; nothing to do", job_id)
         return
+    try:
+        _index_claimed(job)
+    except _Lost:
+        logger.warning("Index job %s was settled elsewhere; this run stops", job_id)
+
+
+def _index_claimed(job: Job) -> None:
     source, store = job.source, job.store
     # A re-run after a crash starts from scratch: drop what the dead run staged.
     StagedChunk.objects.filter(job=job).delete()
@@ -482,10 +625,51 @@ def index_run(job_id: int) -> None:
     _commit(job, source, rows, outcome)
 
 
+def _open_source_folder(source: Source) -> int:
+    """The source's folder as a handle, opened from / without following any link."""
+    try:
+        return scanning.open_folder(Path(source.path))
+    except scanning.UnsafePath as error:
+        raise KnowledgeRefusal(
+            f"Nothing was indexed: the source path goes through a symbolic link now ({error}) "
+            "Fix the folder, then run Update now."
+        ) from None
+    except FileNotFoundError:
+        raise KnowledgeRefusal(
+            "Nothing was indexed: the folder no longer exists. Run Update now."
+        ) from None
+    except OSError as error:
+        raise KnowledgeRefusal(
+            f"Nothing was indexed: the folder cannot be opened ({error.strerror})."
+        ) from None
+
+
+def _read_reviewed(root_fd: int, source: Source, row: dict[str, Any]) -> tuple[bytes, str]:
+    """The file's bytes, read through the folder handle, if they are what the person reviewed."""
+    data = scanning.read_below(root_fd, row["path"], limit=source.max_file_bytes)
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != row.get("sha256"):
+        raise Unreadable("changed since the review; run Update now to review it again")
+    return data, digest
+
+
 def _index_rows(
     job: Job, source: Source, embedder: Embedder | None, rows: list[dict[str, Any]]
 ) -> dict[str, Any]:
-    root = Path(source.path)
+    root_fd = _open_source_folder(source)
+    try:
+        return _index_open(job, source, embedder, rows, root_fd)
+    finally:
+        os.close(root_fd)
+
+
+def _index_open(
+    job: Job,
+    source: Source,
+    embedder: Embedder | None,
+    rows: list[dict[str, Any]],
+    root_fd: int,
+) -> dict[str, Any]:
     to_index = [row for row in rows if row["status"] in ("new", "changed")]
     problems: list[dict[str, str]] = []
     documents: dict[str, dict[str, Any]] = {}
@@ -498,6 +682,7 @@ def _index_rows(
         if not pending:
             return
         if embedder is not None:
+            release_db_connection()
             vectors = embedder.embed([chunk.text for chunk in pending])
             for chunk, vector in zip(pending, vectors, strict=True):
                 chunk.embedding = vector
@@ -506,22 +691,18 @@ def _index_rows(
         pending = []
 
     for done, row in enumerate(to_index, start=1):
-        path = root / row["path"]
         try:
-            if path.is_symlink():
-                raise Unreadable("became a symbolic link")
-            digest = scanning.file_hash(path)
-            pages = scanning.read_document(
-                path, row["format"], max_chars=scanning.MAX_EXTRACTED_CHARS
+            data, digest = _read_reviewed(root_fd, source, row)
+            pages = scanning.document_pages(
+                data, row["format"], max_chars=scanning.MAX_EXTRACTED_CHARS
             )
-        except (Unreadable, OSError) as error:
+        except (Unreadable, scanning.UnsafePath) as error:
             problems.append({"path": row["path"], "reason": str(error)})
             continue
-        documents[row["path"]] = {
-            "sha256": digest,
-            "format": row["format"],
-            "size": path.stat().st_size,
-        }
+        except OSError as error:
+            problems.append({"path": row["path"], "reason": f"cannot be read ({error.strerror})"})
+            continue
+        documents[row["path"]] = {"sha256": digest, "format": row["format"], "size": len(data)}
         for chunk in chunk_pages(
             pages,
             chunk_tokens=settings.KNOWLEDGE_CHUNK_TOKENS,
@@ -564,6 +745,8 @@ def _commit(job: Job, source: Source, rows: list[dict[str, Any]], outcome: dict[
     replaced_paths = removed_paths | set(documents)
     with transaction.atomic(durable=True):
         locked = Source.objects.select_for_update().get(pk=source.pk)
+        if not Job.objects.select_for_update().filter(_ours(job)).exists():
+            raise _Lost
         if Job.objects.filter(pk=job.pk, cancel_requested=True).exists():
             StagedChunk.objects.filter(job=job).delete()
             Source.objects.filter(pk=source.pk).update(
@@ -620,6 +803,60 @@ def _commit(job: Job, source: Source, rows: list[dict[str, Any]], outcome: dict[
         )
 
 
+def _stale_jobs() -> Q:
+    cutoff = timezone.now() - timedelta(seconds=settings.KNOWLEDGE_JOB_STALE_SECONDS)
+    # Running without a heartbeat for too long: the worker died. Queued again by us and
+    # still not started: the message was lost with the broker.
+    return Q(state=Job.State.RUNNING, heartbeat_at__lt=cutoff) | Q(
+        state=Job.State.QUEUED, requeues__gt=0, heartbeat_at__lt=cutoff
+    )
+
+
+def stale_jobs_reap() -> dict[str, int]:
+    """Settle jobs whose worker died: send them again once, then fail them with a reason.
+
+    Runs from Celery beat every few minutes, so a killed worker blocks a collection for
+    minutes, not for the broker's hour-long visibility timeout. A failed index job leaves
+    the previous index serving; the collection can start a new job at once.
+    """
+    settled = {"requeued": 0, "failed": 0}
+    for job_id in Job.objects.filter(_stale_jobs()).values_list("pk", flat=True):
+        with transaction.atomic(durable=True):
+            job = (
+                Job.objects.select_for_update(skip_locked=True)
+                .filter(_stale_jobs(), pk=job_id)
+                .select_related("source", "store")
+                .first()
+            )
+            if job is None:  # it beat or finished meanwhile, or another reaper has it
+                continue
+            if job.requeues < settings.KNOWLEDGE_JOB_MAX_REQUEUES:
+                job.state, job.requeues, job.heartbeat_at = (
+                    Job.State.QUEUED,
+                    job.requeues + 1,
+                    timezone.now(),
+                )
+                job.save(update_fields=["state", "requeues", "heartbeat_at"])
+                _run_on_commit(job)
+                settled["requeued"] += 1
+                logger.warning("Job %s had a stale heartbeat; sent it again", job.pk)
+                continue
+            reason = (
+                f"The worker running this {job.get_kind_display().lower()} stopped responding "
+                f"(no heartbeat for {settings.KNOWLEDGE_JOB_STALE_SECONDS} s), also after a "
+                "retry. The previous index is still in use; run Update now to try again."
+            )
+            StagedChunk.objects.filter(job=job).delete()
+            if job.kind == Job.Kind.INDEX:
+                Source.objects.filter(pk=job.source_id).update(
+                    status=Source.Status.ERROR, status_message=reason[:500]
+                )
+            _finish(job, Job.State.FAILED, error=reason)
+            settled["failed"] += 1
+            logger.warning("Job %s had a stale heartbeat after a retry; failed it", job.pk)
+    return settled
+
+
 def watch_sources() -> int:
     """Re-scan watched sources; changes are indexed without a review (the person chose watch)."""
     started = 0
@@ -628,7 +865,8 @@ def watch_sources() -> int:
     ).select_related("store"):
         try:
             source_update_now(source=source, auto_index=True)
-        except JobBusy:
+        except KnowledgeRefusal as refusal:  # busy, or the folder is no longer granted
+            logger.info("Not updating source %s: %s", source.pk, refusal.message)
             continue
         started += 1
     return started
@@ -638,6 +876,7 @@ def store_rebuild(*, store: Store) -> Store:
     """Start over with the configured model: drop the old vectors; sources then re-index."""
     if store.provider == Store.Provider.NONE:
         raise KnowledgeRefusal("A keyword-only collection has no vectors to rebuild.")
+    release_db_connection()
     try:
         embedder = embedder_build(
             provider=store.provider,

@@ -18,3 +18,8 @@ def index_source(job_id: int) -> None:
 @shared_task(name="knowledge.watch_sources")
 def watch_sources() -> int:
     return services.watch_sources()
+
+
+@shared_task(name="knowledge.reap_stale_jobs")
+def reap_stale_jobs() -> dict[str, int]:
+    return services.stale_jobs_reap()

@@ -86,7 +86,7 @@ def _store_context(store: Store, **extra: Any) -> dict[str, Any]:
         "folder_form": extra.pop("folder_form", None) or FolderSourceForm(),
         "upload_form": extra.pop("upload_form", None) or UploadForm(),
         "search_form": extra.pop("search_form", None) or SearchForm(),
-        "allowed_roots": services.allowed_roots(),
+        "allowed_roots": services.granted_folders(store.owner),
         "watch_interval_minutes": settings.KNOWLEDGE_WATCH_INTERVAL_SECONDS // 60,
         "index_problem": extra.pop("index_problem", None)
         if "index_problem" in extra

@@ -15,14 +15,15 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from django.urls import path  # noqa: E402
 
 from memory_addon.consumers import EventsConsumer  # noqa: E402
+from memory_addon.websocket_origin import SameOriginValidator  # noqa: E402
 
 websocket_urlpatterns = [path("ws/events/", EventsConsumer.as_asgi())]
 
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
-        "websocket": AllowedHostsOriginValidator(
-            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+        "websocket": SameOriginValidator(
+            AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)))
         ),
     }
 )

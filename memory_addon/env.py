@@ -12,16 +12,41 @@ def env_str(name: str, default: str = "") -> str:
     return os.environ.get(name, default)
 
 
+class BadSetting(ValueError):
+    """An environment value that cannot be read: start-up stops and names it."""
+
+
+_TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
+
+
 def env_bool(name: str, default: bool = False) -> bool:
     value = os.environ.get(name)
     if value is None or value == "":
         return default
-    return value.strip().lower() in {"1", "true", "yes", "on"}
+    word = value.strip().lower()
+    if word not in _TRUE | _FALSE:
+        raise BadSetting(f"{name}={value!r} is not a yes/no value (use true or false).")
+    return word in _TRUE
 
 
 def env_int(name: str, default: int) -> int:
     value = os.environ.get(name)
-    return default if value in (None, "") else int(value)
+    if value in (None, ""):
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise BadSetting(f"{name}={value!r} is not a whole number.") from None
+
+
+def env_float(name: str, default: float) -> float:
+    value = os.environ.get(name)
+    if value in (None, ""):
+        return default
+    try:
+        return float(value)
+    except ValueError:
+        raise BadSetting(f"{name}={value!r} is not a number.") from None
 
 
 def env_list(name: str, default: list[str]) -> list[str]:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from ninja import File, Query, Router, Schema, UploadedFile
+from pydantic import Field, StringConstraints
 
 from accounts.auth import signed_in_user
 from accounts.models import Agent, MessagingBinding, User
@@ -49,9 +50,18 @@ from memory_addon.services.changes import (
     file_write,
     version_restore,
 )
-from memory_addon.services.context import bank_startup_context, turn_context_build
+from memory_addon.services.context import (
+    bank_startup_context,
+    memory_readable,
+    turn_context_build,
+)
 from memory_addon.services.proposals import proposal_confirm, proposal_reject
-from memory_addon.services.scopes import bank_scope, scope_folder, user_scope
+from memory_addon.services.scopes import (
+    bank_find,
+    bank_set_enabled,
+    scope_folder,
+    user_scope,
+)
 from memory_addon.services.tools import tool_call_execute, tool_schemas
 from memory_addon.services.user_settings import addon_setting_get, addon_setting_put
 from memory_addon.turns import Turn
@@ -389,8 +399,8 @@ def restore(request: HttpRequest, archive: File[UploadedFile]) -> dict[str, Any]
 
 
 class BankIn(Schema):
-    project_key: str
-    project_name: str = ""
+    project_key: str = Field(min_length=1, max_length=128)
+    project_name: str = Field("", max_length=200)
 
 
 class BankStatusOut(Schema):
@@ -400,46 +410,71 @@ class BankStatusOut(Schema):
     files: int
     bytes: int
     startup_context: str
+    memory_off_reason: str = ""
 
 
-def _bank_status(scope: MemoryScope) -> dict[str, Any]:
-    rows = list(MemoryFile.objects.filter(scope=scope).values_list("size", flat=True))
+def _bank_status(user: User, project_key: str, scope: MemoryScope | None) -> dict[str, Any]:
+    shown = scope or MemoryScope(kind=MemoryScope.Kind.PROJECT, owner=user, project_key=project_key)
+    rows = (
+        list(MemoryFile.objects.filter(scope=scope).values_list("size", flat=True)) if scope else []
+    )
+    reason = memory_readable(Turn(user=user))
     return {
-        "project_key": scope.project_key,
-        "folder": scope_folder(scope),
-        "enabled": scope.enabled,
+        "project_key": project_key,
+        "folder": scope_folder(shown),
+        "enabled": shown.enabled,
         "files": len(rows),
         "bytes": sum(rows),
-        "startup_context": bank_startup_context(scope),
+        # The startup context goes to a coding agent's model: the same switches apply.
+        "startup_context": "" if reason or scope is None else bank_startup_context(scope),
+        "memory_off_reason": reason,
     }
 
 
+ProjectKey = Annotated[str, StringConstraints(min_length=1, max_length=128)]
+
+
 @router.get(
-    "/banks/status", response=BankStatusOut, summary="A project bank: state and startup context"
+    "/banks/status",
+    response={200: BankStatusOut, **ERRORS},
+    summary="A project bank: state and startup context",
 )
-def bank_status(request: HttpRequest, project_key: str) -> dict[str, Any]:
-    return _bank_status(bank_scope(signed_in_user(request), project_key))
+def bank_status(request: HttpRequest, project_key: ProjectKey) -> dict[str, Any]:
+    user = signed_in_user(request)
+    return _bank_status(user, project_key, bank_find(user, project_key))
 
 
 @router.post(
     "/banks/enabled",
-    response=BankStatusOut,
+    response={200: BankStatusOut, **ERRORS},
     summary="Turn a project bank on or off (files are kept)",
 )
 def bank_enabled(request: HttpRequest, payload: BankIn, enabled: bool) -> dict[str, Any]:
-    scope = bank_scope(signed_in_user(request), payload.project_key, payload.project_name)
-    MemoryScope.objects.filter(pk=scope.pk).update(enabled=enabled)
-    scope.enabled = enabled
-    return _bank_status(scope)
+    user = signed_in_user(request)
+    scope = bank_set_enabled(
+        user=user,
+        project_key=payload.project_key,
+        project_name=payload.project_name,
+        enabled=enabled,
+    )
+    return _bank_status(user, payload.project_key, scope)
 
 
-@router.get("/banks/files", response=list[FileOut], summary="Files of a project bank")
-def bank_files(request: HttpRequest, project_key: str) -> list[MemoryFile]:
-    return list(MemoryFile.objects.filter(scope=bank_scope(signed_in_user(request), project_key)))
+@router.get(
+    "/banks/files", response={200: list[FileOut], **ERRORS}, summary="Files of a project bank"
+)
+def bank_files(request: HttpRequest, project_key: ProjectKey) -> list[MemoryFile]:
+    scope = bank_find(signed_in_user(request), project_key)
+    return list(MemoryFile.objects.filter(scope=scope)) if scope else []
 
 
 @router.get(
     "/banks/file", response={200: FileContentOut, **ERRORS}, summary="One file of a project bank"
 )
-def bank_file(request: HttpRequest, project_key: str, path: str = "MEMORY.md") -> dict[str, Any]:
-    return _file_content(bank_scope(signed_in_user(request), project_key), path)
+def bank_file(
+    request: HttpRequest, project_key: ProjectKey, path: str = "MEMORY.md"
+) -> dict[str, Any]:
+    scope = bank_find(signed_in_user(request), project_key)
+    if scope is None:
+        raise Http404("This project has no memory bank yet.")
+    return _file_content(scope, path)

@@ -84,9 +84,9 @@ class TurnIn(Schema):
     run_kind: Literal["interactive", "scheduled", "background"] = "interactive"
     context_window: int = Field(8192, ge=256, le=10_000_000)
     memory_off: bool = False
-    conversation_ref: str = ""
-    message_ref: str = ""
-    project_key: str = ""
+    conversation_ref: str = Field("", max_length=200)
+    message_ref: str = Field("", max_length=200)
+    project_key: str = Field("", max_length=128)
 
 
 class SentItemOut(Schema):

@@ -9,9 +9,9 @@ from django.db.models import Exists, OuterRef, QuerySet
 
 from accounts.models import User
 from memory_addon.core.diffs import unified_diff
-from memory_addon.errors import ChangeRefused
+from memory_addon.errors import MemoryRefusal
 from memory_addon.models import ChangeSet, FileChange, MemoryFile, MemoryScope, Proposal
-from memory_addon.services.proposals import plan_writes
+from memory_addon.services.proposals import plan_proposal
 from memory_addon.services.scopes import scope_folder
 
 
@@ -90,14 +90,14 @@ def proposals_with_diffs(proposals: list[Proposal]) -> list[dict[str, Any]]:
     for proposal in proposals:
         scope_files = files_by_scope[proposal.scope_id]
         try:
-            writes, _ = plan_writes(
+            writes, _ = plan_proposal(
                 proposal.scope,
                 proposal.operations,
-                origin=ChangeSet.Origin.ASSISTANT,
+                proposal.base_hashes,
                 source=proposal.source,
                 scope_files=scope_files,
             )
-        except ChangeRefused as refusal:
+        except MemoryRefusal as refusal:
             diffs = [
                 {
                     "path": "",

@@ -12,6 +12,7 @@ import django_stubs_ext
 from memory_addon import embedded
 from memory_addon.env import (
     env_bool,
+    env_float,
     env_int,
     env_list,
     env_secret,
@@ -43,6 +44,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.postgres",
     "django_htmx",
+    "csp",
+    "axes",
     "channels",
     "accounts",
     "memory_addon",
@@ -59,6 +62,10 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "csp.middleware.CSPMiddleware",
+    "memory_addon.middleware.no_store_for_signed_in",
+    # Last, as django-axes asks: it turns a locked-out sign-in into its answer.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "memory_addon.urls"
@@ -123,6 +130,19 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+AUTHENTICATION_BACKENDS = [
+    # Throttles sign-in per account and per client before any password is checked.
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("SIGNIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = env_float("SIGNIN_COOLOFF_HOURS", 0.25)
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # either one locks
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "accounts/locked.html"
+AXES_IPWARE_PROXY_COUNT = 1 if env_bool("BEHIND_TLS_PROXY", False) else 0
+SIGNUP_RATE = env_str("SIGNUP_RATE", "5/h")  # new accounts per client address
+RATELIMIT_VIEW = "accounts.views.rate_limited"
 LOGIN_URL = "accounts:login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "accounts:login"
@@ -160,15 +180,39 @@ SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", _secure)
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31536000 if _secure else 0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = _secure
 SECURE_HSTS_PRELOAD = _secure
-SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
 if env_bool("BEHIND_TLS_PROXY", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+# Content-Security-Policy: our own scripts and styles only, no inline script at all.
+# Style attributes stay allowed (progress bars set a width); they cannot run code.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "style-src-attr": ["'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "font-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
 
 # Secrets at rest (AI profile API keys): Fernet keys, newest first, comma-separated.
 _fernet_keys = env_secret("ENCRYPTION_KEYS") or secret_in_data_dir(
     DATA_DIR / "encryption_key", lambda: base64.urlsafe_b64encode(os.urandom(32)).decode()
 )
 ENCRYPTION_KEYS = [key.strip() for key in _fernet_keys.split(",") if key.strip()]
+
+# Servers the host may call for AI profiles (see memory_addon/outbound.py).
+OUTBOUND_ALLOW_LOOPBACK = env_bool("OUTBOUND_ALLOW_LOOPBACK", True)
+OUTBOUND_ALLOW_PRIVATE = env_bool("OUTBOUND_ALLOW_PRIVATE", False)
+OUTBOUND_ALLOWED_HOSTS = env_list("OUTBOUND_ALLOWED_HOSTS", [])
+OUTBOUND_DENIED_HOSTS = env_list("OUTBOUND_DENIED_HOSTS", [])
 
 # --- Redis: cache, channels, Celery -----------------------------------------
 CACHES = {
@@ -234,11 +278,21 @@ MEMORY_PROPOSAL_TTL_HOURS = env_int("MEMORY_PROPOSAL_TTL_HOURS", 24)
 MEMORY_MAX_NOTES_PER_REPLY = env_int("MEMORY_MAX_NOTES_PER_REPLY", 5)
 # In auto mode a note longer than this waits for confirmation.
 MEMORY_AUTO_MAX_NOTE_CHARS = env_int("MEMORY_AUTO_MAX_NOTE_CHARS", 200)
+# … and so does a topic file write (or delete) larger than this.
+MEMORY_AUTO_MAX_TOPIC_BYTES = env_int("MEMORY_AUTO_MAX_TOPIC_BYTES", 1024)
+# Without a reply reference the host made itself, notes per reply are counted over
+# this many seconds: a client cannot dodge the cap by sending a new id each call.
+MEMORY_REPLY_WINDOW_SECONDS = env_int("MEMORY_REPLY_WINDOW_SECONDS", 120)
 MEMORY_HISTORY_MAX_VERSIONS = env_int("MEMORY_HISTORY_MAX_VERSIONS", 100)
 MEMORY_HISTORY_MAX_DAYS = env_int("MEMORY_HISTORY_MAX_DAYS", 365)
 MEMORY_BANK_MAX_FILES = env_int("MEMORY_BANK_MAX_FILES", 100)
 MEMORY_BANK_FILE_MAX_BYTES = env_int("MEMORY_BANK_FILE_MAX_BYTES", 128 * 1024)
 MEMORY_BANK_MAX_BYTES = env_int("MEMORY_BANK_MAX_BYTES", 1024 * 1024)
+MEMORY_MAX_BANKS_PER_PERSON = env_int("MEMORY_MAX_BANKS_PER_PERSON", 20)
+# Pending proposals a person can have; a new one expires the oldest beyond this.
+MEMORY_MAX_PENDING_PROPOSALS = env_int("MEMORY_MAX_PENDING_PROPOSALS", 50)
+# Everything a person stores: memory, project banks and uploaded documents together.
+PERSON_STORAGE_MAX_BYTES = env_int("PERSON_STORAGE_MAX_BYTES", 1024 * 1024 * 1024)
 MEMORY_BANK_STARTUP_MAX_LINES = env_int("MEMORY_BANK_STARTUP_MAX_LINES", 200)
 MEMORY_BANK_STARTUP_MAX_BYTES = env_int("MEMORY_BANK_STARTUP_MAX_BYTES", 25 * 1024)
 
@@ -258,12 +312,22 @@ CELERY_BEAT_SCHEDULE.update(
 # --- Knowledge collections (SPEC §4) ------------------------------------------
 # Server folders a collection may read, comma-separated; uploads always go to DATA_DIR.
 KNOWLEDGE_ALLOWED_ROOTS = env_list("KNOWLEDGE_ALLOWED_ROOTS", [])
+# The packaged MiniLM is the offline default; another model needs EMBEDDING_MODEL_PATH.
 EMBEDDING_MODEL = env_str("EMBEDDING_MODEL", "sentence-transformers/all-MiniLM-L6-v2")
 # A local folder with the model files, for machines that cannot download models.
 EMBEDDING_MODEL_PATH = env_str("EMBEDDING_MODEL_PATH", "")
 EMBEDDING_THREADS = env_int("EMBEDDING_THREADS", 2)
+# A query's embedding is waited for by a person: one attempt, bounded.
+EMBEDDING_QUERY_TIMEOUT_SECONDS = env_float("EMBEDDING_QUERY_TIMEOUT_SECONDS", 10.0)
 KNOWLEDGE_WATCH_INTERVAL_SECONDS = env_int("KNOWLEDGE_WATCH_INTERVAL_SECONDS", 600)
 KNOWLEDGE_JOB_STALE_SECONDS = env_int("KNOWLEDGE_JOB_STALE_SECONDS", 300)
+# A job whose worker died is sent again this many times, then failed with a reason.
+KNOWLEDGE_JOB_MAX_REQUEUES = env_int("KNOWLEDGE_JOB_MAX_REQUEUES", 1)
+KNOWLEDGE_JOB_REAP_INTERVAL_SECONDS = env_int("KNOWLEDGE_JOB_REAP_INTERVAL_SECONDS", 60)
+CELERY_BEAT_SCHEDULE["knowledge-reap-stale-jobs"] = {
+    "task": "knowledge.reap_stale_jobs",
+    "schedule": float(KNOWLEDGE_JOB_REAP_INTERVAL_SECONDS),
+}
 CELERY_BEAT_SCHEDULE["knowledge-watch-sources"] = {
     "task": "knowledge.watch_sources",
     "schedule": float(KNOWLEDGE_WATCH_INTERVAL_SECONDS),
@@ -274,6 +338,10 @@ KNOWLEDGE_MAX_EXCERPTS = env_int("KNOWLEDGE_MAX_EXCERPTS", 6)
 KNOWLEDGE_MAX_EXCERPTS_PER_SOURCE = env_int("KNOWLEDGE_MAX_EXCERPTS_PER_SOURCE", 2)
 KNOWLEDGE_MAX_RETRIEVED_TOKENS = env_int("KNOWLEDGE_MAX_RETRIEVED_TOKENS", 4000)
 KNOWLEDGE_MAX_CONTEXT_SHARE_PERCENT = env_int("KNOWLEDGE_MAX_CONTEXT_SHARE_PERCENT", 25)
+# Relevance floor (K7): a vector hit must reach this cosine similarity, and this share
+# of the best hit's, to be sent; unrelated nearest neighbours are not excerpts.
+KNOWLEDGE_MIN_SIMILARITY = env_float("KNOWLEDGE_MIN_SIMILARITY", 0.2)
+KNOWLEDGE_RELATIVE_SIMILARITY = env_float("KNOWLEDGE_RELATIVE_SIMILARITY", 0.5)
 KNOWLEDGE_CHUNK_TOKENS = env_int("KNOWLEDGE_CHUNK_TOKENS", 800)
 KNOWLEDGE_CHUNK_OVERLAP_TOKENS = env_int("KNOWLEDGE_CHUNK_OVERLAP_TOKENS", 120)
 # HNSW parameters (pgvector). Measured on 100k clustered 384-d vectors with m 16 and

@@ -17,6 +17,9 @@ class Turn:
     run_kind: str = "interactive"
     conversation_ref: str = ""
     message_ref: str = ""
+    # True only when the host itself made conversation_ref/message_ref (its chat and
+    # bridge runners): then notes per reply are counted per message, else per window.
+    reply_ref_trusted: bool = False
     memory_off: bool = False  # the per-request switch
     context_window: int = 8192
     project_key: str = ""

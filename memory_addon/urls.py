@@ -9,6 +9,7 @@ from memory_addon.api import api
 urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
+    path("readyz", views.readyz, name="readyz"),
     path("chat/", views.section, {"section": "chat"}, name="chat"),
     path("knowledge/", include("knowledge.urls")),
     path("memory/", views.memory_tab, name="memory"),

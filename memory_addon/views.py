@@ -6,7 +6,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -46,7 +46,16 @@ from memory_addon.services.user_settings import addon_enabled, addon_set_enabled
 @require_GET
 @never_cache
 def healthz(request: HttpRequest) -> JsonResponse:
+    """Liveness: the process answers and reaches its database and Redis."""
     healthy, body = health.report()
+    return JsonResponse(body, status=200 if healthy else 503)
+
+
+@require_GET
+@never_cache
+def readyz(request: HttpRequest) -> JsonResponse:
+    """Readiness: also a Celery worker answers, so jobs will run."""
+    healthy, body = health.report(ready=True)
     return JsonResponse(body, status=200 if healthy else 503)
 
 
@@ -63,6 +72,9 @@ def _owned_scope(request: HttpRequest, scope_id: int | str | None) -> MemoryScop
     user = signed_in_user(request)
     if not scope_id:
         return user_scope(user)
+    if isinstance(scope_id, str) and not scope_id.isdecimal():
+        # A hand-edited ?scope= is just a scope that does not exist, not a server error.
+        raise Http404("There is no memory scope with that number.")
     return get_object_or_404(
         MemoryScope.objects.select_related("agent", "binding"),
         pk=scope_id,

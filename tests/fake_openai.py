@@ -35,6 +35,8 @@ class FakeOpenAI:
         self.failures: list[int] = []  # status codes to answer first, one per request
         self.hold_after: int | None = None  # hold requests after this many were answered
         self.reached_hold = threading.Event()
+        self.held = 0  # requests waiting at the gate right now
+        self.held_changed = threading.Condition()
         self.release = threading.Event()
         self.chat_replies: list[dict[str, Any]] = []
         self.chat_requests: list[dict[str, Any]] = []
@@ -110,7 +112,12 @@ class FakeOpenAI:
                     hold = fake.hold_after is not None and answered >= fake.hold_after
                 if hold:
                     fake.reached_hold.set()
+                    with fake.held_changed:
+                        fake.held += 1
+                        fake.held_changed.notify_all()
                     fake.release.wait(timeout=120)
+                    with fake.held_changed:
+                        fake.held -= 1
                 inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
                 with fake._lock:
                     fake.embedding_inputs.append(list(inputs))

@@ -10,7 +10,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from memory_addon.core.secret_guard import mask_outbound
 from memory_addon.core.tokens import estimate_tokens
+from memory_addon.core.untrusted import normalise_untrusted
 
 MAX_EXCERPTS = 6
 MAX_PER_SOURCE = 2
@@ -27,9 +29,12 @@ _MARKER = re.compile(r"\[\s*R\s*(\d+)\s*\]", re.IGNORECASE)
 
 
 def neutralize(text: str) -> str:
-    """Excerpt text cannot close the wrapper or pass off a citation marker as ours."""
-    text = _WRAPPER.sub(lambda m: f"\u2039{m.group(1)}retrieved_context", text)
-    return _MARKER.sub(lambda m: f"(R{m.group(1)})", text)
+    """Excerpt text cannot close the wrapper or pass off a citation marker as ours.
+
+    It goes to a model, so what looks like a secret is masked too.
+    """
+    text = _WRAPPER.sub(lambda m: f"\u2039{m.group(1)}retrieved_context", normalise_untrusted(text))
+    return mask_outbound(_MARKER.sub(lambda m: f"(R{m.group(1)})", text))
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,6 @@ import resource
 import subprocess
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 
 PDF_TIMEOUT_SECONDS = 60
 PDF_MEMORY_BYTES = 1024 * 1024 * 1024
@@ -41,11 +40,16 @@ def _limit_child() -> None:  # pragma: no cover - runs in the child process
     resource.setrlimit(resource.RLIMIT_AS, (PDF_MEMORY_BYTES, PDF_MEMORY_BYTES))
 
 
-def pdf_pages(path: Path, *, max_chars: int) -> list[Page]:
-    """Extract PDF text in a child process with a time and memory bound."""
+def pdf_pages(data: bytes, *, max_chars: int) -> list[Page]:
+    """Extract PDF text in a child process with a time and memory bound.
+
+    The child gets the bytes on stdin, never a path: it reads exactly what the
+    caller read (and hashed) through a verified handle.
+    """
     try:
-        result = subprocess.run(  # noqa: S603 - our own module, a path argument
-            [sys.executable, "-m", "knowledge.core.pdf_child", str(path), str(max_chars)],
+        result = subprocess.run(  # noqa: S603 - our own module, a number argument
+            [sys.executable, "-m", "knowledge.core.pdf_child", str(max_chars)],
+            input=data,
             capture_output=True,
             timeout=PDF_TIMEOUT_SECONDS,
             preexec_fn=_limit_child,

@@ -1,4 +1,4 @@
-"""Child process: read one PDF with pypdf and print its pages as JSON.
+"""Child process: read one PDF from stdin with pypdf and print its pages as JSON.
 
 Run by knowledge.core.extract under a memory limit and a timeout, so a hostile
 PDF can only take this process down, never a worker.
@@ -6,16 +6,17 @@ PDF can only take this process down, never a worker.
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 
 
-def main(path: str, max_chars: int) -> int:
+def main(data: bytes, max_chars: int) -> int:
     from pypdf import PdfReader
     from pypdf.errors import PdfReadError
 
     try:
-        reader = PdfReader(path, strict=False)
+        reader = PdfReader(io.BytesIO(data), strict=False)
         if reader.is_encrypted:
             print(json.dumps({"error": "PDF is encrypted (password-protected)"}))
             return 0
@@ -36,4 +37,4 @@ def main(path: str, max_chars: int) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], int(sys.argv[2])))
+    sys.exit(main(sys.stdin.buffer.read(), int(sys.argv[1])))

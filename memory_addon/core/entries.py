@@ -257,10 +257,19 @@ def parse_index_line(text: str) -> IndexLine | None:
     return IndexLine(match["topic"].strip(), match["summary"].strip(), match["file"].strip())
 
 
+def _is_fence(stripped: str) -> bool:
+    return bool(FENCE_OPEN.match(stripped)) or stripped == FENCE_CLOSE
+
+
+def sent_bytes(content: str) -> int:
+    """UTF-8 bytes of what the model is sent of a file: entry fences do not count (M2)."""
+    return len(
+        "\n".join(line for line in content.split("\n") if not _is_fence(line.strip())).encode(
+            "utf-8"
+        )
+    )
+
+
 def count_lines(content: str) -> int:
     """Non-empty lines that are not fences: what the 40-line index cap counts."""
-    return sum(
-        1
-        for line in content.split("\n")
-        if line.strip() and not FENCE_OPEN.match(line.strip()) and line.strip() != FENCE_CLOSE
-    )
+    return sum(1 for line in content.split("\n") if line.strip() and not _is_fence(line.strip()))

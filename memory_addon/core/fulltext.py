@@ -16,3 +16,14 @@ def or_query(text: str) -> str:
     """
     words = list(dict.fromkeys(word.lower() for word in _WORD.findall(text)))[:MAX_WORDS]
     return " | ".join(f"'{word}'" for word in words)
+
+
+def snippet(text: str, query: str, *, width: int = 160) -> str:
+    """The part of `text` around the first word of `query` it contains (whole lines)."""
+    words = {word.lower() for word in _WORD.findall(query)}
+    lines = text.split("\n")
+    for number, line in enumerate(lines):
+        if words & {word.lower() for word in _WORD.findall(line)}:
+            picked = "\n".join(lines[max(0, number - 1) : number + 2]).strip()
+            return picked if len(picked) <= 2 * width else picked[: 2 * width] + " …"
+    return text[:width].strip()

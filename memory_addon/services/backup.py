@@ -1,21 +1,47 @@
-"""Export all of a person's memory as a zip of Markdown, and restore it without replacing (M18)."""
+"""Export all of a person's memory as a zip of Markdown, and restore it without replacing (M18).
+
+Restores read hostile archives: every entry is read in small chunks and stops at
+its declared size and at the largest file memory can hold, every zipfile error is
+a MemoryRefusal (a 400 or a form message), and nothing is restored unless the
+whole archive reads cleanly. Exports name each folder so that no two names are
+equal ignoring case and none holds '..', and the same names map back on restore.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import io
+import lzma
+import re
+import unicodedata
 import zipfile
+import zlib
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 
+from django.conf import settings
 from django.db import transaction
 
-from accounts.models import User
+from accounts.models import Agent, MessagingBinding, User
 from memory_addon.errors import MemoryRefusal
 from memory_addon.models import ChangeSet, MemoryFile, MemoryScope
 from memory_addon.services.changes import FileWrite, change_set_apply, clean_path
-from memory_addon.services.scopes import agent_scope, channel_scope, scope_folder, user_scope
+from memory_addon.services.scopes import agent_scope, channel_scope, user_scope
 
 MAX_ARCHIVE_ENTRIES = 1000
 MAX_ARCHIVE_BYTES = 8 * 1024 * 1024  # uncompressed; well above the 1 MiB a person may hold
+_READ_CHUNK = 64 * 1024
+_UNSAFE_PART = re.compile(r"[^A-Za-z0-9._ @+-]")
+# What zipfile and its decompressors raise for a damaged or hostile entry.
+_DAMAGED = (
+    zipfile.BadZipFile,
+    zipfile.LargeZipFile,
+    EOFError,
+    OSError,
+    ValueError,
+    zlib.error,
+    lzma.LZMAError,
+)
 
 
 @dataclass
@@ -25,57 +51,177 @@ class RestoreReport:
     refused: list[tuple[str, str]] = field(default_factory=list)
 
 
+# --- Folder names ---------------------------------------------------------------
+
+
+@dataclass
+class _Slot:
+    """One folder of an export: a scope that exists, or an agent/conversation that may get one."""
+
+    folder: str
+    kind: str
+    scope: MemoryScope | None = None
+    agent: Agent | None = None
+    binding: MessagingBinding | None = None
+
+
+def _safe_part(text: str) -> str:
+    cleaned = _UNSAFE_PART.sub("_", unicodedata.normalize("NFC", text)).strip(" .")[:80]
+    return cleaned or "_"
+
+
+def _slots(user: User) -> list[_Slot]:
+    """Every folder of the person's export, in a fixed order, unique ignoring case."""
+    scopes = list(MemoryScope.objects.filter(owner=user).order_by("pk"))
+    own = next((s for s in scopes if s.kind == MemoryScope.Kind.USER), None)
+    by_agent = {s.agent_id: s for s in scopes if s.kind == MemoryScope.Kind.AGENT}
+    by_binding = {s.binding_id: s for s in scopes if s.kind == MemoryScope.Kind.CHANNEL}
+    slots = [_Slot("Memory", MemoryScope.Kind.USER, own)]
+    for agent in user.agents.order_by("pk"):
+        slots.append(
+            _Slot(
+                f"Memory/agents/{_safe_part(agent.slug)}",
+                MemoryScope.Kind.AGENT,
+                by_agent.get(agent.pk),
+                agent=agent,
+            )
+        )
+    for binding in user.messaging_bindings.order_by("pk"):
+        digest = hashlib.sha256(binding.external_id.encode()).hexdigest()[:8]
+        slots.append(
+            _Slot(
+                f"Memory/channels/{_safe_part(binding.bridge)}-{digest}",
+                MemoryScope.Kind.CHANNEL,
+                by_binding.get(binding.pk),
+                binding=binding,
+            )
+        )
+    for scope in scopes:
+        if scope.kind == MemoryScope.Kind.PROJECT:
+            name = _safe_part(scope.project_name or scope.project_key[:12])
+            slots.append(_Slot(f"Projects/{name}", MemoryScope.Kind.PROJECT, scope))
+    taken: set[str] = set()
+    for slot in slots:
+        base, number = slot.folder, 2
+        while slot.folder.casefold() in taken:
+            slot.folder = f"{base}-{number}"
+            number += 1
+        taken.add(slot.folder.casefold())
+    return slots
+
+
+def _unique_name(folder: str, path: str, taken: set[str]) -> str:
+    name, number = f"{folder}/{path}", 2
+    while name.casefold() in taken:
+        pure = PurePosixPath(path)
+        name = f"{folder}/{pure.with_name(f'{pure.stem}-{number}{pure.suffix}')}"
+        number += 1
+    taken.add(name.casefold())
+    return name
+
+
 def memory_export(*, user: User) -> bytes:
+    folders = {slot.scope.pk: slot.folder for slot in _slots(user) if slot.scope is not None}
+    files = MemoryFile.objects.filter(scope__owner=user, scope_id__in=folders)
+    taken: set[str] = set()
     buffer = io.BytesIO()
-    files = MemoryFile.objects.filter(scope__owner=user).select_related(
-        "scope__agent", "scope__binding"
-    )
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         for row in files.order_by("scope_id", "path"):
-            archive.writestr(f"{scope_folder(row.scope)}/{row.path}", row.content)
+            archive.writestr(_unique_name(folders[row.scope_id], row.path, taken), row.content)
     return buffer.getvalue()
 
 
-def _scopes_by_folder(user: User) -> dict[str, MemoryScope]:
-    """Every folder the person could restore into, creating agent/conversation scopes as needed."""
-    own = user_scope(user)
-    scopes = {scope_folder(own): own}
-    for agent in user.agents.all():
-        scope = agent_scope(agent)
-        scopes[scope_folder(scope)] = scope
-    for binding in user.messaging_bindings.all():
-        scope = channel_scope(binding)
-        scopes[scope_folder(scope)] = scope
-    for scope in MemoryScope.objects.filter(owner=user, kind=MemoryScope.Kind.PROJECT):
-        scopes[scope_folder(scope)] = scope
-    return scopes
+# --- Reading an archive -----------------------------------------------------------
+
+
+def _max_entry_bytes() -> int:
+    """No memory file can be larger than this, so no entry of an export is either."""
+    return max(
+        settings.MEMORY_TOPIC_MAX_BYTES,
+        settings.MEMORY_INDEX_MAX_BYTES,
+        settings.MEMORY_BANK_FILE_MAX_BYTES,
+    )
+
+
+def _read_entry(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int) -> bytes:
+    name = info.filename[:200]
+    if info.flag_bits & 0x1:
+        raise MemoryRefusal(f"{name} is encrypted; a memory export never is. Nothing was restored.")
+    parts: list[bytes] = []
+    size = 0
+    try:
+        with archive.open(info) as handle:
+            # Small reads: a stream that inflates far beyond its declared size is cut
+            # off after one chunk instead of being inflated into memory at once.
+            while block := handle.read(_READ_CHUNK):
+                size += len(block)
+                if size > min(info.file_size, limit):
+                    raise MemoryRefusal(
+                        f"The archive is damaged: {name} holds more than it declares. "
+                        "Nothing was restored."
+                    )
+                parts.append(block)
+    except NotImplementedError:
+        raise MemoryRefusal(
+            f"{name} uses a compression method this host cannot read; export again from "
+            "the Files page. Nothing was restored."
+        ) from None
+    except RuntimeError:  # zipfile's "password required"
+        raise MemoryRefusal(
+            f"{name} is encrypted; a memory export never is. Nothing was restored."
+        ) from None
+    except _DAMAGED as error:
+        reason = str(error)[:120] or type(error).__name__
+        raise MemoryRefusal(f"The archive is damaged ({reason}). Nothing was restored.") from None
+    return b"".join(parts)
+
+
+def _read_archive(archive_bytes: bytes) -> list[tuple[str, bytes]]:
+    """Every file of the archive, or a MemoryRefusal that says why none can be used."""
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(archive_bytes))
+    except (*_DAMAGED, NotImplementedError, RuntimeError):
+        raise MemoryRefusal("This is not a zip file; choose a memory export.") from None
+    with archive:
+        entries = [info for info in archive.infolist() if not info.is_dir()]
+        if len(entries) > MAX_ARCHIVE_ENTRIES:
+            raise MemoryRefusal(f"The archive holds more than {MAX_ARCHIVE_ENTRIES} files.")
+        if sum(info.file_size for info in entries) > MAX_ARCHIVE_BYTES:
+            raise MemoryRefusal("The archive is too large to be a memory export.")
+        limit = _max_entry_bytes()
+        for info in entries:
+            if info.file_size > limit:
+                raise MemoryRefusal(
+                    f"{info.filename[:200]} is too large to be a memory file (more than "
+                    f"{limit // 1024} KiB). Nothing was restored."
+                )
+        return [(info.filename, _read_entry(archive, info, limit)) for info in entries]
+
+
+# --- Restore ------------------------------------------------------------------------
+
+
+def _slot_scope(user: User, slot: _Slot) -> MemoryScope:
+    if slot.scope is None:
+        if slot.kind == MemoryScope.Kind.USER:
+            slot.scope = user_scope(user)
+        elif slot.agent is not None:
+            slot.scope = agent_scope(slot.agent)
+        elif slot.binding is not None:
+            slot.scope = channel_scope(slot.binding)
+    assert slot.scope is not None  # noqa: S101 - project slots always hold their scope
+    return slot.scope
 
 
 def memory_restore(*, user: User, archive_bytes: bytes) -> RestoreReport:
-    try:
-        archive = zipfile.ZipFile(io.BytesIO(archive_bytes))
-    except zipfile.BadZipFile:
-        raise MemoryRefusal("This is not a zip file; choose a memory export.") from None
-    entries = [info for info in archive.infolist() if not info.is_dir()]
-    if len(entries) > MAX_ARCHIVE_ENTRIES:
-        raise MemoryRefusal(f"The archive holds more than {MAX_ARCHIVE_ENTRIES} files.")
-    if sum(info.file_size for info in entries) > MAX_ARCHIVE_BYTES:
-        raise MemoryRefusal("The archive is too large to be a memory export.")
-    scopes = _scopes_by_folder(user)
+    entries = _read_archive(archive_bytes)
+    slots = sorted(_slots(user), key=lambda slot: -len(slot.folder))
     report = RestoreReport()
-    for info in entries:
-        name = info.filename
-        folder, scope = next(
-            (
-                (f, s)
-                for f, s in sorted(scopes.items(), key=lambda i: -len(i[0]))
-                if name.startswith(f + "/")
-            ),
-            ("", None),
-        )
-        relative = name[len(folder) + 1 :]
-        if scope is None or (
-            scope.kind == MemoryScope.Kind.USER and relative.startswith(("agents/", "channels/"))
+    for name, data in entries:
+        slot = next((s for s in slots if name.startswith(s.folder + "/")), None)
+        relative = name[len(slot.folder) + 1 :] if slot else ""
+        if slot is None or (
+            slot.kind == MemoryScope.Kind.USER and relative.startswith(("agents/", "channels/"))
         ):
             report.refused.append(
                 (name, "no matching memory folder (agent or conversation unknown here)")
@@ -83,10 +229,11 @@ def memory_restore(*, user: User, archive_bytes: bytes) -> RestoreReport:
             continue
         try:
             path = clean_path(relative)
-            text = archive.read(info).decode("utf-8")
+            text = data.decode("utf-8")
         except (MemoryRefusal, UnicodeDecodeError) as error:
             report.refused.append((name, getattr(error, "message", "not UTF-8 text")))
             continue
+        scope = _slot_scope(user, slot)
         if MemoryFile.objects.filter(scope=scope, path=path).exists():
             report.kept.append(name)
             continue

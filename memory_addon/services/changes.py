@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Sum
 from django.utils import timezone
 
@@ -25,8 +25,24 @@ from memory_addon.errors import (
 )
 from memory_addon.models import ChangeSet, FileChange, MemoryFile, MemoryScope, content_hash
 from memory_addon.services.scopes import index_path
+from memory_addon.storage import storage_check
 
 ABSENT = ""  # the base hash of a file that does not exist
+# Namespace of the per-person advisory lock (first key of pg_advisory_xact_lock).
+_MEMORY_LOCK_NAMESPACE = 0x4D454D  # "MEM"
+
+
+def memory_lock(user_id: int) -> None:
+    """Serialise every memory write of one person for the rest of the transaction.
+
+    Writes take row locks on scopes, files and proposals in different orders (a
+    confirm locks the proposal first, a save the scope first); parallel tool calls
+    of one model then deadlocked. Taking this one lock first, on every write path,
+    makes them queue instead. It also makes per-person counts (notes per reply,
+    bytes in all) exact under concurrency. Re-entrant within a transaction.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [_MEMORY_LOCK_NAMESPACE, user_id])
 
 
 @dataclass(frozen=True)
@@ -65,6 +81,7 @@ def _check_limits(
         return
     if is_index:
         lines = entries.count_lines(content)
+        size = entries.sent_bytes(content)  # the caps count what the model is sent
         if lines > settings.MEMORY_INDEX_MAX_LINES or size > settings.MEMORY_INDEX_MAX_BYTES:
             raise LimitExceeded(
                 f"The index would have {lines} lines and {size} bytes; the cap is "
@@ -85,6 +102,8 @@ def _check_totals(scope: MemoryScope, sizes_after: dict[str, int | None]) -> Non
     existing = dict(MemoryFile.objects.filter(scope=scope).values_list("path", "size"))
     merged = {**existing, **sizes_after}
     files = {path: size for path, size in merged.items() if size is not None}
+    if scope.owner_id is not None:
+        storage_check(scope.owner_id, sum(files.values()) - sum(existing.values()))
     if scope.kind == MemoryScope.Kind.PROJECT:
         max_files, max_bytes = settings.MEMORY_BANK_MAX_FILES, settings.MEMORY_BANK_MAX_BYTES
         total = sum(files.values())
@@ -137,6 +156,8 @@ def change_set_apply(
         raise ChangeRefused("A change set cannot change the same file twice.")
     bases = {clean_path(path): sha for path, sha in (base_hashes or {}).items()}
     with transaction.atomic():
+        # The scope owner's lock: a bank or an agent's notes count toward the owner too.
+        memory_lock(scope.owner_id or user.pk)
         MemoryScope.objects.select_for_update().filter(pk=scope.pk).first()
         current = {
             f.path: f
@@ -306,10 +327,12 @@ def change_set_undo(
 ) -> ChangeSet:
     """Restore the text before a change set, as a new change set."""
     with transaction.atomic(durable=True):
-        return _undo(user=user, change_set=change_set, source=source)
+        return change_set_undo_locked(user=user, change_set=change_set, source=source)
 
 
-def _undo(*, user: User, change_set: ChangeSet, source: str) -> ChangeSet:
+def change_set_undo_locked(*, user: User, change_set: ChangeSet, source: str) -> ChangeSet:
+    """Undo inside the caller's transaction (which took memory_lock first)."""
+    memory_lock(change_set.scope.owner_id or user.pk)
     if ChangeSet.objects.filter(undoes=change_set).exists():
         raise ChangeRefused("This change was already undone.")
     changes = list(change_set.changes.all())

@@ -1,12 +1,17 @@
-"""Organization policy and the kill switch (M16), as one answer per user."""
+"""Organization policy, the person's add-on switch and the kill switch (M16), in one read."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
+from django.db.models import OuterRef, Subquery
 
-from accounts.models import Organization, User
+from accounts.models import Membership, User
+from memory_addon.addons import MEMORY_ADDON
+from memory_addon.models import AddonInstallation
 
 
 @dataclass(frozen=True)
@@ -17,6 +22,7 @@ class Policy:
     reference_files: bool
     rules: str
     organization_name: str
+    addon_enabled: bool = True  # the person's own on/off of the Short memory add-on
 
 
 def kill_switch_on() -> bool:
@@ -24,14 +30,37 @@ def kill_switch_on() -> bool:
 
 
 def policy_for(user: User) -> Policy:
-    organization = Organization.objects.filter(membership__user=user).first()
-    if organization is None:
-        return Policy("on", True, None, True, "", "")
+    """One query: the organization's policy fields and the add-on switch of the person."""
+    membership = Membership.objects.filter(user=OuterRef("pk"))
+    row: Mapping[str, Any] = (
+        User.objects.filter(pk=user.pk)
+        .values(
+            addon=Subquery(
+                AddonInstallation.objects.filter(user=OuterRef("pk"), addon=MEMORY_ADDON).values(
+                    "enabled"
+                )[:1]
+            ),
+            has_organization=Subquery(membership.values("organization_id")[:1]),
+            memory_mode=Subquery(membership.values("organization__memory_mode")[:1]),
+            learning=Subquery(membership.values("organization__learning_enabled")[:1]),
+            budget_cap=Subquery(membership.values("organization__budget_cap_tokens")[:1]),
+            reference_files=Subquery(
+                membership.values("organization__reference_files_enabled")[:1]
+            ),
+            rules=Subquery(membership.values("organization__rules")[:1]),
+            organization_name=Subquery(membership.values("organization__name")[:1]),
+        )
+        .first()
+    ) or {}
+    addon_enabled = row.get("addon") is not False  # no row: the built-in default, on
+    if not row.get("has_organization"):
+        return Policy("on", True, None, True, "", "", addon_enabled)
     return Policy(
-        memory_mode=organization.memory_mode,
-        learning=organization.learning_enabled,
-        budget_cap=organization.budget_cap_tokens,
-        reference_files=organization.reference_files_enabled,
-        rules=organization.rules.strip(),
-        organization_name=organization.name,
+        memory_mode=row["memory_mode"],
+        learning=row["learning"],
+        budget_cap=row["budget_cap"],
+        reference_files=row["reference_files"],
+        rules=(row["rules"] or "").strip(),
+        organization_name=row["organization_name"],
+        addon_enabled=addon_enabled,
     )

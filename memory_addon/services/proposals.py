@@ -8,22 +8,39 @@ from typing import Any, Literal
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from accounts.models import User
 from memory_addon import events
-from memory_addon.addons import MEMORY_ADDON
 from memory_addon.core import entries
 from memory_addon.core.secret_guard import find_secret
-from memory_addon.errors import ChangeRefused, NotAllowed, ProposalClosed, SecretRefused
-from memory_addon.models import ChangeSet, MemoryFile, MemoryScope, Proposal
-from memory_addon.services.changes import ABSENT, FileWrite, change_set_apply, clean_path
+from memory_addon.errors import (
+    ChangeRefused,
+    LimitExceeded,
+    NotAllowed,
+    ProposalClosed,
+    SecretRefused,
+    StaleBase,
+)
+from memory_addon.models import ChangeSet, FileChange, MemoryFile, MemoryScope, Proposal
+from memory_addon.services.changes import (
+    ABSENT,
+    FileWrite,
+    change_set_apply,
+    change_set_undo_locked,
+    clean_path,
+    memory_lock,
+)
+from memory_addon.services.context import readable_scopes
 from memory_addon.services.policy import kill_switch_on, policy_for
 from memory_addon.services.scopes import agent_scope, channel_scope, index_path, user_scope
-from memory_addon.services.user_settings import addon_enabled, save_mode_for
+from memory_addon.services.user_settings import save_mode_for
 from memory_addon.turns import Turn
 
 ACTIONS = ("add", "replace", "remove", "write_topic", "delete_topic")
+# Not a model action: a revert_change that waits for the person becomes this operation.
+REVERT = "revert"
 
 
 @dataclass(frozen=True)
@@ -45,7 +62,7 @@ def check_may_change(turn: Turn) -> None:
         raise NotAllowed("Your organization has turned memory off.")
     if policy.memory_mode == "read_only":
         raise NotAllowed("Your organization made memory read-only; nothing can be saved.")
-    if not addon_enabled(user=turn.user, addon=MEMORY_ADDON):
+    if not policy.addon_enabled:
         raise NotAllowed("The Short memory add-on is disabled; nothing can be saved.")
     if turn.is_background:
         raise NotAllowed("Scheduled and background runs cannot save notes.")
@@ -75,7 +92,10 @@ def _normalize_operation(raw: dict[str, Any]) -> dict[str, Any]:
         raise ChangeRefused(f"action must be one of: {', '.join(ACTIONS)}.")
     op: dict[str, Any] = {"action": action, "scope": raw.get("scope") or "user"}
     if action in ("add", "replace"):
-        op["text"] = entries.validate_entry_text(str(raw.get("text") or ""))
+        try:
+            op["text"] = entries.validate_entry_text(str(raw.get("text") or ""))
+        except entries.EntryRefused as error:
+            raise ChangeRefused(str(error)) from error
     if action in ("replace", "remove"):
         if not raw.get("entry_id"):
             raise ChangeRefused(f"{action} needs the entry_id of the entry to change.")
@@ -108,9 +128,11 @@ def plan_writes(
 
     `scope_files` (path → file of this scope) saves the query when the caller has them.
     """
+    if op["action"] == REVERT:
+        return _plan_revert(op)
     index = index_path(scope)
     paths = [index] if op["action"] in ("add", "replace", "remove") else []
-    if op.get("topic") and (op.get("topic_content") is not None or op["action"] == "delete_topic"):
+    if _writes_topic(op):
         paths.append(op["topic"])
     if scope_files is None:
         scope_files = {f.path: f for f in MemoryFile.objects.filter(scope=scope, path__in=paths)}
@@ -145,12 +167,83 @@ def plan_writes(
     return writes, bases
 
 
+def _writes_topic(op: dict[str, Any]) -> bool:
+    return bool(op.get("topic")) and (
+        op.get("topic_content") is not None or op["action"] == "delete_topic"
+    )
+
+
+def _plan_revert(op: dict[str, Any]) -> tuple[list[FileWrite], dict[str, str]]:
+    changes = list(FileChange.objects.filter(change_set_id=op["change_id"]))
+    if not changes:
+        raise ChangeRefused("The change to undo has no file changes left in the history.")
+    return (
+        [FileWrite(change.path, change.before) for change in changes],
+        {change.path: change.after_sha256 for change in changes},
+    )
+
+
+def entry_fingerprint(content: str, entry_id: str) -> str:
+    """Hash of an intact machine entry's text, or "" when the entry is not there."""
+    for item in entries.machine_entries(content):
+        if item.entry_id == entry_id:
+            return entries.sha256_text(item.text)
+    return ""
+
+
+def plan_proposal(
+    scope: MemoryScope,
+    op: dict[str, Any],
+    base_hashes: dict[str, str],
+    *,
+    source: str,
+    scope_files: dict[str, MemoryFile] | None = None,
+) -> tuple[list[FileWrite], dict[str, str]]:
+    """A pending proposal planned against the files as they are now.
+
+    Other changes to the same file since the proposal was made do not matter (several
+    proposals on one index must each stay confirmable); only a change to what this
+    proposal touches does: the entry it replaces or removes, or its topic file.
+    """
+    if op["action"] == REVERT:
+        return plan_writes(scope, op, origin=ChangeSet.Origin.ASSISTANT, source=source)
+    if scope_files is None:
+        paths = [index_path(scope)] + ([op["topic"]] if _writes_topic(op) else [])
+        scope_files = {f.path: f for f in MemoryFile.objects.filter(scope=scope, path__in=paths)}
+    way_forward = (
+        "Nothing was saved. Reject this proposal and ask the assistant again if it is still "
+        "needed, or edit the file yourself."
+    )
+    if _writes_topic(op):
+        topic_now = scope_files[op["topic"]].sha256 if op["topic"] in scope_files else ABSENT
+        if op["topic"] in base_hashes and base_hashes[op["topic"]] != topic_now:
+            raise StaleBase(
+                f"{op['topic']} changed since this was proposed. {way_forward}", path=op["topic"]
+            )
+    if op["action"] in ("replace", "remove"):
+        index = scope_files.get(index_path(scope))
+        now = entry_fingerprint(index.content if index else "", op["entry_id"])
+        if not now or now != op.get("entry_sha256", now):
+            raise StaleBase(
+                f"The note this proposal changes was edited or removed since. {way_forward}",
+                path=index_path(scope),
+            )
+    return plan_writes(
+        scope, op, origin=ChangeSet.Origin.ASSISTANT, source=source, scope_files=scope_files
+    )
+
+
 class _DryRun(Exception):
     pass
 
 
 def _validate(
-    turn: Turn, scope: MemoryScope, writes: list[FileWrite], bases: dict[str, str]
+    turn: Turn,
+    scope: MemoryScope,
+    writes: list[FileWrite],
+    bases: dict[str, str],
+    *,
+    machine: bool = True,
 ) -> None:
     """Run every check of a real apply, then roll it back."""
     try:
@@ -161,7 +254,7 @@ def _validate(
                 writes=writes,
                 origin=ChangeSet.Origin.AUTOMATIC,
                 source=turn.source,
-                machine=True,
+                machine=machine,
                 base_hashes=bases,
             )
             raise _DryRun
@@ -170,46 +263,86 @@ def _validate(
 
 
 def _notes_in_reply(turn: Turn) -> int:
-    if not turn.message_ref:
-        return 0
-    lookup = {
-        "user": turn.user,
-        "conversation_ref": turn.conversation_ref,
-        "message_ref": turn.message_ref,
-    }
-    proposals = Proposal.objects.filter(**lookup).count()
-    automatic = ChangeSet.objects.filter(origin=ChangeSet.Origin.AUTOMATIC, **lookup).count()
-    return proposals + automatic
+    """Notes the model asked for in this reply, counted by the host.
+
+    A reply reference is only trusted when the host made it (its own chat and bridge
+    runners); a client could send a fresh one with every call. Without a trusted
+    reference, every note of the person in the last few minutes counts.
+    """
+    proposals = Proposal.objects.filter(user=turn.user).exclude(operations__action=REVERT)
+    automatic = ChangeSet.objects.filter(user=turn.user, origin=ChangeSet.Origin.AUTOMATIC).exclude(
+        scope__kind=MemoryScope.Kind.PROJECT
+    )
+    if turn.reply_ref_trusted and turn.message_ref:
+        ref = Q(conversation_ref=turn.conversation_ref, message_ref=turn.message_ref)
+    else:
+        ref = Q(
+            created_at__gte=timezone.now() - timedelta(seconds=settings.MEMORY_REPLY_WINDOW_SECONDS)
+        )
+    return proposals.filter(ref).count() + automatic.filter(ref).count()
 
 
-def memory_change_request(*, turn: Turn, operation: dict[str, Any], reason: str = "") -> Outcome:
-    """Refuse, propose or save a change the model asked for."""
-    check_may_change(turn)
+def _refuse_secrets(parts: dict[str, str]) -> None:
+    for name, text in parts.items():
+        finding = find_secret(text)
+        if finding:
+            raise SecretRefused(
+                f"{name}: {finding.message()}", line=finding.line, kind=finding.kind
+            )
+
+
+def _save_mode(turn: Turn) -> str:
     save_mode = save_mode_for(turn.user)
     if save_mode == "never":
         raise NotAllowed(
             "Saving to memory is off: the person chose 'Never'. Tell them that saving is off "
             "and that they can change it on the Short memory page."
         )
-    if _notes_in_reply(turn) >= settings.MEMORY_MAX_NOTES_PER_REPLY:
-        raise ChangeRefused(
-            f"At most {settings.MEMORY_MAX_NOTES_PER_REPLY} notes can be saved per reply; "
-            "this one was not saved."
-        )
+    return save_mode
+
+
+def _why_auto_waits(scope: MemoryScope, op: dict[str, Any]) -> str:
+    """In auto mode a long change still waits; every part of it is measured."""
+    if len(op.get("text", "")) > settings.MEMORY_AUTO_MAX_NOTE_CHARS:
+        return "Long notes wait for your confirmation."
+    if _writes_topic(op):
+        after = len(str(op.get("topic_content") or "").encode("utf-8"))
+        before = (
+            MemoryFile.objects.filter(scope=scope, path=op["topic"])
+            .values_list("size", flat=True)
+            .first()
+        ) or 0
+        if max(after, before) > settings.MEMORY_AUTO_MAX_TOPIC_BYTES:
+            return "Long topic files wait for your confirmation."
+    return ""
+
+
+def memory_change_request(*, turn: Turn, operation: dict[str, Any], reason: str = "") -> Outcome:
+    """Refuse, propose or save a change the model asked for."""
+    check_may_change(turn)
+    save_mode = _save_mode(turn)
     op = _normalize_operation(operation)
+    _refuse_secrets(
+        {
+            "text": op.get("text", ""),
+            "topic_content": op.get("topic_content", ""),
+            "reason": reason,
+        }
+    )
     scope = target_scope(turn, op["scope"])
-    text = op.get("text", "") + "\n" + op.get("topic_content", "")
-    finding = find_secret(text)
-    if finding:
-        raise SecretRefused(finding.message(), line=finding.line, kind=finding.kind)
     auto = save_mode == "auto" and turn.binding is None
-    why_waiting = ""
-    if auto and len(op.get("text", "")) > settings.MEMORY_AUTO_MAX_NOTE_CHARS:
-        auto, why_waiting = False, "Long notes wait for your confirmation."
-    elif turn.binding is not None:
-        why_waiting = "Messages from messaging apps always ask first."
-    origin = ChangeSet.Origin.AUTOMATIC if auto else ChangeSet.Origin.ASSISTANT
+    why_waiting = "Messages from messaging apps always ask first." if turn.binding else ""
     with transaction.atomic(durable=True):
+        memory_lock(turn.user.pk)
+        if _notes_in_reply(turn) >= settings.MEMORY_MAX_NOTES_PER_REPLY:
+            raise LimitExceeded(
+                f"At most {settings.MEMORY_MAX_NOTES_PER_REPLY} notes can be saved per reply; "
+                "this one was not saved."
+            )
+        if auto:
+            why_waiting = _why_auto_waits(scope, op)
+            auto = not why_waiting
+        origin = ChangeSet.Origin.AUTOMATIC if auto else ChangeSet.Origin.ASSISTANT
         writes, bases = plan_writes(scope, op, origin=origin, source=turn.source)
         if auto:
             change_set = change_set_apply(
@@ -232,25 +365,116 @@ def memory_change_request(*, turn: Turn, operation: dict[str, Any], reason: str 
                 change_set=change_set,
             )
         _validate(turn, scope, writes, bases)
-        proposal = Proposal.objects.create(
-            user=turn.user,
-            scope=scope,
-            operations=op,
-            base_hashes=bases,
-            reason=reason[:500],
-            why_waiting=why_waiting,
-            source=turn.source,
-            conversation_ref=turn.conversation_ref,
-            message_ref=turn.message_ref,
-            agent=turn.agent,
-            expires_at=timezone.now() + timedelta(hours=settings.MEMORY_PROPOSAL_TTL_HOURS),
-        )
-        _count_changed_on_commit(turn.user)
-        events.proposal_added_on_commit(turn.user.pk, proposal.pk)
+        if op["action"] in ("replace", "remove"):
+            index = next((w.path for w in writes if w.path == index_path(scope)), None)
+            current = MemoryFile.objects.filter(scope=scope, path=index).first()
+            op["entry_sha256"] = entry_fingerprint(
+                current.content if current else "", op["entry_id"]
+            )
+        proposal = _proposal_create(turn, scope, op, bases, reason=reason, why_waiting=why_waiting)
     return Outcome(
         "proposed",
         f"Proposed (proposal {proposal.pk}); nothing is saved until the person confirms it "
         f"within {settings.MEMORY_PROPOSAL_TTL_HOURS} hours.",
+        proposal=proposal,
+    )
+
+
+def _proposal_create(
+    turn: Turn,
+    scope: MemoryScope,
+    op: dict[str, Any],
+    bases: dict[str, str],
+    *,
+    reason: str,
+    why_waiting: str,
+) -> Proposal:
+    _expire_beyond_cap(turn.user)
+    proposal = Proposal.objects.create(
+        user=turn.user,
+        scope=scope,
+        operations=op,
+        base_hashes=bases,
+        reason=reason[:500],
+        why_waiting=why_waiting,
+        source=turn.source,
+        conversation_ref=turn.conversation_ref,
+        message_ref=turn.message_ref,
+        agent=turn.agent,
+        expires_at=timezone.now() + timedelta(hours=settings.MEMORY_PROPOSAL_TTL_HOURS),
+    )
+    _count_changed_on_commit(turn.user)
+    events.proposal_added_on_commit(turn.user.pk, proposal.pk)
+    return proposal
+
+
+def _expire_beyond_cap(user: User) -> None:
+    """Keep room for one more pending proposal: the oldest ones beyond the cap expire."""
+    keep = settings.MEMORY_MAX_PENDING_PROPOSALS - 1
+    pending = Proposal.objects.filter(user=user, state=Proposal.State.PENDING)
+    oldest = list(pending.order_by("-created_at", "-id").values_list("pk", flat=True)[keep:])
+    if oldest:
+        Proposal.objects.filter(pk__in=oldest).update(
+            state=Proposal.State.EXPIRED, decided_at=timezone.now()
+        )
+        for proposal_id in oldest:
+            events.proposal_removed_on_commit(user.pk, proposal_id)
+
+
+def memory_revert_request(*, turn: Turn, change_id: int) -> Outcome:
+    """revert_change: a revert is a change, under the same save mode and rules as any other."""
+    check_may_change(turn)
+    save_mode = _save_mode(turn)
+    readable = [scope.pk for _, scope in readable_scopes(turn)]
+    target = (
+        ChangeSet.objects.select_related("scope")
+        .filter(
+            pk=change_id,
+            user=turn.user,
+            scope_id__in=readable,
+            origin__in=[ChangeSet.Origin.AUTOMATIC, ChangeSet.Origin.ASSISTANT],
+        )
+        .first()
+    )
+    if target is None:
+        raise ChangeRefused(
+            "There is no memory change with that id that the assistant made in the notes "
+            "this chat may read."
+        )
+    auto = save_mode == "auto" and turn.binding is None
+    with transaction.atomic(durable=True):
+        memory_lock(turn.user.pk)
+        if auto:
+            undo = change_set_undo_locked(user=turn.user, change_set=target, source=turn.source)
+            return Outcome(
+                "saved",
+                f"Reverted change {target.pk} (new change {undo.pk}); the earlier text is back.",
+                change_set=undo,
+            )
+        if ChangeSet.objects.filter(undoes=target).exists():
+            raise ChangeRefused("This change was already undone.")
+        op = {"action": REVERT, "change_id": target.pk, "created": timezone.localdate().isoformat()}
+        writes, bases = plan_writes(
+            target.scope, op, origin=ChangeSet.Origin.ASSISTANT, source=turn.source
+        )
+        _validate(turn, target.scope, writes, bases, machine=False)
+        why_waiting = (
+            "Messages from messaging apps always ask first."
+            if turn.binding
+            else "You chose to be asked before memory changes."
+        )
+        proposal = _proposal_create(
+            turn,
+            target.scope,
+            op,
+            bases,
+            reason=f"Undo change #{target.pk}: {target.summary}",
+            why_waiting=why_waiting,
+        )
+    return Outcome(
+        "proposed",
+        f"Proposed undoing change {target.pk} (proposal {proposal.pk}); nothing changes until "
+        "the person confirms it.",
         proposal=proposal,
     )
 
@@ -262,6 +486,7 @@ def _summary(op: dict[str, Any]) -> str:
         "remove": "Removed a note",
         "write_topic": f"Wrote {op.get('topic')}",
         "delete_topic": f"Deleted {op.get('topic')}",
+        REVERT: f"Undid change #{op.get('change_id')}",
     }[op["action"]]
 
 
@@ -276,7 +501,12 @@ def proposal_confirm(
     """Apply a pending proposal (optionally with the person's edited text) as a change set."""
     expired = False
     with transaction.atomic(durable=True):
-        locked = Proposal.objects.select_for_update().get(pk=proposal.pk, user=user)
+        memory_lock(user.pk)
+        locked = (
+            Proposal.objects.select_for_update(of=("self",))
+            .select_related("scope")
+            .get(pk=proposal.pk, user=user)
+        )
         if locked.state != Proposal.State.PENDING:
             raise ProposalClosed(f"This proposal is already {locked.state}.")
         if locked.expires_at <= timezone.now():
@@ -286,32 +516,7 @@ def proposal_confirm(
             events.proposal_removed_on_commit(user.pk, locked.pk)
             expired = True
         else:
-            op = dict(locked.operations)
-            if edited_text is not None:
-                if op["action"] not in ("add", "replace"):
-                    raise ChangeRefused(
-                        "Only a proposal that adds or replaces an entry has text to edit."
-                    )
-                try:
-                    op["text"] = entries.validate_entry_text(edited_text)
-                except entries.EntryRefused as error:
-                    raise ChangeRefused(str(error)) from error
-            writes, _ = plan_writes(
-                locked.scope, op, origin=ChangeSet.Origin.ASSISTANT, source=locked.source
-            )
-            change_set = change_set_apply(
-                user=user,
-                scope=locked.scope,
-                writes=writes,
-                origin=ChangeSet.Origin.ASSISTANT,
-                source=locked.source,
-                machine=True,
-                base_hashes=locked.base_hashes,
-                summary=locked.reason or _summary(op),
-                conversation_ref=locked.conversation_ref,
-                message_ref=locked.message_ref,
-                agent=locked.agent,
-            )
+            change_set = _apply_proposal(user, locked, edited_text)
             locked.state, locked.decided_at = Proposal.State.CONFIRMED, timezone.now()
             locked.change_set = change_set
             locked.save(update_fields=["state", "decided_at", "change_set"])
@@ -322,6 +527,36 @@ def proposal_confirm(
             "This proposal expired; it was not saved. Ask the assistant to propose it again."
         )
     return change_set
+
+
+def _apply_proposal(user: User, proposal: Proposal, edited_text: str | None) -> ChangeSet:
+    op = dict(proposal.operations)
+    if edited_text is not None:
+        if op["action"] not in ("add", "replace"):
+            raise ChangeRefused("Only a proposal that adds or replaces an entry has text to edit.")
+        try:
+            op["text"] = entries.validate_entry_text(edited_text)
+        except entries.EntryRefused as error:
+            raise ChangeRefused(str(error)) from error
+    if op["action"] == REVERT:
+        target = ChangeSet.objects.filter(pk=op["change_id"], user=user).first()
+        if target is None:
+            raise ChangeRefused("The change this proposal would undo is no longer in the history.")
+        return change_set_undo_locked(user=user, change_set=target, source=proposal.source)
+    writes, bases = plan_proposal(proposal.scope, op, proposal.base_hashes, source=proposal.source)
+    return change_set_apply(
+        user=user,
+        scope=proposal.scope,
+        writes=writes,
+        origin=ChangeSet.Origin.ASSISTANT,
+        source=proposal.source,
+        machine=True,
+        base_hashes=bases,
+        summary=proposal.reason or _summary(op),
+        conversation_ref=proposal.conversation_ref,
+        message_ref=proposal.message_ref,
+        agent=proposal.agent,
+    )
 
 
 def proposal_reject(*, user: User, proposal: Proposal) -> Proposal:

@@ -12,19 +12,24 @@ from typing import Any
 
 from django.db import connection, transaction
 
-from memory_addon.core.fulltext import or_query
+from memory_addon.core.fulltext import or_query, snippet
+from memory_addon.core.secret_guard import mask_outbound
 from memory_addon.errors import ChangeRefused, MemoryRefusal, NotAllowed
 from memory_addon.models import ChangeSet, MemoryFile, MemoryScope
 from memory_addon.services.changes import (
     ABSENT,
     FileWrite,
     change_set_apply,
-    change_set_undo,
     clean_path,
+    memory_lock,
 )
 from memory_addon.services.context import memory_readable, neutralize, readable_scopes
-from memory_addon.services.proposals import check_may_change, memory_change_request
-from memory_addon.services.scopes import BANK_INDEX_PATH, bank_scope, scope_folder
+from memory_addon.services.proposals import (
+    check_may_change,
+    memory_change_request,
+    memory_revert_request,
+)
+from memory_addon.services.scopes import BANK_INDEX_PATH, bank_find, bank_scope, scope_folder
 from memory_addon.turns import Turn
 
 
@@ -143,12 +148,19 @@ def _wrap(folder: str, path: str, content: str) -> str:
     )
 
 
-def _scope_by_name(turn: Turn, name: str) -> MemoryScope:
+def _scope_by_name(turn: Turn, name: str) -> MemoryScope | None:
+    """The scope a read names, or None when it has no files yet."""
     wanted = name or "user"
-    for origin, scope in readable_scopes(turn):
-        if origin == wanted:
-            return scope
-    raise NotAllowed(f"This chat cannot read the {wanted} memory.")
+    allowed = (
+        {"user"}
+        | ({"agent"} if turn.agent else set())
+        | ({"conversation"} if turn.binding else set())
+    )
+    if turn.agent and not turn.agent.memory_allowed:
+        raise NotAllowed("The Memory add-on is not allowed for this agent.")
+    if wanted not in allowed:
+        raise NotAllowed(f"This chat cannot read the {wanted} memory.")
+    return next((scope for origin, scope in readable_scopes(turn) if origin == wanted), None)
 
 
 def _context_read(turn: Turn, args: dict[str, Any]) -> str:
@@ -157,17 +169,25 @@ def _context_read(turn: Turn, args: dict[str, Any]) -> str:
         raise NotAllowed(reason)
     scope = _scope_by_name(turn, str(args.get("scope") or "user"))
     path = clean_path(str(args.get("path") or "index.md"))
-    row = MemoryFile.objects.filter(scope=scope, path=path).first()
+    row = MemoryFile.objects.filter(scope=scope, path=path).first() if scope else None
     if row is None:
-        listing = ", ".join(MemoryFile.objects.filter(scope=scope).values_list("path", flat=True))
+        listing = (
+            ", ".join(MemoryFile.objects.filter(scope=scope).values_list("path", flat=True))
+            if scope
+            else ""
+        )
         return f"There is no file {path}. Files here: {listing or 'none yet'}."
-    return _wrap(scope_folder(scope), path, row.content)
+    return _wrap(scope_folder(scope), path, row.content)  # type: ignore[arg-type]
 
 
 def _search(
     scopes: list[MemoryScope], query: str, limit: int = 10
 ) -> list[tuple[MemoryScope, str, str]]:
-    """Full-text search with OR semantics: natural questions rarely match every word."""
+    """Full-text search with OR semantics: natural questions rarely match every word.
+
+    Snippets are cut in Python from the masked text: a snippet cut in SQL could
+    separate a password cue from its value, and the value would then go out unmasked.
+    """
     ts_query = or_query(query)
     if not ts_query or not scopes:
         return []
@@ -175,18 +195,19 @@ def _search(
     with connection.cursor() as cursor:
         cursor.execute(
             """
-            SELECT scope_id, path,
-                   ts_headline('simple', content, to_tsquery('simple', %s),
-                               'MaxFragments=2, MaxWords=20, MinWords=5')
+            SELECT scope_id, path, content
             FROM memory_addon_memoryfile
             WHERE scope_id = ANY(%s)
               AND to_tsvector('simple', content) @@ to_tsquery('simple', %s)
             ORDER BY ts_rank(to_tsvector('simple', content), to_tsquery('simple', %s)) DESC, path
             LIMIT %s
             """,
-            [ts_query, list(by_id), ts_query, ts_query, limit],
+            [list(by_id), ts_query, ts_query, limit],
         )
-        return [(by_id[scope_id], path, snippet) for scope_id, path, snippet in cursor.fetchall()]
+        return [
+            (by_id[scope_id], path, snippet(mask_outbound(content), query))
+            for scope_id, path, content in cursor.fetchall()
+        ]
 
 
 def _list_memory(turn: Turn, args: dict[str, Any]) -> str:
@@ -208,37 +229,46 @@ def _propose_change(turn: Turn, args: dict[str, Any]) -> str:
 
 
 def _revert_change(turn: Turn, args: dict[str, Any]) -> str:
-    check_may_change(turn)
     try:
-        change_set = ChangeSet.objects.get(
-            pk=int(args.get("change_id") or 0),
-            user=turn.user,
-            origin__in=[ChangeSet.Origin.AUTOMATIC, ChangeSet.Origin.ASSISTANT],
-        )
-    except (ChangeSet.DoesNotExist, ValueError, TypeError):
-        raise ChangeRefused(
-            "There is no memory change with that id that the assistant made for this person."
-        ) from None
-    undo = change_set_undo(user=turn.user, change_set=change_set, source=turn.source)
-    return f"Reverted change {change_set.pk} (new change {undo.pk}); the earlier text is back."
+        change_id = int(args.get("change_id") or 0)
+    except (ValueError, TypeError):
+        raise ChangeRefused("change_id must be the number of a memory change.") from None
+    return memory_revert_request(turn=turn, change_id=change_id).message
 
 
 # --- Project banks (M17) -----------------------------------------------------
 
 
-def _bank(turn: Turn) -> MemoryScope:
+def _bank(turn: Turn, *, write: bool = False) -> MemoryScope | None:
+    """The turn's project bank under the same switches as all memory (M16, H9).
+
+    Reads need memory to be readable; writes also need every rule a note needs
+    (policy not read-only, not a background run). A read never creates the bank.
+    """
     if not turn.project_key:
         raise ChangeRefused("No project identity was sent; bank tools need project_key.")
-    scope = bank_scope(turn.user, turn.project_key)
-    if not scope.enabled:
+    if write:
+        check_may_change(turn)
+    else:
+        reason = memory_readable(turn)
+        if reason:
+            raise NotAllowed(reason)
+    scope = (
+        bank_scope(turn.user, turn.project_key) if write else bank_find(turn.user, turn.project_key)
+    )
+    if scope is not None and not scope.enabled:
         raise NotAllowed("Project memory is off for this project; the files are kept.")
     return scope
+
+
+def _bank_row(scope: MemoryScope | None, path: str) -> MemoryFile | None:
+    return MemoryFile.objects.filter(scope=scope, path=path).first() if scope else None
 
 
 def _bank_read(turn: Turn, args: dict[str, Any]) -> str:
     scope = _bank(turn)
     path = clean_path(str(args.get("path") or BANK_INDEX_PATH))
-    row = MemoryFile.objects.filter(scope=scope, path=path).first()
+    row = _bank_row(scope, path)
     if row is None:
         return f"There is no file {path} in this project's memory."
     return _wrap("project", path, row.content)
@@ -246,6 +276,8 @@ def _bank_read(turn: Turn, args: dict[str, Any]) -> str:
 
 def _bank_list(turn: Turn, args: dict[str, Any]) -> str:
     scope = _bank(turn)
+    if scope is None:
+        return "The bank is empty."
     query = str(args.get("query") or "").strip()
     if query:
         hits = _search([scope], query, limit=20)
@@ -256,10 +288,17 @@ def _bank_list(turn: Turn, args: dict[str, Any]) -> str:
     return "\n".join(f"{path} ({size} bytes)" for path, size in rows) or "The bank is empty."
 
 
+def _written_bank(turn: Turn) -> MemoryScope:
+    scope = _bank(turn, write=True)
+    assert scope is not None  # noqa: S101 - a write creates the bank
+    return scope
+
+
 def _bank_apply(
     turn: Turn, scope: MemoryScope, path: str, content: str | None, base: str
 ) -> ChangeSet:
     with transaction.atomic(durable=True):
+        memory_lock(turn.user.pk)
         return change_set_apply(
             user=turn.user,
             scope=scope,
@@ -273,20 +312,20 @@ def _bank_apply(
 
 
 def _bank_write(turn: Turn, args: dict[str, Any]) -> str:
-    scope = _bank(turn)
+    scope = _written_bank(turn)
     path = clean_path(str(args.get("path") or BANK_INDEX_PATH))
-    row = MemoryFile.objects.filter(scope=scope, path=path).first()
+    row = _bank_row(scope, path)
     _bank_apply(turn, scope, path, str(args.get("content") or ""), row.sha256 if row else ABSENT)
     return f"Wrote {path}."
 
 
 def _bank_edit(turn: Turn, args: dict[str, Any]) -> str:
-    scope = _bank(turn)
+    scope = _written_bank(turn)
     path = clean_path(str(args.get("path") or BANK_INDEX_PATH))
     old, new = str(args.get("old_string") or ""), str(args.get("new_string") or "")
     if not old:
         raise ChangeRefused("old_string is empty; give the exact text to replace.")
-    row = MemoryFile.objects.filter(scope=scope, path=path).first()
+    row = _bank_row(scope, path)
     if row is None:
         raise ChangeRefused(f"There is no file {path}; nothing was written.")
     count = row.content.count(old)
@@ -300,9 +339,9 @@ def _bank_edit(turn: Turn, args: dict[str, Any]) -> str:
 
 
 def _bank_delete(turn: Turn, args: dict[str, Any]) -> str:
-    scope = _bank(turn)
+    scope = _written_bank(turn)
     path = clean_path(str(args.get("path") or ""))
-    row = MemoryFile.objects.filter(scope=scope, path=path).first()
+    row = _bank_row(scope, path)
     if row is None:
         raise ChangeRefused(f"There is no file {path}; nothing was deleted.")
     _bank_apply(turn, scope, path, None, row.sha256)
@@ -340,6 +379,7 @@ def tool_call_execute(
     if not isinstance(arguments, dict):
         return False, "The arguments must be a JSON object."
     try:
-        return True, handler(turn, arguments)
+        # Everything a tool returns goes to a model: mask what looks like a secret.
+        return True, mask_outbound(handler(turn, arguments))
     except MemoryRefusal as refusal:
         return False, f"Refused: {refusal.message}"

@@ -12,8 +12,11 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 def test_create_a_collection_add_a_folder_review_index_live_and_search(
     sign_in, celery_worker, fake_openai, sample_folder, settings, screenshot
 ):
+    from knowledge.models import FolderGrant
+
     settings.KNOWLEDGE_ALLOWED_ROOTS = [str(sample_folder.parent)]
     person = UserFactory()
+    FolderGrant.objects.create(path=str(sample_folder.parent), user=person)
     AIProfileFactory(
         owner=person,
         name="Embedder",

@@ -32,8 +32,12 @@ def sample_folder(tmp_path):
 
 
 @pytest.fixture
-def allowed_root(settings, tmp_path):
+def allowed_root(settings, tmp_path, user):
+    """tmp_path is an allowed root, and an admin granted it to `user` (K2)."""
+    from knowledge.models import FolderGrant
+
     settings.KNOWLEDGE_ALLOWED_ROOTS = [str(tmp_path)]
+    FolderGrant.objects.create(path=str(tmp_path), user=user)
     return tmp_path
 
 

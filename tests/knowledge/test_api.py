@@ -92,3 +92,41 @@ def test_bad_input_is_a_clear_400(client, user, store):
     response = _post(client, f"/api/knowledge/stores/{store.pk}/sources", {"path": "relative/path"})
     assert response.status_code == 400
     assert "full path" in response.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    ("suffix", "message"),
+    [
+        ("/a\x00b", "NUL"),
+        ("/" + "a" * 300, "255"),
+        ("/x" * 600, "1024"),
+        ("/a\nb", "control"),
+    ],
+)
+def test_nul_control_and_over_long_folder_paths_are_a_clear_4xx(
+    client, user, store, allowed_root, suffix, message
+):
+    client.force_login(user)
+    response = _post(
+        client, f"/api/knowledge/stores/{store.pk}/sources", {"path": str(allowed_root) + suffix}
+    )
+    assert response.status_code in (400, 422), response.content
+    assert message in response.content.decode()
+    assert not Source.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("suffix", "message"),
+    [("/a\x00b", "Null characters"), ("/" + "a" * 300, "255"), ("/a\x01b", "control")],
+)
+def test_nul_control_and_over_long_folder_paths_are_a_form_error(
+    client, user, store, allowed_root, suffix, message
+):
+    client.force_login(user)
+    response = client.post(
+        f"/knowledge/{store.pk}/folders/",
+        {"path": str(allowed_root) + suffix, "max_file_mib": 50, "sync_mode": "manual"},
+    )
+    assert response.status_code == 400
+    assert message in response.content.decode()
+    assert not Source.objects.exists()

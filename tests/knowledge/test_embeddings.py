@@ -30,7 +30,7 @@ def test_openai_provider_retries_transient_errors(fake_openai):
 def test_openai_provider_does_not_retry_a_client_error(fake_openai):
     embedder = OpenAIEmbedder(base_url=fake_openai.base_url, model_name="m", dimension=DIMENSION)
     fake_openai.failures = [400, 400]
-    with pytest.raises(EmbeddingUnavailable, match="answered 400"):
+    with pytest.raises(EmbeddingUnavailable, match="answered HTTP 400"):
         embedder.embed(["hello"])
     assert fake_openai.failures == [400]  # one request only
 

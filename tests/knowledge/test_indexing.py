@@ -146,8 +146,11 @@ def test_overlapping_and_duplicate_folders_are_refused_naming_the_existing_one(
 
 
 def test_folders_outside_the_allowed_roots_are_refused(store, settings, tmp_path):
+    from knowledge.models import FolderGrant
+
     settings.KNOWLEDGE_ALLOWED_ROOTS = [str(tmp_path / "allowed")]
-    with pytest.raises(KnowledgeRefusal, match="outside the folders an admin allowed"):
+    FolderGrant.objects.create(path=str(tmp_path / "allowed"), user=store.owner)
+    with pytest.raises(KnowledgeRefusal, match="outside the folders you may index"):
         services.source_add_folder(store=store, path="/etc")
 
 

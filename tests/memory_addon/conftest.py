@@ -46,7 +46,7 @@ def scope(user):
 
 @pytest.fixture
 def turn(user):
-    return Turn(user=user, conversation_ref="conv-1", message_ref="msg-1")
+    return Turn(user=user, conversation_ref="conv-1", message_ref="msg-1", reply_ref_trusted=True)
 
 
 @pytest.fixture

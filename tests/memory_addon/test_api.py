@@ -133,3 +133,20 @@ def test_openapi_schema_is_valid_and_documents_the_endpoints(client):
     for operations in paths.values():
         for operation in operations.values():
             assert operation.get("summary"), operation
+
+
+@pytest.mark.parametrize("url", ["/api/memory/turn-context", "/api/memory/tools/call"])
+def test_a_turn_naming_another_persons_binding_or_agent_is_404(api, url):
+    from accounts.services import messaging_binding_create
+    from tests.factories import AgentFactory
+
+    stranger = UserFactory()
+    binding, _ = messaging_binding_create(owner=stranger, bridge="slack", external_id="C1")
+    agent = AgentFactory(owner=stranger, memory_allowed=True, may_propose=True)
+    for turn in ({"binding_id": binding.pk}, {"agent_id": agent.pk}):
+        body = (
+            turn
+            if url.endswith("turn-context")
+            else {"turn": turn, "name": "list_memory", "arguments": {"query": "x"}}
+        )
+        assert api.post(url, body).status_code == 404

@@ -193,3 +193,30 @@ def test_restoring_a_version_with_the_same_text_is_refused(user, scope):
     change = file_write(user=user, scope=scope, path="a.md", content="same\n", base_sha256=None)
     with pytest.raises(ChangeRefused, match="already has this text"):
         version_restore(user=user, version=change.changes.get())
+
+
+def test_entry_fences_do_not_count_toward_the_index_byte_cap(user, scope):
+    from memory_addon.core import entries as entry_lib
+
+    notes = [
+        entry_lib.render_entry(
+            f"- n{i}: short note {i} -> n{i}.md",
+            entry_id=f"e{i:02d}",
+            origin="assistant",
+            created="2026-01-01",
+            source="chat",
+        )
+        for i in range(30)
+    ]
+    content = "\n\n".join(notes) + "\n"
+    assert len(content.encode()) > 2048 >= entry_lib.sent_bytes(content)
+    file_write(user=user, scope=scope, path="index.md", content=content, base_sha256="")
+
+
+def test_the_index_byte_cap_counts_the_text_the_model_is_sent(user, scope):
+    from memory_addon.errors import LimitExceeded
+
+    text = "\n".join(f"- topic{i}: " + "x" * 90 + f" -> t{i}.md" for i in range(20)) + "\n"
+    assert len(text.encode()) > 2048
+    with pytest.raises(LimitExceeded, match="2048 bytes"):
+        file_write(user=user, scope=scope, path="index.md", content=text, base_sha256="")

@@ -198,3 +198,59 @@ def test_turn_context_api_returns_block_and_sent_along(api, user, scope):
     assert "likes tea" in body["block"]
     assert body["sent_along"]["items"][0]["tokens"] > 0
     assert body["hash"] == body["sent_along"]["hash"]
+
+
+def test_the_turn_context_takes_two_queries_with_every_scope_full(
+    turn, user, binding, scope, django_assert_num_queries
+):
+    agent = AgentFactory(owner=user, memory_allowed=True)
+    organization = OrganizationFactory(rules="Be kind.")
+    Membership.objects.create(organization=organization, user=user)
+    for target in (scope, agent_scope(agent), channel_scope(binding)):
+        content = "\n\n".join(_entry(f"- n{i}: note {i} -> n{i}.md", f"e{i}") for i in range(12))
+        file_write(user=user, scope=target, path="index.md", content=content, base_sha256="")
+    full = replace(turn, agent=agent, binding=binding)
+    with django_assert_num_queries(2):  # policy with the add-on switch; scopes with indexes
+        context = turn_context_build(full)
+    origins = {item.origin for item in context.sent}
+    assert origins == {"organization", "agent", "conversation", "user"}
+
+
+def test_reading_the_turn_context_creates_no_scope(user):
+    from memory_addon.models import MemoryScope
+    from memory_addon.turns import Turn
+
+    assert turn_context_build(Turn(user=user)).block == ""
+    assert not MemoryScope.objects.exists()
+
+
+def test_the_turn_context_api_answers_in_few_queries(
+    api, user, scope, django_assert_max_num_queries
+):
+    file_write(user=user, scope=scope, path="index.md", content="Mine.\n", base_sha256="")
+    # Session and user (2), then the turn context itself (2).
+    with django_assert_max_num_queries(4):
+        response = api.post("/api/memory/turn-context", {})
+    body = response.json()
+    assert "Mine." in body["block"] and body["sent_along"]["tokens"] > 0
+    assert body["sent_along"]["items"] == [
+        {"origin": "user", "scope": "Memory", "kind": "person", "entry_id": "", "tokens": 2}
+    ]
+
+
+def test_the_turn_block_never_exceeds_the_per_turn_byte_cap(turn, user, binding, scope, settings):
+    settings.MEMORY_TURN_BUDGET_TOKENS = 100_000  # only the byte cap can stop it
+    settings.MEMORY_TURN_MAX_BYTES = 4096  # below three full indexes
+    organization = OrganizationFactory(rules="Answer briefly. " * 40)
+    Membership.objects.create(organization=organization, user=user)
+    agent = AgentFactory(owner=user, memory_allowed=True)
+    for target in (scope, agent_scope(agent), channel_scope(binding)):
+        lines = [f"- t{i}: " + "x" * 70 + f" -> t{i}.md" for i in range(23)]
+        file_write(
+            user=user, scope=target, path="index.md", content="\n".join(lines), base_sha256=""
+        )
+    context = turn_context_build(replace(turn, agent=agent, binding=binding, context_window=10**6))
+    notes = [item for item in context.sent if item.origin != "organization"]
+    assert sum(len(item.text.encode()) for item in notes) <= settings.MEMORY_TURN_MAX_BYTES
+    assert "Answer briefly." in context.block  # rules are whole and outside the note cap
+    assert context.omitted > 0 and "did not fit" in context.block

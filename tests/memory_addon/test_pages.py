@@ -33,7 +33,7 @@ def _queries(client, url):
 def _propose(user, n, start=0):
     for i in range(start, start + n):
         memory_change_request(
-            turn=Turn(user=user, message_ref=f"m{i}"),
+            turn=Turn(user=user, message_ref=f"m{i}", reply_ref_trusted=True),
             operation={"action": "add", "text": f"- t{i}: note {i} -> t{i}.md"},
         )
 

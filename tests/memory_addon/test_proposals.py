@@ -95,14 +95,32 @@ def test_expiry_job_marks_old_pending_proposals(turn):
     assert proposal.state == Proposal.State.EXPIRED
 
 
-def test_a_proposal_is_refused_when_the_file_changed_since(turn, scope, user):
+def test_a_proposal_still_applies_after_the_person_edited_other_parts_of_the_index(
+    turn, scope, user
+):
     proposal = memory_change_request(turn=turn, operation=ADD).proposal
     file_write(
         user=user, scope=scope, path="index.md", content="I edited this myself.\n", base_sha256=None
     )
-    with pytest.raises(StaleBase):
+    proposal_confirm(user=user, proposal=proposal)
+    assert _index(scope).startswith("I edited this myself.\n")
+    assert [e.text for e in entries.machine_entries(_index(scope))] == [ADD["text"]]
+
+
+def test_a_proposal_is_refused_when_the_entry_it_replaces_changed_since(turn, scope, user):
+    _mode(user, "auto")
+    memory_change_request(turn=turn, operation=ADD)
+    (entry,) = entries.machine_entries(_index(scope))
+    _mode(user, "ask")
+    replace_op = {"action": "replace", "entry_id": entry.entry_id, "text": "- home: Milan -> h.md"}
+    proposal = memory_change_request(
+        turn=replace(turn, message_ref="m2"), operation=replace_op
+    ).proposal
+    edited = _index(scope).replace("lives in Rome", "lives in Turin")
+    file_write(user=user, scope=scope, path="index.md", content=edited, base_sha256=None)
+    with pytest.raises(StaleBase, match=r"edited or removed since.*Reject this proposal"):
         proposal_confirm(user=user, proposal=proposal)
-    assert _index(scope) == "I edited this myself.\n"
+    assert _index(scope) == edited
 
 
 def test_auto_mode_saves_at_once_in_the_persons_own_chat(turn, scope, user):
@@ -316,3 +334,37 @@ def test_every_automatic_note_is_in_the_audit(turn, user, api):
     audit = api.get("/api/chats/changes/audit?source=chat").json()
     assert [row["id"] for row in audit] == [saved.pk]
     assert api.get("/api/chats/changes/audit?source=bridge").json() == []
+
+
+def test_a_proposal_lives_exactly_24_hours(turn):
+    proposal = memory_change_request(turn=turn, operation=ADD).proposal
+    lifetime = proposal.expires_at - proposal.created_at
+    assert timedelta(hours=23, minutes=59) < lifetime <= timedelta(hours=24, seconds=1)
+
+
+def test_the_expiry_job_runs_on_the_beat_schedule(settings):
+    from memory_addon.celery import app
+
+    entries_by_task = {e["task"]: e for e in settings.CELERY_BEAT_SCHEDULE.values()}
+    assert float(entries_by_task["memory_addon.proposals_expire"]["schedule"]) <= 600
+    assert "memory_addon.proposals_expire" in app.tasks
+
+
+def test_the_machine_cannot_delete_a_topic_file_the_person_wrote(turn, scope, user):
+    _mode(user, "auto")
+    file_write(user=user, scope=scope, path="home.md", content="Mine.\n", base_sha256="")
+    with pytest.raises(ChangeRefused, match="your own text"):
+        memory_change_request(turn=turn, operation={"action": "delete_topic", "topic": "home.md"})
+    assert MemoryFile.objects.get(scope=scope, path="home.md").content == "Mine.\n"
+
+
+def test_an_agent_turn_follows_the_persons_save_mode(turn, user, scope):
+    agent = AgentFactory(owner=user, memory_allowed=True, may_propose=True)
+    agent_turn = replace(turn, agent=agent)
+    assert memory_change_request(turn=agent_turn, operation=ADD).kind == "proposed"
+    _mode(user, "auto")
+    saved = memory_change_request(turn=replace(agent_turn, message_ref="m2"), operation=ADD)
+    assert saved.kind == "saved"
+    _mode(user, "never")
+    with pytest.raises(NotAllowed, match="saving is off"):
+        memory_change_request(turn=replace(agent_turn, message_ref="m3"), operation=ADD)

@@ -88,7 +88,7 @@ def test_serve_twice_keeps_the_data_and_stops_cleanly(tmp_path):
         credentials = data_dir / "admin-credentials.txt"
         assert password in credentials.read_text()
         assert credentials.stat().st_mode & 0o077 == 0
-        health = json.loads(urllib.request.urlopen(f"{base}/healthz", timeout=30).read())
+        health = json.loads(urllib.request.urlopen(f"{base}/readyz", timeout=30).read())
         assert health["database"]["ok"] and health["redis"]["ok"] and health["worker"]["ok"]
     finally:
         _stop(first)

@@ -80,3 +80,30 @@ def test_a_scan_stops_at_5000_files(tmp_path, monkeypatch):
     result = scan(ScanSpec(root=tmp_path))
     assert "stopped after 3 files" in result.limit_reached
     assert len([r for r in result.rows if r.status == "new"]) == 3
+
+
+def test_a_folder_swapped_for_a_symlink_during_the_walk_is_not_followed(
+    sample_folder, tmp_path_factory
+):
+    outside = tmp_path_factory.mktemp("outside")
+    (outside / "secret.md").write_text("the admin password")
+    swapped = []
+
+    def swap_once() -> bool:
+        # Runs after the root was listed (so "guide" is known as a folder) and before
+        # the walk enters it: the worst moment for a swap.
+        if not swapped:
+            (sample_folder / "guide").rename(sample_folder.parent / "guide-moved")
+            (sample_folder / "guide").symlink_to(outside, target_is_directory=True)
+            swapped.append(True)
+        return False
+
+    table = _table(scan(ScanSpec(root=sample_folder), should_stop=swap_once))
+    assert "guide/secret.md" not in table
+    assert table["guide/"] == ("", "skipped", "symbolic link (not followed)")
+
+
+def test_a_root_whose_parent_is_a_symlink_is_an_error(sample_folder, tmp_path):
+    (tmp_path / "via").symlink_to(tmp_path, target_is_directory=True)
+    result = scan(ScanSpec(root=tmp_path / "via" / sample_folder.name))
+    assert "symbolic link" in result.fatal and result.rows == []

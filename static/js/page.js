@@ -1,0 +1,18 @@
+// Page behaviour without inline handlers (the Content-Security-Policy allows none).
+
+// Destructive forms and buttons ask first: data-confirm holds the question.
+document.addEventListener("submit", (event) => {
+  const form = event.target;
+  if (!(form instanceof HTMLFormElement)) return;
+  const button = event.submitter;
+  const question = (button && button.dataset.confirm) || form.dataset.confirm;
+  if (question && !window.confirm(question)) event.preventDefault();
+}, true);
+
+// A picker that changes the page (e.g. the memory scope) submits its form at once.
+document.addEventListener("change", (event) => {
+  const field = event.target;
+  if (field instanceof HTMLSelectElement && field.hasAttribute("data-submit-on-change")) {
+    field.form?.requestSubmit();
+  }
+});
