@@ -179,7 +179,7 @@ _GERMAN_PARTICIPLE = re.compile(r"^ge\w{3,}(?:t|en)$")
 _REFERENCE = re.compile(
     r"^(?:[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+|[A-Za-z_][\w.]*\s*[\[(].*|\.{0,2}/\S*|~/\S*)$"
 )
-_TRAILING = ")]}>\"'`,;"
+_TRAILING = ")]}>\"'`,;\\"
 
 
 def _clean(value: str) -> str:
@@ -269,7 +269,7 @@ _LABEL = re.compile(
 _OPERATOR = re.compile(r"""^["'`]?\]?\s*(?P<op>:=|\?=|\+=|=>|==|=|:)(?!//)\s*""")
 _VALUE = re.compile(
     r"""^(?:"(?P<dq>[^"\n]{0,300})"|'(?P<sq>[^'\n]{0,300})'|`(?P<bq>[^`\n]{0,300})`|"""
-    r"""(?P<bare>[^\s,;]{1,300}))"""
+    r"""(?P<bare>(?:[^\s,;\\]|\\(?![ntr]))(?:[^\s,;\\]|\\(?![ntr])){0,299}))"""
 )
 _XML_VALUE = re.compile(r"^>(?P<value>[^<\s][^<]{2,})</")
 _JUXTAPOSED = re.compile(r"""^[ \t]+["'\u201e\u201c]?(?P<value>[^\s"'\u201c\u201d]{1,300})""")
@@ -478,7 +478,7 @@ _PROSE = re.compile(
     r"unseres|unsere)\b(?:\s+[\w.@'\u2019-]+){1,3}?)?"
     r"\s*(?:(?:is|was|ist|war|lautet|hei\u00dft|are|sind|lauten)"
     r"(?:\s+(?:now|still|jetzt|noch|nun|(?:set|changed)\s+to))?\b|[:=]|\bnow\b)"
-    r"\s*[\"'\u201c\u201e\u201a`]?(?P<value>[^\s\"'\u201d\u201c`]{1,300})"
+    r"\s*[\"'\u201c\u201e\u201a`]?(?P<value>(?:[^\s\"'\u201d\u201c`\\]|\\(?![ntr])){1,300})"
 )
 _PROSE_SET = re.compile(
     rf"(?i)\b(?:set|changed?|reset|updated?|made)\b.{{0,30}}?{_PROSE_LABEL}\s+(?:to|into)\s+"

@@ -448,3 +448,19 @@ def test_a_known_token_inside_a_public_key_block_is_still_found():
     finding = find_secret(text)
     assert finding is not None and finding.line == 2
     assert "AKIAQ3EGT7PLX2M4VNRD" not in mask_outbound(text)
+
+
+def test_masking_a_json_tool_output_keeps_it_valid_json():
+    payload = json.dumps(
+        {
+            "path": "db.md",
+            "sha256": "ab" * 32,
+            "content": 'db "password=\\"Lantern88!\\"" and token: a8Fk29dLq0Zx7Wm3Yt\n'
+            "the password is swordfish\nok",
+        }
+    )
+    masked = json.loads(mask_outbound(payload))
+    assert masked["sha256"] == "ab" * 32
+    for secret in ("Lantern88", "a8Fk29dLq0Zx7Wm3Yt", "swordfish"):
+        assert secret not in masked["content"]
+    assert masked["content"].endswith("the password is [masked]\nok")
