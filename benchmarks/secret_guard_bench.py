@@ -287,7 +287,7 @@ known-format tokens and almost none of the assignments, flags or prose in note s
 CredSweeper 1.19's rules find about 70% of known formats and about half of the assignments,
 almost no prose (English or German), and refuse about 12% of look-alikes (nearly every
 UUID); its ML pass brings false refusals down to about 6% but costs recall and runs at
-300 to 500 lines/s, under a tenth of the goal. Neither is a base that reaches the goals, both
+300 to 900 lines/s on these sets (load-dependent), far below the goal. Neither is a base that reaches the goals, both
 pull in large dependency trees (CredSweeper: pandas, lxml, openpyxl, ONNX models), and
 neither normalises look-alike letters or handles German labels. So the guard stays one
 pure module (`memory_addon/core/secret_guard.py`, word lists in `secret_words.py`) with its
