@@ -733,6 +733,27 @@ def _split_secret(line: str, following: str) -> tuple[Span, Span] | None:
     return None
 
 
+# A label that ends its line, its value alone on the next one: "WLAN-Passwort:" / "Sommer2024!".
+_LABEL_AT_END = re.compile(
+    r"(?i)(?:password|passwort|kennwort|passphrase|passcode|pw|pwd|pin|token|secret|"
+    r"api[ _-]?key|zugangsdaten|geheimzahl)\s*(?::|=|is|ist|lautet)\s*$"
+)
+_LONE_VALUE = re.compile(r"^\s*[\"'`]?(?P<value>[^\s\"'`]{4,100})[\"'`]?\s*$")
+
+
+def _value_below(line: str, following: str) -> Span | None:
+    if not _LABEL_AT_END.search(line[-80:]):
+        return None
+    lone = _LONE_VALUE.match(following)
+    if not lone:
+        return None
+    value = _clean(lone["value"])
+    if _PIN.match(value) or _password_like(value) or _short_token(value):
+        start = lone.start("value")
+        return start, start + len(value)
+    return None
+
+
 def find_secret(text: str) -> SecretFinding | None:
     """The first line that looks like a secret, or None."""
     lines = list(_scan_lines(text))
@@ -744,8 +765,11 @@ def find_secret(text: str) -> SecretFinding | None:
             continue
         for _span, kind in _spans(scanned, first=True):
             return SecretFinding(line=number, kind=kind)
-        if index + 1 < len(lines) and _split_secret(scanned, lines[index + 1][2]):
-            return SecretFinding(line=number, kind="known token format")
+        if index + 1 < len(lines):
+            if _split_secret(scanned, lines[index + 1][2]):
+                return SecretFinding(line=number, kind="known token format")
+            if _value_below(scanned, lines[index + 1][2]):
+                return SecretFinding(line=number + 1, kind="password assignment")
     return None
 
 
@@ -807,5 +831,7 @@ def mask_outbound(text: str) -> str:
             if split:
                 spans.append(split[0])
                 pending = split[1]
+            else:
+                pending = _value_below(seen, scanned[index + 1][2])
         out.append(_apply_mask(line, spans) if spans else raw)
     return "\n".join(out)

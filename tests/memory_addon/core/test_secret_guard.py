@@ -464,3 +464,24 @@ def test_masking_a_json_tool_output_keeps_it_valid_json():
     for secret in ("Lantern88", "a8Fk29dLq0Zx7Wm3Yt", "swordfish"):
         assert secret not in masked["content"]
     assert masked["content"].endswith("the password is [masked]\nok")
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("WLAN-Passwort:\nSommer2024!", "Sommer2024"),
+        ("my bank PIN is\n4711", "4711"),
+        ("api key =\n  a8Fk29dLq0Zx7Wm3Yt", "a8Fk29dLq0Zx7Wm3Yt"),
+    ],
+)
+def test_a_value_on_the_line_below_its_label_is_found_and_masked(text, secret):
+    finding = find_secret(text)
+    assert finding is not None and finding.line == 2
+    assert secret not in mask_outbound(text)
+
+
+@pytest.mark.parametrize(
+    "text", ["Password:\n- at least 12 characters", "token:\n  ${TOKEN}", "PIN:\nsee the letter"]
+)
+def test_a_label_line_followed_by_prose_is_not_a_secret(text):
+    assert find_secret(text) is None
