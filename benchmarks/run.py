@@ -187,6 +187,9 @@ Model-initiated changes, 200 each, one transaction per change, sequential:
     from benchmarks.knowledge_bench import run as knowledge_run
 
     print(knowledge_run(write_section, machine))
+    from benchmarks.secret_guard_bench import run as secret_guard_run
+
+    print(secret_guard_run(write_section, machine))
 
 
 if __name__ == "__main__":

@@ -1,15 +1,38 @@
 """Secret guard (M11): refuse secrets in anything the model reads back.
 
 Four kinds are detected. A finding names the line and the kind, never the value.
+
+Every line is first normalised (NFKC, invisible format characters removed, common
+Cyrillic/Greek look-alike letters mapped to Latin) so a token cannot slip through
+with a zero-width space or fullwidth letters. Then, in order:
+
+- known token formats: private key blocks and provider tokens, each with a
+  placeholder check (``xxxx``, ``EXAMPLE``, ``1111…``, ``<your-token>``);
+- assignments: a secret-named key (any prefix, camelCase, quoted JSON keys, short
+  labels ``pw``/``pass``/``pwd``, German labels, PIN) with a literal value after any
+  operator (``=``, ``:``, ``:=``, ``?=``, ``=>``…), credentials in URLs, SQL
+  ``IDENTIFIED BY``/``PASSWORD '…'``, command-line flags, a literal fallback after an
+  environment lookup, authorization headers;
+- prose: "my password is …", "Das Passwort lautet …", "use … as the password",
+  a random-looking token right after a label;
+- a long random-looking string, except digests, commit ids, public key material,
+  data URIs and UUIDs.
+
+Benchmark and labelled set: benchmarks/secret_guard_bench.py, docs/benchmarks.md.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
+
+from memory_addon.core import secret_words as words
+from memory_addon.core.entries import ORIGINS, SOURCES
 
 SecretKind = Literal[
     "known token format", "password assignment", "password in prose", "random-looking string"
@@ -22,38 +45,732 @@ KIND_LABELS: dict[str, str] = {
     "random-looking string": "a long random-looking string",
 }
 
-_KNOWN_TOKENS = [
-    re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"),
-    re.compile(r"\bAKIA[0-9A-Z]{16}\b"),  # AWS access key id
-    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b"),  # GitHub
-    re.compile(r"\bgithub_pat_[A-Za-z0-9_]{40,}\b"),
-    re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}\b"),  # GitLab
-    re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}\b"),  # OpenAI / Anthropic style
-    re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}\b"),  # Slack
-    re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b"),  # Google API key
-    re.compile(r"\b[rs]k_(?:live|test)_[0-9A-Za-z]{16,}\b"),  # Stripe
-    re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),  # JWT
-    re.compile(r"\bhf_[A-Za-z0-9]{30,}\b"),  # Hugging Face
-    re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"),
-]
+MASK = "[masked]"
 
-_SECRET_NAMES = (
-    r"(?:[A-Za-z0-9]*[_-])?(?:password|passwd|pwd|passphrase|secret|token|api[_-]?key|"  # noqa: S105
-    r"access[_-]?key|private[_-]?key|client[_-]?secret|auth[_-]?key|credentials?)"
+Span = tuple[int, int]
+
+
+# ------------------------------------------------------------------ normalisation
+# Invisible format characters (Unicode category Cf and friends) that split a token.
+_INVISIBLE = re.compile(
+    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\U000e0000-\U000e0fff]"
 )
-_ASSIGNMENT = re.compile(
-    rf"(?i)\b{_SECRET_NAMES}\b\s*[:=]\s*(?P<quote>[\"']?)(?P<value>[^\s\"',;]+)(?P=quote)"
+_CONFUSABLES = str.maketrans(
+    "аеорсухіјѕԁһӏԛԝАВЕКМНОРСТХУІЈЅαοριυνκτΑΒΕΖΗΙΚΜΝΟΡΤΥΧ",
+    "aeopcyxijsdhlqwABEKMHOPCTXYIJSaopiuvktABEZHIKMNOPTYX",
+)
+
+
+def normalise(text: str) -> str:
+    """The text as the guard reads it: NFKC, no invisible characters, look-alikes mapped."""
+    if text.isascii():
+        return text
+    text = unicodedata.normalize("NFKC", text)
+    return _INVISIBLE.sub("", text).translate(_CONFUSABLES)
+
+
+# ------------------------------------------------------------------ placeholders
+_PLACEHOLDER_WORDS = words.PLACEHOLDER_WORDS
+_PLACEHOLDER_PART = re.compile(
+    r"(?i)x{4}|\*{3}|\u2022{3}|\.\.\.|\u2026|example|changeme|redacted|placeholder|dummy|"
+    r"^your|[_-]your|your[_-]|[_-]here$|_here_|insert[_-]|replace[_-]?me|<[^>]*>|\{\{"
+)
+_SEQUENCE = re.compile(r"(?i)0123456789|123456789|abcdefghij|qwertyuiop")
+# References and markup rather than values: $VAR, ${VAR}, {{ x }}, <token>, %VAR%, YAML tags,
+# anchors and block markers, a bare comment sign.
+_REFERENCE_VALUE = re.compile(
+    r"^(?:\$|\{|<|\?|%\w+%|![A-Za-z]+$|[|>][-+]?$|[*\u2022]+$|[&*][A-Za-z_]+$|#$|[\[(])"
+)
+_REPEATED = re.compile(r"(.)\1{7,}")
+
+
+def _low_variety(value: str) -> bool:
+    distinct = len(set(value))
+    return distinct <= 2 or (len(value) >= 12 and distinct <= 4)
+
+
+def is_placeholder(value: str) -> bool:
+    """A stand-in for a secret: a template, an ellipsis, a run of one character…"""
+    if not value or _REFERENCE_VALUE.match(value) or _REPEATED.search(value):
+        return True
+    if value.lower() in _PLACEHOLDER_WORDS:
+        return True
+    return bool(_PLACEHOLDER_PART.search(value)) or _low_variety(value)
+
+
+def _placeholder_token(token: str, body_start: int) -> bool:
+    body = token[body_start:]
+    return (
+        is_placeholder(body)
+        or bool(_SEQUENCE.search(body))
+        or bool(_PLACEHOLDER_PART.search(token))
+        or _low_variety(re.sub(r"[^A-Za-z0-9]", "", body))
+    )
+
+
+# ------------------------------------------------------------------ known formats
+_PROVIDER_PATTERNS = words.PROVIDER_PATTERNS
+_KNOWN = re.compile(r"(?<![A-Za-z0-9])(?:" + "|".join(_PROVIDER_PATTERNS) + r")(?![A-Za-z0-9])")
+_PRIVATE_KEY = re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
+_TOKEN_BODY = re.compile(r"^(?:[A-Za-z]{1,12}[_.-](?:[a-z]{2,8}[_-])?(?:v1[_-]|[a-z]+\d\d-)?)")
+
+
+_KNOWN_CANDIDATE = re.compile(r"[A-Za-z0-9_\-.+/=:]{15}")  # the shortest known token has 15
+
+
+def _known_spans(line: str) -> Iterator[Span]:
+    if _KNOWN_CANDIDATE.search(line):
+        for match in _KNOWN.finditer(line):
+            token = match.group(0)
+            prefix = _TOKEN_BODY.match(token)
+            if not _placeholder_token(token, prefix.end() if prefix else 0):
+                yield match.span()
+    if "-----BEGIN" in line:
+        for match in _PRIVATE_KEY.finditer(line):
+            yield match.span()
+
+
+# ------------------------------------------------------------------ names
+_SECRET_WORDS = words.SECRET_WORDS
+_SECRET_SUFFIXES = words.SECRET_SUFFIXES
+_KEY_QUALIFIERS = words.KEY_QUALIFIERS
+_KEY_WORDS = words.KEY_WORDS
+_NOT_SECRET_WORDS = words.NOT_SECRET_WORDS
+_CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z\u00e4\u00f6\u00fc\u00df]+|\d+")
+_SPLIT_NAME = re.compile(r"[_.\-\s$@/\[\]]+")
+
+
+def name_parts(name: str) -> list[str]:
+    parts: list[str] = []
+    for chunk in _SPLIT_NAME.split(name):
+        if chunk:
+            parts.extend(p.lower() for p in _CAMEL.findall(chunk) or [chunk])
+    return parts
+
+
+def is_secret_name(name: str, previous_word: str = "") -> bool:
+    """Does a key, flag or label name a secret? (`db_password`, `smtpPass`, `x-api-key`…)"""
+    parts = name_parts(name)
+    if not parts or any(part in _NOT_SECRET_WORDS for part in parts):
+        return False
+    for index, part in enumerate(parts):
+        if part in _SECRET_WORDS:
+            return True
+        if part.endswith(_SECRET_SUFFIXES) and len(part) > 4 and part not in _PASS_LOOKALIKES:
+            return True
+        if part in _KEY_WORDS:
+            before = parts[index - 1] if index else previous_word.lower()
+            if before in _KEY_QUALIFIERS:
+                return True
+    return False
+
+
+_WEAK_NAMES = words.WEAK_NAMES
+_PASS_LOOKALIKES = words.PASS_LOOKALIKES
+
+# ------------------------------------------------------------------ values
+_STOPWORDS = words.STOPWORDS
+_BENIGN_SUFFIX = re.compile(
+    r"(?:ed|ing|ly|able|ible|ful|less|ous|ive|ent|ant|ion|ness|"
+    r"lich|ig|bar|iert|ungen|ung|los|voll)$"
+)
+_GERMAN_PARTICIPLE = re.compile(r"^ge\w{3,}(?:t|en)$")
+_REFERENCE = re.compile(
+    r"^(?:[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+|[A-Za-z_][\w.]*\s*[\[(].*|\.{0,2}/\S*|~/\S*)$"
+)
+_TRAILING = ")]}>\"'`,;\\"
+
+
+def _clean(value: str) -> str:
+    value = value.strip().rstrip(_TRAILING)
+    if value.endswith(".") and not value.endswith(".."):
+        value = value[:-1]
+    return value
+
+
+def _wordish(value: str) -> bool:
+    """A plain word or a word form that reads as prose, not as a password."""
+    low = value.lower()
+    if low in _STOPWORDS:
+        return True
+    if not value.isalpha() or not (value.islower() or value[1:].islower()):
+        return False
+    return bool(_BENIGN_SUFFIX.search(low) or _GERMAN_PARTICIPLE.match(low))
+
+
+_CONSTANT = re.compile(r"^[A-Z][A-Z]*(?:_[A-Z]+)+$")
+_IDENTIFIER = re.compile(r"^[A-Za-z_]+$")
+# After a bare identifier: the rest of an expression or a call's argument list, so code.
+_CODE_AFTER = re.compile(r"^(?:[),\]]|\s+(?:[-+*/%|&^]|if|or|and|\?\?)\s)")
+
+
+_OPERATOR_AFTER = re.compile(r"^\s+[-+*/%|&^]\s")
+_TYPE_NAME = re.compile(r"^[A-Z][a-z]+[A-Z][A-Za-z]*$")
+
+
+def _code_in_prose(value: str, after: str) -> bool:
+    """`token = PREFIX + x`, `token: ApiToken)`: code, though a sentence may look alike."""
+    if not _IDENTIFIER.match(value):
+        return False
+    return bool(_OPERATOR_AFTER.match(after)) or (
+        after[:1] in (")", ",") and bool(_TYPE_NAME.match(value))
+    )
+
+
+def _literal(value: str, *, quoted: bool, after: str = "") -> bool:
+    """Is an assigned value a literal secret (not a reference, type, placeholder or word)?
+
+    `after` is the text right after an unquoted value, to tell code from a value.
+    """
+    if len(value) < 4 or is_placeholder(value) or _wordish(value) or _VERSION.match(value):
+        return False
+    if quoted:
+        return True
+    if _REFERENCE.match(value) or _CONSTANT.match(value):
+        return False
+    if _IDENTIFIER.match(value) and _CODE_AFTER.match(after):
+        return False  # `token: ApiToken)`, `x = data_dir / "file"`, `a = PREFIX + b`
+    # `password = user_password`, `token: API_TOKEN`: a name that names a secret, not one.
+    return not (re.fullmatch(r"[a-z_][a-z0-9_]*|[A-Z_][A-Z0-9_]*", value) and is_secret_name(value))
+
+
+def _plain_word(value: str) -> bool:
+    return value.isalpha() and value.islower()
+
+
+def _password_like(value: str) -> bool:
+    """A bare value with no operator before it: needs letters and digits or symbols."""
+    if len(value) < 6 or _wordish(value) or is_placeholder(value) or _REFERENCE.match(value):
+        return False
+    # Sentence and markup punctuation around a word, as in "Passwort vergessen?", "**guard.**".
+    core = value.strip(".,;:!?*_~()[]`")
+    has_alpha = any(c.isalpha() for c in core)
+    has_other = any(c.isdigit() or c in "!#$%&*?@+_-." for c in core)
+    return has_alpha and has_other and not value.startswith(("http", "-"))
+
+
+# ------------------------------------------------------------------ assignments
+_CUES = words.CUES
+
+
+_FLAG_CUE = re.compile(r"(?:^|\s)--?[A-Za-z]")
+
+
+def _has_cue(line: str) -> bool:
+    low = line.lower()
+    return any(cue in low for cue in _CUES) or _FLAG_CUE.search(line) is not None
+
+
+_LABEL = re.compile(
+    r"(?i)(?<![\w.\-])(?P<key>[\w.\-]{0,40}?(?:pass|pw|pin|secret|token|key|schl\u00fcssel|cred|"
+    r"kennwort|zugang|auth|geheim|psk)[\w.\-]{0,40})(?![\w.\-])"
+)
+_OPERATOR = re.compile(r"""^["'`]?\]?\s*(?P<op>:=|\?=|\+=|=>|==|=|:)(?!//)\s*""")
+_VALUE = re.compile(
+    r"""^(?:"(?P<dq>[^"\n]{0,300})"|'(?P<sq>[^'\n]{0,300})'|`(?P<bq>[^`\n]{0,300})`|"""
+    r"""(?P<bare>(?:[^\s,;\\]|\\(?![ntr]))(?:[^\s,;\\]|\\(?![ntr])){0,299}))"""
+)
+_XML_VALUE = re.compile(r"^>(?P<value>[^<\s][^<]{2,})</")
+_JUXTAPOSED = re.compile(r"""^[ \t]+["'\u201e\u201c]?(?P<value>[^\s"'\u201c\u201d]{1,300})""")
+_PIN = re.compile(r"^\d{4,8}$")
+_PREVIOUS_WORD = re.compile(r"([\w-]+)[\s\"'`]*$")
+
+
+def _previous_word(line: str, start: int) -> str:
+    match = _PREVIOUS_WORD.search(line, max(0, start - 64), start)
+    return match.group(1) if match else ""
+
+
+def _assignment_spans(line: str, *, juxtaposed: bool) -> Iterator[Span]:
+    """Values after a secret-named key: with an operator, or (juxtaposed) right after it."""
+    for match in _LABEL.finditer(line):
+        key = match["key"]
+        weak = False
+        if not is_secret_name(key, _previous_word(line, match.start())):
+            # `REDIS_AUTH=…`, `license_key: …`: such names hold a secret only when the
+            # value looks like a token.
+            parts = name_parts(key)
+            if not parts or parts[-1] not in _WEAK_NAMES or juxtaposed:
+                continue
+            weak = True
+        end = match.end()
+        rest = line[end:]
+        pin_label = "pin" in name_parts(key) or "geheimzahl" in key.lower()
+        if line[match.start() - 1 : match.start()] == "<" and (xml := _XML_VALUE.match(rest)):
+            value = xml["value"].strip()
+            if not juxtaposed and _literal(value, quoted=True):
+                start = end + xml.start("value")
+                yield start, start + len(value)
+            continue
+        operator = _OPERATOR.match(rest)
+        if operator:
+            value_match = _VALUE.match(rest[operator.end() :])
+            if not value_match:
+                continue
+            group = next(g for g in ("dq", "sq", "bq", "bare") if value_match[g] is not None)
+            raw = value_match[group]
+            value = _clean(raw) if group == "bare" else raw
+            if pin_label and _PIN.match(value):
+                ok = True
+            elif weak:
+                ok = _short_token(value) and not any(
+                    p in _NOT_SECRET_WORDS for p in name_parts(key)
+                )
+            else:
+                value_end = end + operator.end() + value_match.end(group)
+                after = line[end + operator.end() + value_match.start(group) + len(value) :]
+                ok = _literal(value, quoted=group != "bare", after=after) and not (
+                    group == "bare" and _sentence_goes_on(value, raw, line, value_end)
+                )
+            if ok and not juxtaposed:
+                start = end + operator.end() + value_match.start(group)
+                yield start, start + len(value)
+            continue
+        following = _JUXTAPOSED.match(rest) if juxtaposed else None
+        # `{% csrf_token %}`, `api_key }}`: template syntax, not a value.
+        if following and following["value"][:1].isalnum():
+            value = _clean(following["value"])
+            if _password_like(value) or (pin_label and _PIN.match(value)):
+                start = end + following.start("value")
+                yield start, start + len(value)
+
+
+# Credentials inside a URL: scheme://user:password@host
+_URL_CREDENTIALS = re.compile(
+    r"(?i)\b[a-z][a-z0-9+.\-]{1,20}://[^\s:/@?#]{0,100}:(?P<value>[^\s/]{1,200}?)@"
+    r"(?=[\w.\-\[\]]+(?::\d+)?(?:[/\s?#\"'`)]|$))"
+)
+_SQL = re.compile(
+    r"(?i)\bidentified\s+by\s+(?:password\s+)?(?P<q>[\"'`]?)(?P<value>[^\s\"'`;]+)(?P=q)"
+    r"|(?<![\"'\w])password\s*(?:=\s*)?(?:password\s*)?(?:\(\s*)?(?P<q2>[\"'])(?P<value2>[^\s\"']{3,})(?P=q2)"
+)
+_FLAG = re.compile(
+    r"""(?<!\S)-{1,2}(?P<flag>[A-Za-z][\w-]{1,40})(?:(?P<eq>=)|\s+)"""
+    r"""(?:"(?P<dq>[^"\n]{0,300})"|'(?P<sq>[^'\n]{0,300})'|(?P<bare>[^\s"']{1,300}))"""
+)
+_USER_FLAG = re.compile(
+    r"""(?<!\S)(?:-u|--user|--basic-auth)(?:=|\s+)["']?[^\s:"']{1,100}:(?P<value>[^\s"']{1,300})"""
+)
+_COMMAND_PASSWORD = re.compile(
+    r"""(?i)\b(?:mysql\w*|mariadb[\w-]*)\b.{0,200}?(?<!\S)-p(?:"(?P<dq>[^"]+)"|'(?P<sq>[^']+)'|(?P<bare>[^\s"']+))"""
+    r"""|\b(?:login|sshpass)\b.{0,200}?(?<!\S)-p\s+(?:"(?P<dq2>[^"]+)"|'(?P<sq2>[^']+)'|(?P<bare2>[^\s"']+))"""
+    r"""|\bopenssl\b.{0,200}?(?<!\S)-(?:k|pass|passin|passout)\s+(?:pass:)?(?P<bare3>[^\s"']+)"""
+    r"""|(?<!\S)-u\s+\S+\s+(?:\S+\s+){0,3}?-p\s+(?P<bare8>(?!\d+(?::\d+)*(?:/\w+)?(?:\s|$))[^\s"'-][^\s"']*)"""
+    r"""|\bredis-cli\b.{0,200}?(?<!\S)-a\s+(?P<bare7>[^\s"']+)"""
+    r"""|\bhtpasswd\s+-\w*b\w*\s+(?:-\w+\s+){0,3}\S+\s+\S+\s+(?P<bare4>[^\s"']+)"""
+    r"""|(?:password|passwd|token|secret)[\w-]*\s*=?\s*<\(\s*echo\s+["']?(?P<bare5>[^\s"')]+)"""
+    r"""|\becho\s+["']?(?P<bare6>[^\s"'|]+)["']?\s*\|\s*[\w-]+\s+login\b"""
+)
+_FALLBACK = re.compile(
+    r"""["'](?P<name>[\w.-]{1,80})["']\s*,\s*(?:default\s*=\s*)?["'](?P<value>[^"'\n]{1,300})["']"""
+    r"""|(?<![\w.])(?P<name2>[\w.]{1,80})["']?(?:\s*\))?\s*(?:\|\||\?\?|\bor\b)\s*["']"""
+    r"""(?P<value2>[^"'\n]{1,300})["']"""
+    r"""|\$\{(?P<name3>\w{1,80}):?[-=](?P<value3>[^}\s]{1,200})\}"""
+)
+_AUTH_HEADER = re.compile(
+    r"""(?i)\b(?:proxy-)?authorization\b["']?\s*[:=]\s*["']?(?:bearer|basic|token|bot|digest|"""
+    r"""apikey|sso-key|key|negotiate)\s+(?P<value>[^\s"',;]+)"""
+    r"""|\bbearer\s+(?P<value2>[A-Za-z0-9._~+/=-]{12,500})"""
+)
+
+
+def _group_value(match: re.Match[str], *names: str) -> tuple[str, Span] | None:
+    for name in names:
+        if match[name] is not None:
+            return match[name], match.span(name)
+    return None
+
+
+def _url_spans(line: str) -> Iterator[Span]:
+    if "://" in line:
+        for match in _URL_CREDENTIALS.finditer(line):
+            if len(match["value"]) >= 3 and not is_placeholder(match["value"]):
+                yield match.span("value")
+
+
+_COMMAND_WORDS = (
+    "mysql",
+    "mariadb",
+    "login",
+    "sshpass",
+    "openssl",
+    "redis-cli",
+    "htpasswd",
+    "echo",
+    "-u ",
+)
+
+
+def _command_spans(line: str) -> Iterator[Span]:
+    # Each pattern runs only when its literal cue is on the line: most lines have none.
+    low = line.lower()
+    sql = "identified" in low or "password" in low
+    flags = _FLAG_CUE.search(line) is not None
+    commands = any(word in low for word in _COMMAND_WORDS)
+    fallback = "||" in line or "??" in line or " or " in low or "${" in line or "," in line
+    header = "auth" in low or "bearer" in low
+    for match in _SQL.finditer(line) if sql else ():
+        found = _group_value(match, "value", "value2")
+        # `IDENTIFIED BY :pw`, `%s`, `?`: bound parameters, not values.
+        if (
+            found
+            and len(found[0]) >= 3
+            and not found[0].startswith((":", "?", "@", "%"))
+            and not is_placeholder(found[0])
+        ):
+            yield found[1]
+    for match in _FLAG.finditer(line) if flags else ():
+        found = _group_value(match, "dq", "sq", "bare")
+        if (
+            found
+            and is_secret_name(match["flag"])
+            and not found[0].startswith("-")
+            and _literal(found[0], quoted=match["bare"] is None)
+            # "use the --token flag": a spaced bare word is prose, not a value.
+            and (match["eq"] or match["bare"] is None or not _plain_word(found[0]))
+        ):
+            yield found[1]
+    for match in _USER_FLAG.finditer(line) if flags else ():
+        if not is_placeholder(match["value"]) and len(match["value"]) >= 3:
+            yield match.span("value")
+    for match in _COMMAND_PASSWORD.finditer(line) if commands else ():
+        found = _group_value(
+            match,
+            "dq",
+            "sq",
+            "bare",
+            "dq2",
+            "sq2",
+            "bare2",
+            "bare3",
+            "bare4",
+            "bare5",
+            "bare6",
+            "bare7",
+            "bare8",
+        )
+        if found and len(found[0]) >= 3 and not is_placeholder(found[0]):
+            yield found[1]
+    for match in _FALLBACK.finditer(line) if fallback else ():
+        name = (match["name"] or match["name2"] or match["name3"] or "").rsplit(".", 1)[-1]
+        found = _group_value(match, "value", "value2", "value3")
+        if found and is_secret_name(name) and _literal(found[0], quoted=True):
+            yield found[1]
+    for match in _AUTH_HEADER.finditer(line) if header else ():
+        found = _group_value(match, "value", "value2")
+        if found:
+            value = _clean(found[0])
+            if len(value) >= 8 and not is_placeholder(value) and not _wordish(value):
+                yield found[1][0], found[1][0] + len(value)
+
+
+# ------------------------------------------------------------------ prose
+_PROSE_LABEL = (
+    r"(?:password|passwort|passphrase|passcode|kennwort|pin|pw|pwd|token|secret|geheimzahl|"
+    r"zugangsdaten|passw|(?:door|access|alarm|lock|safe|gate|garage|entry|security)[ -]?code|"
+    r"t\u00fcrcode|zugangscode|tresorcode|alarmcode|sicherheitscode)"
 )
 _PROSE = re.compile(
-    r"(?i)\b(?:password|passwort|passphrase|passcode|kennwort|pin|token|secret)\b"
-    r"(?:\s+(?:for|of|für|von|zu|to)\s+[\w.@-]+)?"
-    r"\s+(?:is|was|ist|lautet|war|=)\s*:?\s*[\"'“„]?(?P<value>[^\s\"'”“]{3,}[^\s\"'”“.,;:!?)])"
+    rf"(?i)(?<![\w-])[\w-]{{0,30}}?{_PROSE_LABEL}\b"
+    r"(?:\s+(?:for|of|to|on|at|in|from|f\u00fcr|f\u00fcrs|von|vom|zu|zum|zur|im|bei|des|der|the|my|our|"
+    r"your|den|dem|das|die|meiner|meines|meinem|meinen|meine|mein|deiner|deines|unserer|"
+    r"unseres|unsere)\b(?:\s+[\w.@'\u2019-]+){1,3}?)?"
+    r"\s*(?:(?:is|was|ist|war|lautet|hei\u00dft|are|sind|lauten)"
+    r"(?:\s+(?:now|still|jetzt|noch|nun|(?:set|changed)\s+to))?\b|[:=]|\bnow\b)"
+    r"\s*[\"'\u201c\u201e\u201a`]?(?P<value>(?:[^\s\"'\u201d\u201c`\\]|\\(?![ntr])){1,300})"
 )
+_PROSE_SET = re.compile(
+    rf"(?i)\b(?:set|changed?|reset|updated?|made)\b.{{0,30}}?{_PROSE_LABEL}\s+(?:to|into)\s+"
+    r"[\"'\u201c\u201e]?(?P<value>[^\s\"'\u201d\u201c`]{1,300})"
+    rf"|\b{_PROSE_LABEL}(?:\s+(?:jetzt|nun|gestern|heute|schon|wieder|einfach))?\s+(?:auf|zu|in)\s+[\"'\u201e]?(?P<value2>[^\s\"'\u201c`]{{1,300}})"
+    r"[\"'\u201c]?\s+"
+    r"(?:ge\u00e4ndert|gesetzt|umgestellt|ge\u00e4ndert)"
+)
+_PROSE_VALUE_FIRST = re.compile(
+    r"(?i)\b(?:use|used|using|nimm|nehme|verwende|take|took)\s+[\"'\u201e\u201c]?(?P<value>[^\s\"'\u201c\u201d]{1,100})"
+    rf"[\"'\u201c\u201d]?\s+(?:as|als)\s+(?:\w+\s+){{0,2}}{_PROSE_LABEL}\b"
+    r"|^\s*[\"'\u201e\u201c]?(?P<value2>[^\s\"'\u201c\u201d]{1,100})[\"'\u201c\u201d]?\s+(?:is|ist)\s+(?:my|the|our|his|her|mein|"
+    rf"meine|das|unser)\s+(?:[\w-]+\s+)?{_PROSE_LABEL}\b"
+)
+_LOGIN_PAIR = re.compile(
+    r"(?i)\b(?:login|logins|credentials|creds|zugangsdaten|zugang|anmeldedaten|account|konto|"
+    r"access)\b"
+    r"[^:/\n]{0,30}?(?::|\bare\b|\bsind\b|\bis\b)\s*[\"']?[^\s/\"'~.][^\s/\"']{0,99}[\"']?\s*/\s*"
+    r"[\"']?(?P<value>[^\s\"'/]{1,300})(?![\w/])"
+    r"|\b(?:login|log\s+in|sign\s+in|anmelden)\s+(?:with|mit|as|als)\s+[^\s:]{1,100}:(?P<value2>\S{1,300})"
+)
+
+
+def _prose_spans(line: str) -> Iterator[Span]:
+    for pattern in (_PROSE, _PROSE_SET, _PROSE_VALUE_FIRST, _LOGIN_PAIR):
+        for match in pattern.finditer(line):
+            found = _group_value(match, "value", "value2")
+            if not found:
+                continue
+            value = _clean(found[0]).rstrip(".,;:!?")
+            if _PIN.match(value) or (
+                len(value) >= 4
+                and not is_placeholder(value)
+                and not _wordish(value)
+                and not _REFERENCE.match(value)
+                and not _CONSTANT.match(value)
+                and not _code_in_prose(value, line[found[1][0] + len(value) :])
+                and not _sentence_goes_on(value, found[0], line, found[1][1])
+            ):
+                yield found[1][0], found[1][0] + len(value)
+
+
+_NEXT_WORD = re.compile(r"[ \t]+([a-z\u00e4\u00f6\u00fc\u00df]+)\b")
+_JOINERS = frozenset({"and", "und", "but", "aber", "or", "oder", "so", "also", "then", "dann"})
+
+
+def _sentence_goes_on(value: str, raw: str, line: str, end: int) -> bool:
+    """A plain lower-case word the sentence runs on from: "the password is case sensitive"."""
+    if not value.isalpha() or not value.islower() or raw != value:
+        return False
+    following = _NEXT_WORD.match(line, end)
+    return following is not None and following.group(1) not in _JOINERS
+
+
+# A random-looking token soon after a label: "api token a8Fk29dLq0Zx7Wm3", "Token fürs X …".
+_TOKEN_LABEL = re.compile(
+    r"(?i)(?<![\w-])(?P<label>[\w-]{0,30}?(?:token|key|secret|schl\u00fcssel|credential|passwor[dt]|"
+    r"pw|pwd|kennwort|pass))(?![\w-])"
+)
+_TOKEN_CHARS = re.compile(r"^[A-Za-z0-9_\-+/=.]{12,}$")
+_UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+_VERSION = re.compile(r"^v?\d+(?:\.\d+)+")
+_WORD_SPLIT = re.compile(r"[^\s=:]+")
+
+
+_DIGIT = re.compile(r"\d")
+_LETTER = re.compile(r"[A-Za-z]")
+
+
+def _short_token(token: str) -> bool:
+    return (
+        len(token) <= 200
+        and bool(_TOKEN_CHARS.match(token))
+        and _DIGIT.search(token) is not None
+        and _LETTER.search(token) is not None
+        and not _UUID.match(token)
+        and not _VERSION.match(token)
+        and not is_placeholder(token)
+        and not _SEQUENCE.search(token)
+    )
+
+
+def _labelled_token_spans(line: str) -> Iterator[Span]:
+    for match in _TOKEN_LABEL.finditer(line):
+        parts = name_parts(match["label"])
+        if not parts or not (
+            parts[-1] in _SECRET_WORDS or parts[-1] in _KEY_WORDS or "token" in parts
+        ):
+            continue
+        if any(part in _NOT_SECRET_WORDS for part in parts):
+            continue
+        for seen, word in enumerate(_WORD_SPLIT.finditer(line, match.end())):
+            if seen >= 5:
+                break
+            raw = word.group(0)
+            value = raw.strip("\"'`()[]{},;\u2013\u2014-\u201c\u201d\u201e")
+            if _short_token(value):
+                start = word.start() + raw.index(value)
+                yield start, start + len(value)
+                break
+            if any(c.isdigit() for c in raw) or "/" in raw or "@" in raw:
+                break  # a number, path or address: the label's value is not a token
+
+
+# ------------------------------------------------------------------ random-looking strings
 _LONG_TOKEN = re.compile(r"[A-Za-z0-9+/_=-]{32,}")
-_PLACEHOLDER = re.compile(
-    r"(?i)^(?:[<${%].*|\*+|x+|\.{3}|…|null|none|changeme|redacted|"
-    r"example|placeholder|your[_-].*|env\(.*\)|os\.environ.*|getenv.*|\{\{.*\}\})$"
+_HEX = re.compile(r"^[0-9a-fA-F]+$")
+_BENIGN_BEFORE = re.compile(
+    r"(?i)(?:sha\d{1,3}|md5|sha|blake2[bs]?|base64|digest|etag)[:=,]\s*[\"']?$|"
+    r"(?:data:[\w/+.-]+;base64,)$|(?:://[^\s]*)$"
 )
+_BENIGN_TOKEN = re.compile(
+    r"^(?:AAAA[A-Za-z0-9]|MII[A-Za-z]|sha\d{3}-|bafy|Qm[1-9A-Za-z]{20}|bc1|tb1|age1|npub1|"
+    r"chatcmpl-|file-|cus_|pi_|req_|msg_|run_|asst_|thread_|call_|evt_|txn_|sub_|price_|prod_)"
+)
+
+
+def _entropy(text: str) -> float:
+    counts = Counter(text)
+    return -sum(n / len(text) * math.log2(n / len(text)) for n in counts.values())
+
+
+_ALGORITHM_PREFIX = re.compile(r"^(?i:sha\d{0,3}|md5|blake2[bs]?)[=-]")
+
+
+def _random_looking(token: str) -> bool:
+    if _ALGORITHM_PREFIX.match(token):
+        return False  # a digest (sha512-…, sha256=…), hex or base64
+    stripped = token.strip("=-_")
+    if len(stripped) < 32 or _HEX.match(stripped) or _BENIGN_TOKEN.match(stripped):
+        return False
+    segments = re.split(r"[-_/+=.]", stripped)
+    if len(segments) >= 3 and all(len(segment) <= 12 for segment in segments):
+        return False  # slugs, UUIDs and dashed identifiers
+    has_digit = any(ch.isdigit() for ch in stripped)
+    has_alpha = any(ch.isalpha() for ch in stripped)
+    # Words joined by dashes or underscores (slugs, identifiers) are not random.
+    longest_alpha_run = max((len(run) for run in re.findall(r"[a-z]+", stripped)), default=0)
+    return has_digit and has_alpha and _entropy(stripped) >= 3.7 and longest_alpha_run < 12
+
+
+def _random_spans(line: str) -> Iterator[Span]:
+    for match in _LONG_TOKEN.finditer(line):
+        token = match.group(0)
+        if (
+            _random_looking(token)
+            and not _PLACEHOLDER_PART.search(token)
+            and not _BENIGN_BEFORE.search(line, max(0, match.start() - 300), match.start())
+        ):
+            yield match.span()
+
+
+# ------------------------------------------------------------------ public API
+def _spans(line: str, *, first: bool) -> Iterator[tuple[Span, SecretKind]]:
+    """Where the secrets on one (normalised) line are, kind by kind in order of strength."""
+    for span in _known_spans(line):
+        yield span, "known token format"
+        if first:
+            return
+    for span in _url_spans(line):
+        yield span, "password assignment"
+        if first:
+            return
+    if _has_cue(line):
+        for span in _assignment_spans(line, juxtaposed=False):
+            yield span, "password assignment"
+            if first:
+                return
+        for span in _command_spans(line):
+            yield span, "password assignment"
+            if first:
+                return
+        for span in _assignment_spans(line, juxtaposed=True):
+            yield span, "password in prose"
+            if first:
+                return
+        for span in _prose_spans(line):
+            yield span, "password in prose"
+            if first:
+                return
+        for span in _labelled_token_spans(line):
+            yield span, "password in prose"
+            if first:
+                return
+    for span in _random_spans(line):
+        yield span, "random-looking string"
+        if first:
+            return
+
+
+def find_in_line(line: str) -> SecretKind | None:
+    for _span, kind in _spans(normalise(line), first=True):
+        return kind
+    return None
+
+
+# Our own fence attributes: the entry's id, origin, content hash, date and source.
+_FENCE_ATTR = re.compile(
+    r"(?<=\s)(?:id=[0-9a-f]{1,32}|origin=(?:"
+    + "|".join(ORIGINS)
+    + r")|sha256=[0-9a-f]{64}|created=\d{4}-\d{2}-\d{2}|source=(?:"
+    + "|".join(SOURCES)
+    + r"))(?=\s)"
+)
+_FENCE_START = "<!-- memory:entry "
+_PUBLIC_BLOCK = re.compile(
+    r"-----BEGIN (?:[A-Z0-9]+ )*(?:PUBLIC KEY(?: BLOCK)?|CERTIFICATE(?: REQUEST)?)-----"
+)
+_PRIVATE_BLOCK_END = re.compile(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
+_BASE64_LINE = re.compile(r"^\s*[A-Za-z0-9+/=]+\s*$")
+_SPLIT_TAIL = re.compile(
+    r"""(?<![A-Za-z0-9_\-.])(?P<tail>[A-Za-z0-9_\-.]{4,300})["']?(?:\s*\+)?(?:\s*\\)?\s*$"""
+)
+_SPLIT_HEAD = re.compile(r"""^\s*["']?(?P<head>[A-Za-z0-9_\-.]{4,})""")
+
+
+def _blank(match: re.Match[str]) -> str:
+    return " " * len(match.group(0))
+
+
+def _scan_lines(text: str) -> Iterator[tuple[int, str, str, bool]]:
+    """Each line normalised, the same line as scanned, and whether it is public key material.
+
+    On a fence line our own attributes are blanked out (same length, so positions still
+    match): the fence marks only who wrote the entry, everything else on it is scanned.
+    """
+    in_public = False
+    for number, raw in enumerate(text.split("\n"), start=1):
+        line = normalise(raw)
+        scanned = line
+        if line.lstrip().startswith(_FENCE_START):
+            scanned = _FENCE_ATTR.sub(_blank, line)
+        if _PUBLIC_BLOCK.search(line):
+            in_public = True
+            yield number, line, scanned, False
+            continue
+        if in_public and not _BASE64_LINE.match(line):
+            in_public = False
+        yield number, line, scanned, in_public
+
+
+def _split_secret(line: str, following: str) -> tuple[Span, Span] | None:
+    """A known-format token cut over two lines: the end of this one and the start of the next."""
+    tail = _SPLIT_TAIL.search(line, max(0, len(line) - 300))
+    head = _SPLIT_HEAD.match(following) if tail else None
+    if not tail or not head:
+        return None
+    joined = tail["tail"] + head["head"]
+    for span in _known_spans(joined):
+        if span[0] < len(tail["tail"]) < span[1]:
+            return tail.span("tail"), head.span("head")
+    return None
+
+
+# A label that ends its line, its value alone on the next one: "WLAN-Passwort:" / "Sommer2024!".
+_LABEL_AT_END = re.compile(
+    r"(?i)(?:password|passwort|kennwort|passphrase|passcode|pw|pwd|pin|token|secret|"
+    r"api[ _-]?key|zugangsdaten|geheimzahl)\s*(?::|=|is|ist|lautet)\s*$"
+)
+_LONE_VALUE = re.compile(r"^\s*[\"'`]?(?P<value>[^\s\"'`]{4,100})[\"'`]?\s*$")
+
+
+def _value_below(line: str, following: str) -> Span | None:
+    if not _LABEL_AT_END.search(line[-80:]):
+        return None
+    lone = _LONE_VALUE.match(following)
+    if not lone:
+        return None
+    value = _clean(lone["value"])
+    if _PIN.match(value) or _password_like(value) or _short_token(value):
+        start = lone.start("value")
+        return start, start + len(value)
+    return None
+
+
+def find_secret(text: str) -> SecretFinding | None:
+    """The first line that looks like a secret, or None."""
+    lines = list(_scan_lines(text))
+    for index, (number, _line, scanned, in_public) in enumerate(lines):
+        if in_public:
+            # Public key material is random by nature; only a known token format counts there.
+            if any(True for _ in _known_spans(scanned)):
+                return SecretFinding(line=number, kind="known token format")
+            continue
+        for _span, kind in _spans(scanned, first=True):
+            return SecretFinding(line=number, kind=kind)
+        if index + 1 < len(lines):
+            if _split_secret(scanned, lines[index + 1][2]):
+                return SecretFinding(line=number, kind="known token format")
+            if _value_below(scanned, lines[index + 1][2]):
+                return SecretFinding(line=number + 1, kind="password assignment")
+    return None
 
 
 @dataclass(frozen=True)
@@ -68,67 +785,53 @@ class SecretFinding:
         )
 
 
-def _entropy(text: str) -> float:
-    counts = Counter(text)
-    return -sum(n / len(text) * math.log2(n / len(text)) for n in counts.values())
-
-
-def _random_looking(token: str) -> bool:
-    stripped = token.strip("=-_")
-    if len(stripped) < 32:
-        return False
-    segments = re.split(r"[-_/+=.]", stripped)
-    if len(segments) >= 3 and all(len(segment) <= 12 for segment in segments):
-        return False  # slugs, UUIDs and dashed identifiers
-    has_digit = any(ch.isdigit() for ch in stripped)
-    has_alpha = any(ch.isalpha() for ch in stripped)
-    # Words joined by dashes or underscores (slugs, identifiers) are not random.
-    longest_alpha_run = max((len(run) for run in re.findall(r"[a-z]+", stripped)), default=0)
-    return has_digit and has_alpha and _entropy(stripped) >= 3.7 and longest_alpha_run < 12
-
-
-def find_in_line(line: str) -> SecretKind | None:
-    if any(pattern.search(line) for pattern in _KNOWN_TOKENS):
-        return "known token format"
-    for match in _ASSIGNMENT.finditer(line):
-        if not _PLACEHOLDER.match(match["value"]) and len(match["value"]) >= 4:
-            return "password assignment"
-    for match in _PROSE.finditer(line):
-        value = match["value"]
-        if len(value) >= 4 and not _PLACEHOLDER.match(value):
-            return "password in prose"
-    if any(_random_looking(token) for token in _LONG_TOKEN.findall(line)):
-        return "random-looking string"
-    return None
-
-
-def find_secret(text: str) -> SecretFinding | None:
-    """The first line that looks like a secret, or None."""
-    for number, line in enumerate(text.split("\n"), start=1):
-        if (
-            line.lstrip().startswith("<!-- memory:entry ")
-            or line.strip() == "<!-- /memory:entry -->"
-        ):
-            continue  # fence lines carry our own hashes, not secrets
-        kind = find_in_line(line)
-        if kind:
-            return SecretFinding(line=number, kind=kind)
-    return None
-
-
-MASK = "[masked]"
+def _apply_mask(line: str, spans: list[Span]) -> str:
+    merged: list[list[int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    for start, end in reversed(merged):
+        line = line[:start] + MASK + line[end:]
+    return line
 
 
 def mask_outbound(text: str) -> str:
-    """Replace the values of password cues in prose before text leaves the host."""
+    """Replace every secret value the guard can locate before text leaves the host.
 
-    def masked(match: re.Match[str]) -> str:
-        start, end = match.span("value")
-        whole_start = match.start()
-        segment = match.group(0)
-        return segment[: start - whole_start] + MASK + segment[end - whole_start :]
-
-    text = _PROSE.sub(masked, text)
-    return _ASSIGNMENT.sub(
-        lambda m: m.group(0) if _PLACEHOLDER.match(m["value"]) else masked(m), text
-    )
+    A line with a finding goes out in its normalised form (invisible characters removed),
+    so a masked token cannot survive in pieces; other lines go out unchanged.
+    """
+    raw_lines = text.split("\n")
+    scanned = list(_scan_lines(text))
+    out: list[str] = []
+    pending: Span | None = None  # the head of a token split from the line before
+    in_private = False
+    for index, (raw, (_number, line, seen, in_public)) in enumerate(
+        zip(raw_lines, scanned, strict=True)
+    ):
+        if in_private:
+            in_private = not _PRIVATE_BLOCK_END.search(line)
+            out.append(raw if not in_private else MASK)
+            pending = None
+            continue
+        spans: list[Span] = (
+            list(_known_spans(seen))
+            if in_public
+            else [span for span, _ in _spans(seen, first=False)]
+        )
+        if _PRIVATE_KEY.search(line) and not _PRIVATE_BLOCK_END.search(line):
+            in_private = True
+        if pending:
+            spans.append(pending)
+            pending = None
+        if not in_public and index + 1 < len(scanned):
+            split = _split_secret(seen, scanned[index + 1][2])
+            if split:
+                spans.append(split[0])
+                pending = split[1]
+            else:
+                pending = _value_below(seen, scanned[index + 1][2])
+        out.append(_apply_mask(line, spans) if spans else raw)
+    return "\n".join(out)

@@ -179,7 +179,7 @@ def test_a_long_note_waits_for_confirmation_even_in_auto(turn, user):
 @pytest.mark.parametrize(
     ("text", "kind"),
     [
-        ("- aws: key AKIAIOSFODNN7EXAMPLE", "known token format"),
+        ("- aws: key AKIAQ3EGT7PLX2M4VNRD", "known token format"),
         ("- db: db_password=hunter22", "password assignment"),
         ("- wifi: the password is swordfish", "password in prose"),
         ("- blob: aZ3k9Qx7Lm2Pq8Rt5Vw1Yb4Nc6Hd0Jf2Gs", "random-looking string"),
