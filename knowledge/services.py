@@ -372,7 +372,10 @@ def source_add_upload(*, store: Store, files: list[UploadedFile[bytes]]) -> tupl
             Store.objects.select_for_update().get(pk=store.pk)
             source = Source.objects.create(store=store, kind=Source.Kind.UPLOAD, path="")
             folder = _upload_root() / f"store-{store.pk}" / f"source-{source.pk}"
-            folder.mkdir(parents=True, exist_ok=True)
+            # A new source's folder is ours alone; anything there is left from a
+            # database that was reset, never a file of this source.
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir(parents=True)
             for upload, name in zip(files, _upload_names(files), strict=True):
                 with (folder / name).open("xb") as handle:
                     for part in upload.chunks():
