@@ -190,6 +190,9 @@ Model-initiated changes, 200 each, one transaction per change, sequential:
     from benchmarks.secret_guard_bench import run as secret_guard_run
 
     print(secret_guard_run(write_section, machine))
+    from benchmarks.chat_bench import run as chat_run
+
+    print(chat_run(write_section, machine))
 
 
 if __name__ == "__main__":

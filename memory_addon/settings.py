@@ -360,7 +360,8 @@ KNOWLEDGE_HNSW_EF_SEARCH = env_int("KNOWLEDGE_HNSW_EF_SEARCH", 400)
 # Chat turns wait on the model most of the time: their own queue, served by a
 # thread-pool worker, so they never wait behind indexing jobs or each other.
 CHAT_QUEUE = env_str("CHAT_QUEUE", "chat")
-CHAT_WORKER_CONCURRENCY = env_int("CHAT_WORKER_CONCURRENCY", 8)
+# Threads mostly wait on the model; 20 lets 20 people chat at once on one worker.
+CHAT_WORKER_CONCURRENCY = env_int("CHAT_WORKER_CONCURRENCY", 20)
 CELERY_TASK_ROUTES = {"chat.turn_run": {"queue": CHAT_QUEUE}}
 CHAT_MAX_TOOL_ROUNDS = env_int("CHAT_MAX_TOOL_ROUNDS", 8)
 CHAT_CONNECT_TIMEOUT_SECONDS = env_int("CHAT_CONNECT_TIMEOUT_SECONDS", 5)

@@ -59,6 +59,7 @@ class FakeOpenAI:
         self.chat_replies: list[dict[str, Any]] = []
         self.chat_requests: list[dict[str, Any]] = []
         self.chat_gate = threading.Event()
+        self.first_content_at: dict[str, float] = {}
         self.reached_gate = threading.Event()
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -184,6 +185,10 @@ class FakeOpenAI:
                         if pace:
                             time.sleep(pace)
                         self._event(model, {"content": delta})
+                        if sent == 0:
+                            # When the model's first token left, per last message (benchmarks).
+                            last = (body.get("messages") or [{}])[-1].get("content")
+                            fake.first_content_at.setdefault(str(last), time.time())
                     calls = reply.get("tool_calls") or []
                     for index, call in enumerate(calls):
                         arguments = str(call.get("arguments", "{}"))
