@@ -124,7 +124,7 @@ def _fill_synthetic(store: Store, vectors: np.ndarray, rng: np.random.Generator)
     with connection.cursor() as cursor:
         cursor.execute(
             f"CREATE INDEX {store.index_name} ON knowledge_chunk USING hnsw "
-            f"((embedding::vector({DIM})) vector_cosine_ops) "
+            f"((embedding::vector({vectors.shape[1]})) vector_cosine_ops) "
             f"WITH (m = {settings.KNOWLEDGE_HNSW_M}, ef_construction = {settings.KNOWLEDGE_HNSW_EF_CONSTRUCTION}) "
             f"WHERE store_id = {store.pk}"
         )

@@ -80,8 +80,24 @@ class RoundResult:
     stopped: bool = False
 
 
+_http_client: Any = None
+_http_client_lock = threading.Lock()
+
+
+def _shared_http_client() -> Any:
+    """One HTTP client per process: building one loads the CA bundle (~20 ms) each time,
+    and a shared one keeps connections to the model server open between rounds.
+    It is thread-safe; timeouts are passed with each request."""
+    global _http_client
+    with _http_client_lock:
+        if _http_client is None:
+            _http_client = openai.DefaultHttpx2Client()
+        return _http_client
+
+
 def _client(endpoint: Endpoint) -> openai.OpenAI:
     return openai.OpenAI(
+        http_client=_shared_http_client(),
         base_url=endpoint.base_url,
         # Local servers need no key, but the library insists on one.
         api_key=endpoint.api_key or "no-key",
