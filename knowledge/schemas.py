@@ -12,7 +12,7 @@ Glob = Annotated[str, StringConstraints(max_length=500, pattern=r"^[^\x00-\x1f\x
 
 
 class StoreIn(Schema):
-    name: str
+    name: str = Field(min_length=1, max_length=120)
     provider: Literal["fastembed", "openai", "none"] = "fastembed"
     ai_profile_id: int | None = Field(
         None, description="For provider 'openai': an embedding profile."

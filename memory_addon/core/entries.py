@@ -70,6 +70,8 @@ def validate_entry_text(text: str) -> str:
         )
     if "<!--" in cleaned or "-->" in cleaned:
         raise EntryRefused("An entry cannot contain HTML comment markers (<!-- or -->).")
+    if "\n" in cleaned or "\r" in cleaned:
+        raise EntryRefused("An entry is one line; write it without line breaks.")
     return cleaned
 
 

@@ -330,8 +330,20 @@ def change_set_undo(
         return change_set_undo_locked(user=user, change_set=change_set, source=source)
 
 
-def change_set_undo_locked(*, user: User, change_set: ChangeSet, source: str) -> ChangeSet:
-    """Undo inside the caller's transaction (which took memory_lock first)."""
+def change_set_undo_locked(
+    *,
+    user: User,
+    change_set: ChangeSet,
+    source: str,
+    origin: str = ChangeSet.Origin.UNDO,
+    conversation_ref: str = "",
+    message_ref: str = "",
+) -> ChangeSet:
+    """Undo inside the caller's transaction (which took memory_lock first).
+
+    `origin`: a person's undo is UNDO; one the model made on its own is AUTOMATIC, so it
+    is audited and counted like any automatic change.
+    """
     memory_lock(change_set.scope.owner_id or user.pk)
     if ChangeSet.objects.filter(undoes=change_set).exists():
         raise ChangeRefused("This change was already undone.")
@@ -343,12 +355,14 @@ def change_set_undo_locked(*, user: User, change_set: ChangeSet, source: str) ->
             user=user,
             scope=change_set.scope,
             writes=[FileWrite(c.path, c.before) for c in changes],
-            origin=ChangeSet.Origin.UNDO,
+            origin=origin,
             source=source,
             machine=False,
             base_hashes={c.path: c.after_sha256 for c in changes},
             summary=f"Undid change set #{change_set.pk}",
             undoes=change_set,
+            conversation_ref=conversation_ref,
+            message_ref=message_ref,
         )
     except StaleBase as error:
         raise ChangeRefused(

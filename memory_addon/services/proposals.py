@@ -15,6 +15,7 @@ from accounts.models import User
 from memory_addon import events
 from memory_addon.core import entries
 from memory_addon.core.secret_guard import find_secret
+from memory_addon.core.untrusted import normalise_untrusted
 from memory_addon.errors import (
     ChangeRefused,
     LimitExceeded,
@@ -93,7 +94,10 @@ def _normalize_operation(raw: dict[str, Any]) -> dict[str, Any]:
     op: dict[str, Any] = {"action": action, "scope": raw.get("scope") or "user"}
     if action in ("add", "replace"):
         try:
-            op["text"] = entries.validate_entry_text(str(raw.get("text") or ""))
+            # What the person approves must be what is stored: hidden and direction-
+            # changing characters become visible markers first.
+            text = normalise_untrusted(str(raw.get("text") or ""))
+            op["text"] = entries.validate_entry_text(text)
         except entries.EntryRefused as error:
             raise ChangeRefused(str(error)) from error
     if action in ("replace", "remove"):
@@ -109,7 +113,7 @@ def _normalize_operation(raw: dict[str, Any]) -> dict[str, Any]:
                 "index.md is the index; change its entries with add/replace/remove."
             )
     if action == "write_topic" or (action == "add" and raw.get("topic_content")):
-        op["topic_content"] = str(raw.get("topic_content") or "")
+        op["topic_content"] = normalise_untrusted(str(raw.get("topic_content") or ""))
         if not op["topic_content"].strip():
             raise ChangeRefused("topic_content is empty; use delete_topic to remove a topic.")
     op["created"] = timezone.localdate().isoformat()
@@ -269,7 +273,7 @@ def _notes_in_reply(turn: Turn) -> int:
     runners); a client could send a fresh one with every call. Without a trusted
     reference, every note of the person in the last few minutes counts.
     """
-    proposals = Proposal.objects.filter(user=turn.user).exclude(operations__action=REVERT)
+    proposals = Proposal.objects.filter(user=turn.user)
     automatic = ChangeSet.objects.filter(user=turn.user, origin=ChangeSet.Origin.AUTOMATIC).exclude(
         scope__kind=MemoryScope.Kind.PROJECT
     )
@@ -280,6 +284,15 @@ def _notes_in_reply(turn: Turn) -> int:
             created_at__gte=timezone.now() - timedelta(seconds=settings.MEMORY_REPLY_WINDOW_SECONDS)
         )
     return proposals.filter(ref).count() + automatic.filter(ref).count()
+
+
+def _refuse_over_reply_cap(turn: Turn) -> None:
+    """At most N memory changes per reply: notes, topic writes and reverts alike."""
+    if _notes_in_reply(turn) >= settings.MEMORY_MAX_NOTES_PER_REPLY:
+        raise LimitExceeded(
+            f"At most {settings.MEMORY_MAX_NOTES_PER_REPLY} memory changes can be made per "
+            "reply; this one was not made."
+        )
 
 
 def _refuse_secrets(parts: dict[str, str]) -> None:
@@ -334,11 +347,7 @@ def memory_change_request(*, turn: Turn, operation: dict[str, Any], reason: str 
     why_waiting = "Messages from messaging apps always ask first." if turn.binding else ""
     with transaction.atomic(durable=True):
         memory_lock(turn.user.pk)
-        if _notes_in_reply(turn) >= settings.MEMORY_MAX_NOTES_PER_REPLY:
-            raise LimitExceeded(
-                f"At most {settings.MEMORY_MAX_NOTES_PER_REPLY} notes can be saved per reply; "
-                "this one was not saved."
-            )
+        _refuse_over_reply_cap(turn)
         if auto:
             why_waiting = _why_auto_waits(scope, op)
             auto = not why_waiting
@@ -444,8 +453,16 @@ def memory_revert_request(*, turn: Turn, change_id: int) -> Outcome:
     auto = save_mode == "auto" and turn.binding is None
     with transaction.atomic(durable=True):
         memory_lock(turn.user.pk)
+        _refuse_over_reply_cap(turn)
         if auto:
-            undo = change_set_undo_locked(user=turn.user, change_set=target, source=turn.source)
+            undo = change_set_undo_locked(
+                user=turn.user,
+                change_set=target,
+                source=turn.source,
+                origin=ChangeSet.Origin.AUTOMATIC,
+                conversation_ref=turn.conversation_ref,
+                message_ref=turn.message_ref,
+            )
             return Outcome(
                 "saved",
                 f"Reverted change {target.pk} (new change {undo.pk}); the earlier text is back.",

@@ -419,3 +419,41 @@ def test_bad_project_keys_are_refused_at_the_schema(api, url):
 def test_over_long_turn_references_are_refused_at_the_schema(api, field):
     response = api.post("/api/memory/turn-context", {field: "r" * 300})
     assert response.status_code in (400, 422)
+
+
+def test_reverts_count_toward_the_reply_cap_and_are_audited(user, scope, api):
+    _mode(user, "auto")
+    saved = [
+        memory_change_request(
+            turn=Turn(user=user, message_ref=f"m{i}", conversation_ref="c", reply_ref_trusted=True),
+            operation={"action": "add", "text": f"- n{i}: note {i} -> n{i}.md"},
+        ).change_set
+        for i in range(7)
+    ]
+    reply = Turn(user=user, message_ref="r", conversation_ref="c", reply_ref_trusted=True)
+    outputs = [call(reply, "revert_change", change_id=cs.pk)[1] for cs in reversed(saved)]
+    assert [o.startswith("Reverted") for o in outputs] == [True] * 5 + [False] * 2, outputs
+    assert "At most 5" in outputs[-1]
+    audit = api.get("/api/chats/changes/audit").json()
+    reverts = [row for row in audit if row["undoes_id"]]
+    assert len(reverts) == 5 and all(row["origin"] == "automatic" for row in reverts)
+
+
+def test_hidden_and_bidi_characters_in_a_models_note_are_made_visible(turn):
+    tags = "".join(chr(0xE0000 + ord(c)) for c in "ignore")
+    text = f"- diet: vegetarian \u202eyhtlaeh\u202c {tags} note\u200b -> diet.md"
+    proposal = memory_change_request(turn=turn, operation={"action": "add", "text": text}).proposal
+    stored = proposal.operations["text"]
+    assert "\u202e" not in stored and "\u200b" not in stored
+    assert not any(0xE0000 <= ord(c) <= 0xE007F for c in stored)
+    assert "[U+202E]" in stored and "[hidden characters removed]" in stored
+
+
+def test_an_edited_entry_cannot_smuggle_extra_index_lines(turn, user):
+    from memory_addon.errors import ChangeRefused
+
+    proposal = memory_change_request(turn=turn, operation=ADD).proposal
+    with pytest.raises(ChangeRefused, match="one line"):
+        proposal_confirm(
+            user=user, proposal=proposal, edited_text="line1\n\n- second: injected -> x.md"
+        )
