@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -43,6 +44,34 @@ NO_TOOLS_NOTE = (
     "or propose notes."
 )
 EXCERPT_CHARS = 1500
+# PostgreSQL refuses NUL in text and JSON; UTF-8 refuses lone surrogates (JSON "\ud800").
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def storable(text: str) -> str:
+    """Text as it can be stored and encoded: NUL and lone surrogates become U+FFFD."""
+    return _UNSTORABLE.sub("\ufffd", text)
+
+
+def _storable_value(value: Any) -> Any:
+    if isinstance(value, str):
+        return storable(value)
+    if isinstance(value, list):
+        return [_storable_value(item) for item in value]
+    if isinstance(value, dict):
+        return {storable(key): _storable_value(item) for key, item in value.items()}
+    return value
+
+
+def _storable_arguments(arguments: str) -> str:
+    """Tool arguments cleaned before they run: JSON escapes such as \\u0000 are cleaned too."""
+    arguments = storable(arguments)
+    try:
+        parsed = json.loads(arguments)
+    except (ValueError, RecursionError):
+        return arguments  # the tool answers the model that this is not valid JSON
+    cleaned = _storable_value(parsed)
+    return arguments if cleaned == parsed else json.dumps(cleaned, ensure_ascii=False)
 
 
 def _release_db() -> None:
@@ -62,9 +91,13 @@ def message_finish(
 ) -> bool:
     """Store the end state of an answer and show it on every open page."""
     now = timezone.now()
-    updates: dict[str, Any] = {"state": state, "error": error[:2000], "finished_at": now}
+    updates: dict[str, Any] = {
+        "state": state,
+        "error": storable(error[:2000]),
+        "finished_at": now,
+    }
     if content is not None:
-        updates["content"] = content
+        updates["content"] = storable(content)
     if usage is not None:
         updates["usage"] = usage
     if first_token_at is not None:
@@ -97,6 +130,10 @@ class _Streamer:
         self.message = message
         self.user_id = user_id
         self.parts: list[str] = []
+        self.length = 0
+        self.max_chars = settings.CHAT_MAX_ANSWER_CHARS
+        # Set once the answer reached CHAT_MAX_ANSWER_CHARS: reading stops, the text stays.
+        self.capped = False
         self.lock = threading.Lock()
         self.version = 0
         self.pushed_version = 0
@@ -128,10 +165,19 @@ class _Streamer:
         with self.lock:
             if self.parts and not self.parts[-1].endswith("\n"):
                 self.parts.append("\n\n")
+                self.length += 2
 
     def add(self, delta: str) -> None:
+        delta = storable(delta)
         with self.lock:
+            if self.capped:
+                return
+            room = self.max_chars - self.length
+            if len(delta) > room:
+                delta = delta[: max(room, 0)]
+                self.capped = True
             self.parts.append(delta)
+            self.length += len(delta)
             self.version += 1
             if self.first_token_at is None:
                 self.first_token_at = timezone.now()
@@ -173,6 +219,8 @@ class _Streamer:
         connection.close()
 
     def should_stop(self) -> bool:
+        if self.capped:
+            return True
         # Redis is asked at most every 100 ms: Stop still answers well within a second.
         now = time.monotonic()
         if not self.stopped and now - self.stop_checked_at >= 0.1:
@@ -433,8 +481,27 @@ def _answer(message: Message, streamer: _Streamer, usage: dict[str, int]) -> _En
         )
         for key, value in result.usage.items():
             usage[key] = usage.get(key, 0) + value
+        if streamer.capped:
+            return _End(
+                Message.State.COMPLETE,
+                f"The answer was cut at the limit of {streamer.max_chars:,} characters.",
+            )
         if result.stopped:
             return _End(Message.State.STOPPED)
+        for call in result.tool_calls:
+            call.name, call.arguments = storable(call.name), _storable_arguments(call.arguments)
+        if result.tool_calls and last_round:
+            # No tools were offered, yet the model asked for some: kept as a trace, not run.
+            reason = f"Not run: no tools are offered in the last of {round_number} rounds."
+            calls_log += [_logged(round_number, call, False, reason) for call in result.tool_calls]
+            Message.objects.filter(pk=message.pk).update(tool_calls=calls_log)
+            message.tool_calls = calls_log
+            if not streamer.text.strip():
+                return _End(
+                    Message.State.COMPLETE,
+                    "The model kept calling tools and gave no answer within "
+                    f"{round_number} rounds.",
+                )
         if not result.tool_calls or last_round:
             break
         conversation_messages.append(
@@ -451,18 +518,15 @@ def _answer(message: Message, streamer: _Streamer, usage: dict[str, int]) -> _En
                 ],
             }
         )
-        for call in result.tool_calls:
-            ok, text = _execute(prepared.turn, call)
-            calls_log.append(
-                {
-                    "round": round_number,
-                    "id": call.id,
-                    "name": call.name,
-                    "arguments": call.arguments[:2000],
-                    "ok": ok,
-                    "result": text[:2000],
-                }
-            )
+        allowed = settings.CHAT_MAX_TOOL_CALLS_PER_ROUND
+        over_limit = (
+            f"Not run: at most {allowed} tool calls are run per round. "
+            "Call it again in your next round if you still need it."
+        )
+        for number, call in enumerate(result.tool_calls):
+            ok, text = _execute(prepared.turn, call) if number < allowed else (False, over_limit)
+            text = storable(text)
+            calls_log.append(_logged(round_number, call, ok, text))
             conversation_messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
         Message.objects.filter(pk=message.pk).update(
             tool_calls=calls_log, heartbeat_at=timezone.now()
@@ -474,6 +538,17 @@ def _answer(message: Message, streamer: _Streamer, usage: dict[str, int]) -> _En
     return _End(Message.State.COMPLETE)
 
 
+def _logged(round_number: int, call: client.ToolCall, ok: bool, text: str) -> dict[str, Any]:
+    return {
+        "round": round_number,
+        "id": call.id,
+        "name": call.name,
+        "arguments": call.arguments[:2000],
+        "ok": ok,
+        "result": text[:2000],
+    }
+
+
 def _execute(turn: Turn, call: client.ToolCall) -> tuple[bool, str]:
     try:
         return tool_call_execute(turn=turn, name=call.name, arguments=call.arguments)
@@ -482,4 +557,4 @@ def _execute(turn: Turn, call: client.ToolCall) -> tuple[bool, str]:
         return False, f"The tool {call.name} failed on the server; nothing was changed."
 
 
-__all__ = ["message_finish", "turn_run"]
+__all__ = ["message_finish", "storable", "turn_run"]

@@ -365,6 +365,10 @@ CHAT_QUEUE = env_str("CHAT_QUEUE", "chat")
 CHAT_WORKER_CONCURRENCY = env_int("CHAT_WORKER_CONCURRENCY", 20)
 CELERY_TASK_ROUTES = {"chat.turn_run": {"queue": CHAT_QUEUE}}
 CHAT_MAX_TOOL_ROUNDS = env_int("CHAT_MAX_TOOL_ROUNDS", 8)
+# Bounds of one answer: its text stops at this many characters (what arrived is kept),
+# and a round runs at most this many tool calls (the rest get a refusal to act on).
+CHAT_MAX_ANSWER_CHARS = env_int("CHAT_MAX_ANSWER_CHARS", 100_000)
+CHAT_MAX_TOOL_CALLS_PER_ROUND = env_int("CHAT_MAX_TOOL_CALLS_PER_ROUND", 16)
 CHAT_CONNECT_TIMEOUT_SECONDS = env_int("CHAT_CONNECT_TIMEOUT_SECONDS", 5)
 # Longest silence allowed between two chunks (and before the first one).
 CHAT_READ_TIMEOUT_SECONDS = env_int("CHAT_READ_TIMEOUT_SECONDS", 120)

@@ -311,3 +311,81 @@ def test_a_profile_pointing_into_the_internal_network_is_refused_without_a_call(
     assert answer.state == Message.State.FAILED
     assert "private or internal network" in answer.error
     assert fake_openai.chat_requests == []
+
+
+@pytest.mark.parametrize(
+    ("sent", "stored"), [("x\u0000y z", "x\ufffdy z"), ("x \ud800 z", "x \ufffd z")]
+)
+def test_a_nul_or_lone_surrogate_in_the_answer_is_stored_as_a_replacement_character(
+    fake_openai, ask, sent, stored
+):
+    fake_openai.chat_replies.append({"content": sent})
+    answer = run(ask("Hi"))
+    assert answer.state == Message.State.COMPLETE
+    assert answer.content == stored
+    assert answer.error == ""
+
+
+def test_tool_arguments_with_nul_or_lone_surrogates_are_cleaned_before_they_run(
+    fake_openai, ask, person
+):
+    fake_openai.chat_replies += [
+        {
+            "tool_calls": [
+                # A JSON escape inside the arguments, and a raw character in the string.
+                {"id": "a", "name": "list_memory", "arguments": json.dumps({"query": "a\u0000b"})},
+                {"id": "b", "name": "list_memory", "arguments": '{"query": "c\ud800d"}'},
+                {
+                    "id": "c",
+                    "name": "propose_change",
+                    "arguments": json.dumps({"action": "add", "text": "- nul: x\u0000y \udfff"}),
+                },
+            ]
+        },
+        {"content": "Done."},
+    ]
+    answer = run(ask("Search"))
+    assert answer.state == Message.State.COMPLETE and answer.content == "Done."
+    assert [c["ok"] for c in answer.tool_calls] == [True, True, True]
+    assert not any("failed on the server" in c["result"] for c in answer.tool_calls)
+    assert "\ufffd" in answer.tool_calls[0]["arguments"]
+    assert "\ufffd" in answer.tool_calls[1]["arguments"]
+    proposal = Proposal.objects.get(user=person, message_ref=str(answer.pk))
+    assert "x\ufffdy \ufffd" in json.dumps(proposal.operations, ensure_ascii=False)
+
+
+def test_a_model_calling_tools_until_the_round_limit_gets_an_honest_note(fake_openai, ask):
+    call = {"name": "list_memory", "arguments": json.dumps({"query": "x"})}
+    fake_openai.chat_replies += [{"tool_calls": [{"id": f"c{n}", **call}]} for n in range(40)]
+    answer = run(ask("Loop"))
+    assert len(fake_openai.chat_requests) == 8
+    assert answer.state == Message.State.COMPLETE and answer.content == ""
+    assert "kept calling tools" in answer.error and "within 8 rounds" in answer.error
+    # The calls of the last round (no tools were offered) are kept as a trace, not run.
+    assert len(answer.tool_calls) == 8
+    last = answer.tool_calls[-1]
+    assert last["round"] == 8 and last["id"] == "c7" and last["ok"] is False
+    assert last["result"].startswith("Not run")
+
+
+def test_an_answer_longer_than_the_limit_is_cut_and_says_so(fake_openai, ask):
+    fake_openai.chat_replies.append({"deltas": ["a" * 50_000] * 40})
+    answer = run(ask("Write a lot"))
+    assert answer.state == Message.State.COMPLETE
+    assert answer.content == "a" * 100_000
+    assert "cut at the limit of 100,000 characters" in answer.error
+
+
+def test_only_the_first_tool_calls_of_a_round_run_the_rest_are_refused(fake_openai, ask):
+    calls = [
+        {"id": f"c{n}", "name": "list_memory", "arguments": json.dumps({"query": "x"})}
+        for n in range(200)
+    ]
+    fake_openai.chat_replies += [{"tool_calls": calls}, {"content": "Done."}]
+    answer = run(ask("Many"))
+    assert answer.state == Message.State.COMPLETE and answer.content == "Done."
+    assert [c["ok"] for c in answer.tool_calls] == [True] * 16 + [False] * 184
+    assert "at most 16 tool calls" in answer.tool_calls[16]["result"]
+    tool_messages = [m for m in fake_openai.chat_requests[-1]["messages"] if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in tool_messages] == [f"c{n}" for n in range(200)]
+    assert "at most 16 tool calls" in tool_messages[-1]["content"]
