@@ -101,13 +101,13 @@ class Source(models.Model):
     class Meta:
         ordering: ClassVar = ["path"]
 
+    def __str__(self) -> str:
+        return self.path
+
     @property
     def label(self) -> str:
         """What people see: a folder's path, never the server path of our upload copies."""
         return self.path if self.kind == self.Kind.FOLDER else "Uploaded files"
-
-    def __str__(self) -> str:
-        return self.path
 
 
 class Document(models.Model):
