@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from chat.models import Conversation, Message
 from chat.selectors import message_html
 from chat.services import stop_requested
 from knowledge.models import Source
+from memory_addon.core.storable import storable, storable_value
 from memory_addon.core.tokens import estimate_tokens
 from memory_addon.outbound import OutboundRefused, check_outbound_url, release_db_connection
 from memory_addon.services.context import turn_context_build
@@ -44,23 +44,6 @@ NO_TOOLS_NOTE = (
     "or propose notes."
 )
 EXCERPT_CHARS = 1500
-# PostgreSQL refuses NUL in text and JSON; UTF-8 refuses lone surrogates (JSON "\ud800").
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
-
-
-def storable(text: str) -> str:
-    """Text as it can be stored and encoded: NUL and lone surrogates become U+FFFD."""
-    return _UNSTORABLE.sub("\ufffd", text)
-
-
-def _storable_value(value: Any) -> Any:
-    if isinstance(value, str):
-        return storable(value)
-    if isinstance(value, list):
-        return [_storable_value(item) for item in value]
-    if isinstance(value, dict):
-        return {storable(key): _storable_value(item) for key, item in value.items()}
-    return value
 
 
 def _storable_arguments(arguments: str) -> str:
@@ -70,13 +53,8 @@ def _storable_arguments(arguments: str) -> str:
         parsed = json.loads(arguments)
     except (ValueError, RecursionError):
         return arguments  # the tool answers the model that this is not valid JSON
-    cleaned = _storable_value(parsed)
+    cleaned = storable_value(parsed)
     return arguments if cleaned == parsed else json.dumps(cleaned, ensure_ascii=False)
-
-
-def _release_db() -> None:
-    """Give the connection back before a call that leaves the host (never inside atomic)."""
-    release_db_connection()
 
 
 def message_finish(
@@ -113,7 +91,7 @@ def message_finish(
         events.push_message(message.conversation.owner_id, message)
     except Exception:  # a page update must never turn an answer into a failure
         logger.exception("Could not push the end of message %s", message.pk)
-    _release_db()
+    release_db_connection()
     return True
 
 
@@ -465,7 +443,7 @@ def _answer(message: Message, streamer: _Streamer, usage: dict[str, int]) -> _En
     for round_number in range(1, settings.CHAT_MAX_TOOL_ROUNDS + 1):
         last_round = round_number == settings.CHAT_MAX_TOOL_ROUNDS
         streamer.new_paragraph()
-        _release_db()
+        release_db_connection()
         try:
             # Checked (and resolved) before every call: a name may point elsewhere later.
             check_outbound_url(prepared.endpoint.base_url)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponseBadRequest, HttpResponseBase, JsonResponse
 from django.utils.cache import add_never_cache_headers
+
+from memory_addon.core.storable import holds_unstorable
 
 
 def no_store_for_signed_in(
@@ -29,35 +30,24 @@ def no_store_for_signed_in(
     return middleware
 
 
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 UNSTORABLE_MESSAGE = (
     "The request holds a NUL character or broken Unicode (a lone surrogate), which cannot "
     "be stored. Remove it and try again."
 )
 
 
-def _holds_unstorable(value: object) -> bool:
-    if isinstance(value, str):
-        return bool(_UNSTORABLE.search(value))
-    if isinstance(value, dict):
-        return any(_holds_unstorable(k) or _holds_unstorable(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_holds_unstorable(item) for item in value)
-    return False
-
-
-def _request_holds_unstorable(request: HttpRequest) -> bool:
-    if any(_holds_unstorable(v) for values in request.GET.lists() for v in values[1]):
+def _requestholds_unstorable(request: HttpRequest) -> bool:
+    if any(holds_unstorable(v) for values in request.GET.lists() for v in values[1]):
         return True
     content_type = request.content_type or ""
     if request.method in ("POST", "PUT", "PATCH", "DELETE"):
         if content_type == "application/json":
             try:
-                return _holds_unstorable(json.loads(request.body or b"null"))
+                return holds_unstorable(json.loads(request.body or b"null"))
             except (ValueError, UnicodeDecodeError):
                 return False  # not JSON: the endpoint answers that itself
         if content_type in ("application/x-www-form-urlencoded", "multipart/form-data"):
-            return any(_holds_unstorable(v) for values in request.POST.lists() for v in values[1])
+            return any(holds_unstorable(v) for values in request.POST.lists() for v in values[1])
     return False
 
 
@@ -68,7 +58,7 @@ def refuse_unstorable_text(
     with a clear 400 instead of a database error deep inside (a 500)."""
 
     def middleware(request: HttpRequest) -> HttpResponseBase:
-        if _request_holds_unstorable(request):
+        if _requestholds_unstorable(request):
             if request.path.startswith("/api/"):
                 return JsonResponse({"detail": UNSTORABLE_MESSAGE}, status=400)
             return HttpResponseBadRequest(UNSTORABLE_MESSAGE, content_type="text/plain")
