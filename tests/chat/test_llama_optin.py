@@ -7,15 +7,13 @@ Not part of `make test`. Run it after `make demo-model`:
 from __future__ import annotations
 
 import subprocess
-import sys
 
 import pytest
 
 from accounts.management.commands.demo_model import (
-    DEMO_ALIAS,
-    DEMO_CONTEXT,
     demo_model_file,
     demo_profile_register,
+    llama_server_command,
 )
 from chat.models import Conversation, Message
 from chat.runner import turn_run
@@ -29,23 +27,7 @@ pytestmark = [pytest.mark.llama, pytest.mark.django_db(transaction=True)]
 def llama_server():
     port = free_port()
     server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "llama_cpp.server",
-            "--model",
-            str(demo_model_file()),
-            "--model_alias",
-            DEMO_ALIAS,
-            "--chat_format",
-            "gemma",
-            "--n_ctx",
-            str(DEMO_CONTEXT),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-        ],
+        llama_server_command(demo_model_file(), port=port),
         stderr=subprocess.PIPE,
         text=True,
     )

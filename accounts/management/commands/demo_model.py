@@ -53,6 +53,27 @@ def demo_profile_register(*, user: User, port: int) -> AIProfile:
     return profile
 
 
+def llama_server_command(model_file: Path, *, port: int) -> list[str]:
+    """llama.cpp's OpenAI-compatible server for the demo model (Gemma's chat template)."""
+    return [
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(model_file),
+        "--model_alias",
+        DEMO_ALIAS,
+        "--chat_format",
+        "gemma",
+        "--n_ctx",
+        str(DEMO_CONTEXT),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+    ]
+
+
 class Command(BaseCommand):
     help = "Register the offline demo model as an AI profile and serve it with llama.cpp."
 
@@ -81,22 +102,6 @@ class Command(BaseCommand):
         self.stdout.write(
             "Serving the demo model; keep this running while you chat (Ctrl-C stops)."
         )
-        command = [
-            sys.executable,
-            "-m",
-            "llama_cpp.server",
-            "--model",
-            str(model_file),
-            "--model_alias",
-            DEMO_ALIAS,
-            "--chat_format",
-            "gemma",
-            "--n_ctx",
-            str(DEMO_CONTEXT),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(options["port"]),
-        ]
+        command = llama_server_command(model_file, port=options["port"])
         with contextlib.suppress(KeyboardInterrupt):
             subprocess.run(command, check=False)  # noqa: S603 - our own fixed command

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks import secret_guard_bench as bench
 from memory_addon.core.entries import render_entry
 from memory_addon.core.secret_guard import MASK, find_in_line, find_secret, mask_outbound
 
@@ -21,20 +22,10 @@ FRESH = [
     .read_text()
     .splitlines()
 ]
-KNOWN = {"known_format"}
-ASSIGNMENTS_AND_PROSE = {
-    "assignment",
-    "url_credentials",
-    "sql",
-    "cli_flag",
-    "makefile",
-    "env_fallback",
-    "auth_header",
-    "labelled_token",
-    "prose",
-    "prose_de",
-}
-HARDENED = {"obfuscated", "split"}
+# The families grouped as the goals name them, shared with the benchmark.
+KNOWN, ASSIGNMENTS_AND_PROSE, HARDENED = (
+    frozenset(group) for group in (bench.KNOWN, bench.ASSIGNMENTS_AND_PROSE, bench.HARDENED)
+)
 
 
 @pytest.mark.parametrize(
