@@ -314,17 +314,14 @@ def _save_mode(turn: Turn) -> str:
     return save_mode
 
 
-def _why_auto_waits(scope: MemoryScope, op: dict[str, Any]) -> str:
+def _why_auto_waits(op: dict[str, Any], scope_files: dict[str, MemoryFile]) -> str:
     """In auto mode a long change still waits; every part of it is measured."""
     if len(op.get("text", "")) > settings.MEMORY_AUTO_MAX_NOTE_CHARS:
         return "Long notes wait for your confirmation."
     if _writes_topic(op):
         after = len(str(op.get("topic_content") or "").encode("utf-8"))
-        before = (
-            MemoryFile.objects.filter(scope=scope, path=op["topic"])
-            .values_list("size", flat=True)
-            .first()
-        ) or 0
+        topic = scope_files.get(op["topic"])
+        before = topic.size if topic else 0
         if max(after, before) > settings.MEMORY_AUTO_MAX_TOPIC_BYTES:
             return "Long topic files wait for your confirmation."
     return ""
@@ -348,11 +345,20 @@ def memory_change_request(*, turn: Turn, operation: dict[str, Any], reason: str 
     with transaction.atomic(durable=True):
         memory_lock(turn.user.pk)
         _refuse_over_reply_cap(turn)
+        # The files this change touches, read once for every check and the plan.
+        scope_files = {
+            f.path: f
+            for f in MemoryFile.objects.filter(
+                scope=scope, path__in=[index_path(scope), op.get("topic") or index_path(scope)]
+            )
+        }
         if auto:
-            why_waiting = _why_auto_waits(scope, op)
+            why_waiting = _why_auto_waits(op, scope_files)
             auto = not why_waiting
         origin = ChangeSet.Origin.AUTOMATIC if auto else ChangeSet.Origin.ASSISTANT
-        writes, bases = plan_writes(scope, op, origin=origin, source=turn.source)
+        writes, bases = plan_writes(
+            scope, op, origin=origin, source=turn.source, scope_files=scope_files
+        )
         if auto:
             change_set = change_set_apply(
                 user=turn.user,
@@ -375,8 +381,7 @@ def memory_change_request(*, turn: Turn, operation: dict[str, Any], reason: str 
             )
         _validate(turn, scope, writes, bases)
         if op["action"] in ("replace", "remove"):
-            index = next((w.path for w in writes if w.path == index_path(scope)), None)
-            current = MemoryFile.objects.filter(scope=scope, path=index).first()
+            current = scope_files.get(index_path(scope))
             op["entry_sha256"] = entry_fingerprint(
                 current.content if current else "", op["entry_id"]
             )
