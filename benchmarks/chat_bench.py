@@ -7,6 +7,7 @@ differs between the two columns is the host: memory block, retrieval from an att
 
 from __future__ import annotations
 
+import json
 import os
 import statistics
 import subprocess
@@ -14,7 +15,8 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -48,11 +50,29 @@ def _script(**extra: object) -> dict[str, object]:
     return {"content": ANSWER, "stall": FIRST_TOKEN_DELAY, "chunk_delay": CHUNK_DELAY, **extra}
 
 
-def _direct(fake: FakeOpenAI, runs: int) -> tuple[list[float], list[float]]:
-    client = openai.OpenAI(base_url=fake.base_url, api_key="bench", max_retries=0)
+@contextmanager
+def _model_server() -> Iterator[str]:
+    """The fake model in its own process, as a real model server is: in this process it
+    would take the interpreter lock from the host while it parses prompts and streams."""
+    process = subprocess.Popen(  # noqa: S603 - our own fixed command
+        [sys.executable, "-m", "tests.fake_openai", json.dumps(_script())],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    try:
+        assert process.stdout is not None  # noqa: S101
+        yield process.stdout.readline().decode().strip()
+    finally:
+        assert process.stdin is not None  # noqa: S101
+        process.stdin.close()
+        process.wait(timeout=15)
+
+
+def _direct(base_url: str, runs: int) -> tuple[list[float], list[float]]:
+    client = openai.OpenAI(base_url=base_url, api_key="bench", max_retries=0)
     firsts, totals = [], []
     for _ in range(runs):
-        fake.chat_replies.append(_script())
         start = time.perf_counter()
         first = None
         stream = client.chat.completions.create(
@@ -77,7 +97,7 @@ def _ask(conversation: Conversation, text: str) -> Message:
     )
 
 
-def _setup(fake: FakeOpenAI) -> tuple[User, Conversation, AIProfile]:
+def _setup(base_url: str) -> tuple[User, Conversation]:
     from benchmarks.run import full_index
 
     user = User.objects.create_user(f"chat-bench-{uuid.uuid4().hex[:8]}")
@@ -93,12 +113,12 @@ def _setup(fake: FakeOpenAI) -> tuple[User, Conversation, AIProfile]:
             user=user, scope=scope, path="index.md", content=full_index(label), base_sha256=""
         )
     chat_profile = AIProfile.objects.create(
-        owner=user, name="fake chat", base_url=fake.base_url, model="fake-chat", is_default=True
+        owner=user, name="fake chat", base_url=base_url, model="fake-chat", is_default=True
     )
     embed_profile = AIProfile.objects.create(
         owner=user,
         name="fake embed",
-        base_url=fake.base_url,
+        base_url=base_url,
         model="fake-embed",
         role=AIProfile.Role.EMBEDDING,
     )
@@ -117,15 +137,12 @@ def _setup(fake: FakeOpenAI) -> tuple[User, Conversation, AIProfile]:
     _fill_synthetic(store, vectors, rng)
     conversation = Conversation.objects.create(owner=user, ai_profile=chat_profile, agent=agent)
     conversation.stores.add(store)
-    return user, conversation, chat_profile
+    return user, conversation
 
 
-def _through_app(
-    fake: FakeOpenAI, conversation: Conversation, runs: int
-) -> tuple[list[float], list[float]]:
+def _through_app(conversation: Conversation, runs: int) -> tuple[list[float], list[float]]:
     firsts, totals = [], []
     for i in range(runs):
-        fake.chat_replies.append(_script())
         answer = _ask(conversation, f"Tell me about alpacas and llamas ({i})")
         start = time.perf_counter()
         turn_run(message_id=answer.pk)  # what a chat worker thread runs
@@ -189,10 +206,11 @@ def _index_job_running(folder: Path) -> Job:
     return knowledge.scan_confirm(scan_job=scan)
 
 
-def _concurrent_chats(
-    fake: FakeOpenAI, user: User, profile: AIProfile, count: int = 20
-) -> dict[str, float]:
+def _concurrent_chats(fake: FakeOpenAI, user: User, count: int = 20) -> dict[str, float]:
     """`count` chats at once against a model that takes 5 s, while an index job runs."""
+    profile = AIProfile.objects.create(
+        owner=user, name="fake chat (scripted)", base_url=fake.base_url, model="fake-chat"
+    )
     workdir = Path(tempfile.mkdtemp(prefix="chat-bench-"))
     env = {
         **os.environ,
@@ -268,16 +286,17 @@ def _concurrent_chats(
 
 
 def run(write_section: Callable[[str, str], None], machine: str) -> str:
-    fake = FakeOpenAI().start()
+    with _model_server() as base_url:
+        user, conversation = _setup(base_url)
+        _direct(base_url, 3)
+        _through_app(conversation, 3)  # warm-up of both paths
+        direct_first, direct_total = _direct(base_url, RUNS)
+        app_first, app_total = _through_app(conversation, RUNS)
+    model_total = statistics.median(direct_total)
+    overhead = [total - model_total for total in app_total]
+    fake = FakeOpenAI().start()  # in process: this part scripts each reply
     try:
-        user, conversation, profile = _setup(fake)
-        _direct(fake, 3)
-        _through_app(fake, conversation, 3)  # warm-up of both paths
-        direct_first, direct_total = _direct(fake, RUNS)
-        app_first, app_total = _through_app(fake, conversation, RUNS)
-        model_total = statistics.median(direct_total)
-        overhead = [total - model_total for total in app_total]
-        concurrent = _concurrent_chats(fake, user, profile)
+        concurrent = _concurrent_chats(fake, user)
     finally:
         fake.stop()
     ratio_first = statistics.median(app_first) / statistics.median(direct_first)
@@ -285,8 +304,8 @@ def run(write_section: Callable[[str, str], None], machine: str) -> str:
     body = f"""## Chat: the host's cost per turn
 
 Command: `make bench` (`benchmarks/chat_bench.py`). Machine: {machine}. Measured
-{time.strftime("%Y-%m-%d")}. The model is the suite's fake OpenAI-compatible server at a
-fixed pace ({FIRST_TOKEN_DELAY * 1000:.0f} ms to the first token, then 40 chunks
+{time.strftime("%Y-%m-%d")}. The model is the suite's fake OpenAI-compatible server, run in
+its own process as a real model server is, at a fixed pace ({FIRST_TOKEN_DELAY * 1000:.0f} ms to the first token, then 40 chunks
 {CHUNK_DELAY * 1000:.0f} ms apart). Through the app, each turn has organization rules and
 full agent and personal indexes, the memory tools, and one attached collection of
 10,000 chunks (hybrid retrieval with a query embedding from the same fake server); it is

@@ -276,17 +276,19 @@ def _stream_once(
     received: list[bool],
 ) -> RoundResult:
     client = _client(endpoint)
-    kwargs: dict[str, Any] = {}
+    # Messages and tool schemas are built as wire-format JSON already: sent as the body
+    # as they are, they skip the client's field-by-field type transform (6-10 ms a round).
+    body: dict[str, Any] = {"messages": messages}
     if tools:
-        kwargs["tools"] = tools
-        kwargs["tool_choice"] = "auto"
+        body["tools"] = tools
+        body["tool_choice"] = "auto"
     create: Callable[..., openai.Stream[Any]] = client.chat.completions.create
     stream = create(
         model=endpoint.model,
-        messages=messages,
+        messages=[],
         stream=True,
         stream_options={"include_usage": True},
-        **kwargs,
+        extra_body=body,
     )
     result = RoundResult()
     parts: list[str] = []

@@ -13,6 +13,7 @@ import json
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -66,6 +67,8 @@ def message_finish(
     usage: dict[str, int] | None = None,
     only_if_streaming: bool = False,
     first_token_at: datetime | None = None,
+    sent_along: dict[str, Any] | None = None,
+    citations: list[dict[str, Any]] | None = None,
 ) -> bool:
     """Store the end state of an answer and show it on every open page."""
     now = timezone.now()
@@ -80,12 +83,20 @@ def message_finish(
         updates["usage"] = usage
     if first_token_at is not None:
         updates["first_token_at"] = first_token_at
+    if sent_along is not None:
+        updates["sent_along"] = sent_along
+    if citations is not None:
+        updates["citations"] = citations
     rows = Message.objects.filter(pk=message.pk)
     if only_if_streaming:
         rows = rows.filter(state=Message.State.STREAMING)
     if not rows.update(**updates):
         return False
-    message.refresh_from_db()
+    if content is None:
+        message.refresh_from_db()
+    else:  # the row now holds exactly these values: no read back
+        for name, value in updates.items():
+            setattr(message, name, value)
     Conversation.objects.filter(pk=message.conversation_id).update(updated_at=now)
     try:
         events.push_message(message.conversation.owner_id, message)
@@ -121,13 +132,16 @@ class _Streamer:
         self.stopped = False
         self.done = threading.Event()
         self.thread: threading.Thread | None = None
+        self.announce: Callable[[], None] | None = None
 
     @property
     def text(self) -> str:
         with self.lock:
             return "".join(self.parts)
 
-    def start(self) -> None:
+    def start(self, announce: Callable[[], None] | None = None) -> None:
+        """`announce` runs first on the side thread, while the model thinks."""
+        self.announce = announce
         self.thread = threading.Thread(
             target=self._loop, name=f"chat-flush-{self.message.pk}", daemon=True
         )
@@ -164,6 +178,12 @@ class _Streamer:
         push_every = settings.CHAT_PUSH_INTERVAL_MS / 1000
         persist_every = settings.CHAT_PERSIST_INTERVAL_MS / 1000
         persisted_at = heartbeat_at = time.monotonic()
+        if self.announce is not None:
+            try:
+                self.announce()
+            except Exception:
+                logger.exception("Announcing message %s failed", self.message.pk)
+                connection.close()
         while not self.done.wait(push_every):
             with self.lock:
                 version, text = self.version, "".join(self.parts)
@@ -174,6 +194,8 @@ class _Streamer:
                 if version != self.pushed_version:
                     self._push(text)
                     self.pushed_version = version
+                if self.done.is_set():
+                    break  # the end state is written and pushed by the runner
                 due = now - persisted_at >= persist_every and version != self.persisted_version
                 if due or now - heartbeat_at >= self.HEARTBEAT_SECONDS:
                     persisted_at = heartbeat_at = now
@@ -187,7 +209,11 @@ class _Streamer:
     def _push(self, text: str) -> None:
         shown = Message(pk=self.message.pk, role=Message.Role.ASSISTANT, content=text)
         shown.citations = self.message.citations
-        events.push_body(self.user_id, self.message.pk, message_html(shown))
+        html = message_html(shown)
+        # Once the answer is done the runner pushes the end state; a body pushed after
+        # it would show a shorter text, and waiting for this one would delay the end.
+        if not self.done.is_set():
+            events.push_body(self.user_id, self.message.pk, html)
 
     def _persist(self, text: str) -> None:
         updates: dict[str, Any] = {"content": text, "heartbeat_at": timezone.now()}
@@ -275,6 +301,36 @@ def _retrieved(
     return result.block, citations, info
 
 
+def _beside[T](work: Callable[[], T]) -> Callable[[], T]:
+    """Start `work` on its own thread (and database connection); the returned call waits
+    for its result. Inside a transaction (tests) it runs in place: another connection
+    would not see the transaction's rows."""
+    if connection.in_atomic_block:
+        result = work()
+        return lambda: result
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["result"] = work()
+        except BaseException as error:  # handed to the waiting thread as is
+            box["error"] = error
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=run, name="chat-beside", daemon=True)
+    thread.start()
+
+    def wait() -> T:
+        thread.join()
+        if "error" in box:
+            raise box["error"]
+        value: T = box["result"]
+        return value
+
+    return wait
+
+
 def _prepare(message: Message) -> Prepared:
     conversation = message.conversation
     profile = conversation.ai_profile
@@ -298,8 +354,10 @@ def _prepare(message: Message) -> Prepared:
         memory_off=not conversation.memory_on,
         context_window=profile.context_window,
     )
+    # Retrieval (an embeddings call and two searches) runs beside the memory block.
+    retrieval = _beside(lambda: _retrieved(conversation, turn, current.content))
     context = turn_context_build(turn)
-    retrieved, citations, retrieval_info = _retrieved(conversation, turn, current.content)
+    retrieved, citations, retrieval_info = retrieval()
     tools = tool_schemas() if profile.supports_tools and not context.reason_off else None
     system_parts = [SYSTEM]
     if not tools:
@@ -423,6 +481,8 @@ def turn_run(*, message_id: int) -> None:
         error=end.error,
         usage=usage,
         first_token_at=streamer.first_token_at,
+        sent_along=message.sent_along or None,
+        citations=message.citations or None,
     )
 
 
@@ -432,12 +492,17 @@ def _answer(message: Message, streamer: _Streamer, usage: dict[str, int]) -> _En
     if streamer.should_stop():
         return _End(Message.State.STOPPED)
     prepared = _prepare(message)
-    Message.objects.filter(pk=message.pk).update(
-        sent_along=prepared.sent_along, citations=prepared.citations
-    )
     message.sent_along, message.citations = prepared.sent_along, prepared.citations
-    events.push_message(user_id, message)
-    streamer.start()
+
+    def announce() -> None:
+        """Sent along and citations, stored and shown while the model thinks."""
+        Message.objects.filter(pk=message.pk).update(
+            sent_along=prepared.sent_along, citations=prepared.citations
+        )
+        events.push_message(user_id, message)
+        connection.close()
+
+    streamer.start(announce)
     conversation_messages = prepared.messages
     calls_log: list[dict[str, Any]] = []
     for round_number in range(1, settings.CHAT_MAX_TOOL_ROUNDS + 1):

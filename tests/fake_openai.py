@@ -27,6 +27,7 @@ import json
 import math
 import re
 import socket
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -57,6 +58,7 @@ class FakeOpenAI:
         self.held_changed = threading.Condition()
         self.release = threading.Event()
         self.chat_replies: list[dict[str, Any]] = []
+        self.default_reply: dict[str, Any] = {"content": "ok"}  # once chat_replies is empty
         self.chat_requests: list[dict[str, Any]] = []
         self.chat_gate = threading.Event()
         self.first_content_at: dict[str, float] = {}
@@ -113,7 +115,9 @@ class FakeOpenAI:
                 elif self.path.endswith("/chat/completions"):
                     with fake._lock:
                         fake.chat_requests.append(body)
-                        reply = fake.chat_replies.pop(0) if fake.chat_replies else {"content": "ok"}
+                        reply = (
+                            fake.chat_replies.pop(0) if fake.chat_replies else fake.default_reply
+                        )
                     if reply.get("stall"):
                         fake.reached_gate.set()
                         fake.chat_gate.wait(timeout=float(reply["stall"]))
@@ -288,3 +292,19 @@ class FakeOpenAI:
                 )
 
         return Handler
+
+
+def main() -> None:
+    """Serve on its own, as a real model server would (the chat benchmark): the first
+    argument is the reply script as JSON; prints the base URL; stops when stdin closes."""
+    fake = FakeOpenAI()
+    if len(sys.argv) > 1:
+        fake.default_reply = json.loads(sys.argv[1])
+    fake.start()
+    print(fake.base_url, flush=True)
+    sys.stdin.read()
+    fake.stop()
+
+
+if __name__ == "__main__":
+    main()
