@@ -227,7 +227,7 @@ CACHES = {
 }
 CHANNEL_LAYERS = {
     "default": {
-        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "BACKEND": "memory_addon.channel_layer.ResilientRedisChannelLayer",
         "CONFIG": {"hosts": [REDIS_URL], "prefix": env_str("CHANNELS_PREFIX", "asgi")},
     }
 }
