@@ -21,7 +21,7 @@ RETRY_FIRST_SECONDS = 0.1
 RETRY_MAX_SECONDS = 5.0
 
 
-class ResilientRedisChannelLayer(RedisChannelLayer):  # type: ignore[misc]
+class ResilientRedisChannelLayer(RedisChannelLayer):
     async def receive_single(self, channel: str) -> Any:
         delay = RETRY_FIRST_SECONDS
         while True:
