@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from django.conf import settings
+
 from accounts.models import User
 from memory_addon.core import entries
 from memory_addon.core.secret_guard import KIND_LABELS, find_secret
 from memory_addon.core.tokens import estimate_tokens
 from memory_addon.models import MemoryFile, MemoryScope
+from memory_addon.selectors import scopes_for_user
 from memory_addon.services.context import turn_context_build
+from memory_addon.services.notes import note_key
 from memory_addon.services.policy import Policy, kill_switch_on, policy_for
 from memory_addon.services.scopes import index_path, scope_folder
 from memory_addon.turns import Turn
@@ -20,6 +24,22 @@ class EntryRow:
     item: entries.Item
     sent: bool
     tokens: int
+    key: str = ""
+    topic: str = ""  # the `-> topic.md` this note points to
+    topic_exists: bool = False
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """One measure of the index against its cap, as the model is sent it (fences excluded)."""
+
+    label: str
+    used: int
+    cap: int
+
+    @property
+    def percent(self) -> int:
+        return min(100, round(100 * self.used / self.cap)) if self.cap else 0
 
 
 @dataclass(frozen=True)
@@ -45,6 +65,19 @@ class ScopePage:
     def budget_percent(self) -> int:
         return min(100, round(100 * self.tokens_sent / self.budget)) if self.budget else 0
 
+    @property
+    def capacity(self) -> list[Capacity]:
+        content = self.index.content if self.index else ""
+        return [
+            Capacity("lines", entries.count_lines(content), settings.MEMORY_INDEX_MAX_LINES),
+            Capacity("bytes", entries.sent_bytes(content), settings.MEMORY_INDEX_MAX_BYTES),
+        ]
+
+    @property
+    def fullest(self) -> Capacity:
+        """What limits this memory first: shown as "Memory N% full"."""
+        return max(self.capacity, key=lambda measure: measure.percent)
+
 
 def turn_for_scope(user: User, scope: MemoryScope) -> Turn:
     """The turn whose memory block this scope's entries would join."""
@@ -58,10 +91,20 @@ def scope_page(user: User, scope: MemoryScope, policy: Policy) -> ScopePage:
     context = turn_context_build(turn_for_scope(user, scope), policy)
     folder = scope_folder(scope)
     sent_keys = {(s.entry_id, s.text) for s in context.sent if s.scope == folder}
-    rows = [
-        EntryRow(item, (item.entry_id, item.text) in sent_keys, estimate_tokens(item.text))
-        for item in items
-    ]
+    paths = {f.path for f in files}
+    rows = []
+    for item in items:
+        line = entries.parse_index_line(item.text)
+        rows.append(
+            EntryRow(
+                item,
+                (item.entry_id, item.text) in sent_keys,
+                estimate_tokens(item.text),
+                key=note_key(item),
+                topic=line.file if line else "",
+                topic_exists=line is not None and line.file in paths,
+            )
+        )
     banners = []
     for row in files:
         finding = find_secret(row.content)
@@ -102,3 +145,27 @@ class Banners:
 
 def banners_for(user: User) -> Banners:
     return Banners(policy=policy_for(user), kill_switch=kill_switch_on())
+
+
+@dataclass(frozen=True)
+class NoteMatch:
+    scope: MemoryScope
+    folder: str
+    text: str
+
+
+def notes_matching(user: User, query: str, limit: int = 100) -> list[NoteMatch]:
+    """The person's notes, in every memory they manage here, that contain the query."""
+    needle = query.casefold()
+    scopes = {
+        scope.pk: scope for scope in scopes_for_user(user).exclude(kind=MemoryScope.Kind.PROJECT)
+    }
+    matches = []
+    for index in MemoryFile.objects.filter(scope_id__in=scopes, path__endswith="index.md"):
+        scope = scopes[index.scope_id]
+        if index.path != index_path(scope):
+            continue
+        for item in entries.send_order(entries.parse_items(index.content)):
+            if needle in item.text.casefold():
+                matches.append(NoteMatch(scope, scope_folder(scope), item.text))
+    return matches[:limit]

@@ -16,6 +16,8 @@ urlpatterns = [
     path("memory/", views.memory_tab, name="memory"),
     path("memory/<int:scope_id>/raw/", views.memory_raw_save, name="memory_raw_save"),
     path("memory/<int:scope_id>/entries/", views.memory_entry_add, name="memory_entry_add"),
+    path("memory/<int:scope_id>/notes/", views.memory_note_edit, name="memory_note_edit"),
+    path("memory/<int:scope_id>/clear/", views.memory_clear, name="memory_clear"),
     path("memory/<int:scope_id>/history/", views.history_page, name="memory_history"),
     path(
         "memory/versions/<int:version_id>/restore/",

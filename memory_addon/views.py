@@ -19,9 +19,10 @@ from memory_addon import health
 from memory_addon.addons import MEMORY_ADDON, MEMORY_MANIFEST, SAVE_MODE
 from memory_addon.core.diffs import unified_diff
 from memory_addon.core.entries import MAX_ENTRY_CHARS
+from memory_addon.core.markdown import render_markdown
 from memory_addon.errors import MemoryRefusal, StaleBase
 from memory_addon.models import ChangeSet, FileChange, MemoryFile, MemoryScope, Proposal
-from memory_addon.pages import banners_for, scope_page
+from memory_addon.pages import banners_for, notes_matching, scope_page
 from memory_addon.selectors import (
     change_sets_for_user,
     pending_proposals,
@@ -37,6 +38,7 @@ from memory_addon.services.changes import (
     file_write,
     version_restore,
 )
+from memory_addon.services.notes import note_add, note_edit, notes_clear
 from memory_addon.services.policy import policy_for
 from memory_addon.services.proposals import proposal_confirm, proposal_reject
 from memory_addon.services.scopes import agent_scope, index_path, scope_folder, user_scope
@@ -98,8 +100,13 @@ def _scope_choices(request: HttpRequest) -> list[tuple[MemoryScope, str]]:
 @login_required
 @require_GET
 def memory_tab(request: HttpRequest) -> HttpResponse:
+    return memory_tab_render(request, _owned_scope(request, request.GET.get("scope")), {})
+
+
+def memory_tab_render(
+    request: HttpRequest, scope: MemoryScope, extra: dict[str, Any]
+) -> HttpResponse:
     user = signed_in_user(request)
-    scope = _owned_scope(request, request.GET.get("scope"))
     policy = policy_for(user)
     page = scope_page(user, scope, policy)
     view = "raw" if request.GET.get("view") == "raw" else "entries"
@@ -113,8 +120,24 @@ def memory_tab(request: HttpRequest) -> HttpResponse:
         "raw_text": page.index.content if page.index else "",
         "base_sha256": page.index.sha256 if page.index else "",
         "max_entry_chars": MAX_ENTRY_CHARS,
+        "query": request.GET.get("q", "").strip()[:200],
+        "changed": _undoable_change(user, request.GET.get("changed", "")),
+        **extra,
     }
+    if context["query"]:
+        context["matches"] = notes_matching(user, context["query"])
     return render(request, "memory/tab.html", context)
+
+
+def _undoable_change(user: Any, change_id: str) -> ChangeSet | None:
+    """The change this page just made, while it can still be undone."""
+    if not change_id.isdecimal():
+        return None
+    return (
+        ChangeSet.objects.filter(pk=int(change_id), user=user)
+        .exclude(pk__in=ChangeSet.objects.filter(undoes__isnull=False).values("undoes_id"))
+        .first()
+    )
 
 
 @login_required
@@ -149,29 +172,83 @@ def memory_raw_save(request: HttpRequest, scope_id: int) -> HttpResponse:
 def memory_entry_add(request: HttpRequest, scope_id: int) -> HttpResponse:
     user = signed_in_user(request)
     scope = _owned_scope(request, scope_id)
-    text = " ".join(request.POST.get("text", "").split())
-    if not text:
-        messages.error(request, "Write the entry first.")
-    elif len(text) > MAX_ENTRY_CHARS:
-        messages.error(request, f"An entry holds at most {MAX_ENTRY_CHARS} characters.")
-    else:
-        row = MemoryFile.objects.filter(scope=scope, path=index_path(scope)).first()
-        current = row.content.rstrip("\n") if row else ""
-        line = text if text.startswith(("- ", "* ")) else f"- {text}"
+    text = request.POST.get("text", "")
+    try:
+        change_set = note_add(user=user, scope=scope, text=text, source=ChangeSet.Source.PAGE)
+    except MemoryRefusal as refusal:
+        # The text stays in the field, with the reason beside it.
+        return _tab_with(request, scope, entry_text=text, entry_error=refusal.message)
+    messages.success(request, "Note added.")
+    return _back_to_tab(scope, change_set)
+
+
+@login_required
+@require_POST
+def memory_note_edit(request: HttpRequest, scope_id: int) -> HttpResponse:
+    user = signed_in_user(request)
+    scope = _owned_scope(request, scope_id)
+    delete = request.POST.get("action") == "delete"
+    key = request.POST.get("key", "")
+    try:
+        change_set = note_edit(
+            user=user,
+            scope=scope,
+            key=key,
+            base_sha256=request.POST.get("base_sha256", ""),
+            text=None if delete else request.POST.get("text", ""),
+            source=ChangeSet.Source.PAGE,
+        )
+    except MemoryRefusal as refusal:
+        return _tab_with(
+            request,
+            scope,
+            edit_key=key,
+            edit_text=request.POST.get("text", ""),
+            edit_error=refusal.message,
+        )
+    messages.success(request, "Note deleted." if delete else "Note saved.")
+    return _back_to_tab(scope, change_set)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def memory_clear(request: HttpRequest, scope_id: int) -> HttpResponse:
+    """Shows what clearing removes first; the clear itself can be undone."""
+    user = signed_in_user(request)
+    scope = _owned_scope(request, scope_id)
+    row = MemoryFile.objects.filter(scope=scope, path=index_path(scope)).first()
+    if request.method == "POST":
         try:
-            file_write(
+            change_set = notes_clear(
                 user=user,
                 scope=scope,
-                path=index_path(scope),
-                content=f"{current}\n{line}\n" if current else f"{line}\n",
-                base_sha256=row.sha256 if row else "",
+                base_sha256=request.POST.get("base_sha256", ""),
                 source=ChangeSet.Source.PAGE,
             )
         except MemoryRefusal as refusal:
             messages.error(request, refusal.message)
-        else:
-            messages.success(request, "Entry added.")
-    return redirect(f"{reverse('memory')}?scope={scope.pk}")
+            return redirect(reverse("memory_clear", args=[scope.pk]))
+        messages.success(request, "This memory is cleared.")
+        return _back_to_tab(scope, change_set)
+    text = row.content if row else ""
+    context = {
+        "scope": scope,
+        "folder": scope_folder(scope),
+        "diff": unified_diff(text, "", path=index_path(scope)) if text.strip() else "",
+        "base_sha256": row.sha256 if row else "",
+    }
+    return render(request, "memory/clear_confirm.html", context)
+
+
+def _back_to_tab(scope: MemoryScope, change_set: ChangeSet) -> HttpResponse:
+    return redirect(f"{reverse('memory')}?scope={scope.pk}&changed={change_set.pk}")
+
+
+def _tab_with(request: HttpRequest, scope: MemoryScope, **extra: Any) -> HttpResponse:
+    """The Memory tab again, with what the person typed and why it was refused."""
+    response = memory_tab_render(request, scope, extra)
+    response.status_code = 422
+    return response
 
 
 # --- History and audit -------------------------------------------------------
@@ -299,6 +376,7 @@ def file_page(request: HttpRequest, scope_id: int) -> HttpResponse:
         "text": row.content if row else "",
         "base_sha256": row.sha256 if row else "",
         "editing": request.GET.get("edit") == "1" or row is None,
+        "rendered": render_markdown(row.content) if row else "",
     }
     if request.method == "POST":
         action = request.POST.get("action")

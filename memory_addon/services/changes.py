@@ -282,6 +282,7 @@ def file_write(
     content: str,
     base_sha256: str | None,
     source: str = ChangeSet.Source.API,
+    summary: str = "",
 ) -> ChangeSet:
     """A person saves a whole file. `base_sha256` is the version they edited (None: no check)."""
     path = clean_path(path)
@@ -294,7 +295,7 @@ def file_write(
             source=source,
             machine=False,
             base_hashes=None if base_sha256 is None else {path: base_sha256},
-            summary=f"Edited {path}",
+            summary=summary or f"Edited {path}",
         )
 
 

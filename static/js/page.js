@@ -16,3 +16,21 @@ document.addEventListener("change", (event) => {
     field.form?.requestSubmit();
   }
 });
+
+// Fields with data-counter show how many characters are left (the id of the counter).
+function updateCounter(field) {
+  const counter = document.getElementById(field.dataset.counter);
+  if (!counter || !field.maxLength || field.maxLength < 0) return;
+  const left = field.maxLength - field.value.length;
+  counter.textContent = `${field.value.length} / ${field.maxLength}`;
+  counter.classList.toggle("counter-low", left < 20);
+}
+document.addEventListener("input", (event) => {
+  if (event.target instanceof HTMLElement && event.target.dataset.counter) updateCounter(event.target);
+});
+document.addEventListener("DOMContentLoaded", () => {
+  document.querySelectorAll("[data-counter]").forEach(updateCounter);
+});
+document.addEventListener("htmx:afterSettle", (event) => {
+  event.target.querySelectorAll?.("[data-counter]").forEach(updateCounter);
+});

@@ -8,13 +8,13 @@ from django.conf import settings
 from django.urls import reverse
 
 from chat.models import Conversation, Message
-from chat.rendering import render_markdown
 from chat.services import (
     answer_regenerate,
     conversation_create,
     last_message_edit,
     message_send,
 )
+from memory_addon.core.markdown import render_markdown
 from tests.conftest import ROOT
 from tests.factories import AIProfileFactory, UserFactory
 

@@ -1,8 +1,9 @@
-"""Answers as safe HTML: Markdown (markdown-it-py) then an allowlist sanitizer (nh3).
+"""Untrusted Markdown as safe HTML: markdown-it-py, then an allowlist sanitizer (nh3).
 
-The model's text is untrusted: raw HTML is escaped by the parser, and the sanitizer
-drops anything outside the allowlist (scripts, event handlers, `javascript:` URLs).
-[R1] markers become links to the excerpt they cite, within this message only.
+Chat answers and memory files are rendered here. Raw HTML is escaped by the parser,
+and the sanitizer drops anything outside the allowlist (scripts, event handlers,
+`javascript:` URLs). [R1] markers become links to the excerpt they cite, within this
+message only.
 """
 
 from __future__ import annotations

@@ -1,0 +1,122 @@
+"""Note-by-note changes to a scope's index: add, edit, delete, clear.
+
+Each is one change set made by the person (history and Undo as for any save), based on
+the version of the file the page showed: a note that moved or changed meanwhile is
+refused instead of overwriting someone else's edit.
+"""
+
+from __future__ import annotations
+
+from accounts.models import User
+from memory_addon.core import entries
+from memory_addon.errors import ChangeRefused
+from memory_addon.models import ChangeSet, MemoryFile, MemoryScope
+from memory_addon.services.changes import file_write
+from memory_addon.services.scopes import index_path
+
+
+def note_key(item: entries.Item) -> str:
+    """Names one note in one version of the file: its line and its exact text."""
+    return f"{item.start_line}:{entries.sha256_text(item.raw)[:16]}"
+
+
+def _index(scope: MemoryScope) -> MemoryFile | None:
+    return MemoryFile.objects.filter(scope=scope, path=index_path(scope)).first()
+
+
+def _person_text(text: str) -> str:
+    cleaned = "\n".join(line.rstrip() for line in text.replace("\r\n", "\n").split("\n")).strip()
+    if not cleaned:
+        raise ChangeRefused("Write the note first.")
+    if len(cleaned) > entries.MAX_ENTRY_CHARS:
+        raise ChangeRefused(
+            f"A note holds at most {entries.MAX_ENTRY_CHARS} characters; this one has "
+            f"{len(cleaned)}. Use Raw Markdown for longer text."
+        )
+    return cleaned
+
+
+def note_add(*, user: User, scope: MemoryScope, text: str, source: str) -> ChangeSet:
+    """The person's own note, as a list line at the end of the index."""
+    line = " ".join(_person_text(text).split())
+    line = line if line.startswith(("- ", "* ")) else f"- {line}"
+    row = _index(scope)
+    current = row.content.rstrip("\n") if row else ""
+    return file_write(
+        user=user,
+        scope=scope,
+        path=index_path(scope),
+        content=f"{current}\n{line}\n" if current else f"{line}\n",
+        base_sha256=row.sha256 if row else "",
+        source=source,
+    )
+
+
+def note_edit(
+    *,
+    user: User,
+    scope: MemoryScope,
+    key: str,
+    base_sha256: str,
+    text: str | None,
+    source: str,
+) -> ChangeSet:
+    """Replace one note's text, or delete it (text None). Machine entries keep their
+    id, origin and date, so history and the model's own references still match."""
+    row = _index(scope)
+    if row is None or row.sha256 != base_sha256:
+        raise ChangeRefused("These notes changed elsewhere; reload the page and try again.")
+    item = next((i for i in entries.parse_items(row.content) if note_key(i) == key), None)
+    if item is None:
+        raise ChangeRefused("This note is no longer there; reload the page.")
+    if item.is_machine:
+        block = None
+        if text is not None:
+            try:
+                block = entries.render_entry(
+                    text,
+                    entry_id=item.entry_id,
+                    origin=item.origin,
+                    created=item.created,
+                    source=item.source,
+                )
+            except entries.EntryRefused as refusal:
+                raise ChangeRefused(str(refusal)) from refusal
+        content = entries.replace_entry(row.content, item.entry_id, block)
+    else:
+        lines = row.content.split("\n")
+        before, after = lines[: item.start_line - 1], lines[item.end_line :]
+        if text is None:
+            if before and before[-1].strip() == "" and (not after or after[0].strip() == ""):
+                before = before[:-1]
+            content = "\n".join(before + after)
+        else:
+            content = "\n".join([*before, _person_text(text), *after])
+    verb = "Deleted" if text is None else "Edited"
+    return file_write(
+        user=user,
+        scope=scope,
+        path=index_path(scope),
+        content=content,
+        base_sha256=row.sha256,
+        source=source,
+        summary=f"{verb} a note in {row.path}",
+    )
+
+
+def notes_clear(*, user: User, scope: MemoryScope, base_sha256: str, source: str) -> ChangeSet:
+    """Empty the index (topic files stay); undone like any change."""
+    row = _index(scope)
+    if row is None or not row.content.strip():
+        raise ChangeRefused("There is nothing to clear in this memory.")
+    if row.sha256 != base_sha256:
+        raise ChangeRefused("These notes changed elsewhere; look at the new version first.")
+    return file_write(
+        user=user,
+        scope=scope,
+        path=index_path(scope),
+        content="",
+        base_sha256=row.sha256,
+        source=source,
+        summary=f"Cleared {row.path}",
+    )
