@@ -251,6 +251,16 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TIMEZONE = TIME_ZONE
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {}
 
+# --- manage.py serve: supervision of its children ------------------------------
+# A crashed child is started again after 1, 2, 4 … seconds (at most the maximum);
+# after this many crashes in a row the run stops. A child that ran this long was healthy.
+SERVE_MAX_CRASHES = env_int("SERVE_MAX_CRASHES", 5)
+SERVE_STABLE_SECONDS = env_float("SERVE_STABLE_SECONDS", 60.0)
+SERVE_BACKOFF_SECONDS = env_float("SERVE_BACKOFF_SECONDS", 1.0)
+SERVE_BACKOFF_MAX_SECONDS = env_float("SERVE_BACKOFF_MAX_SECONDS", 30.0)
+# Started as root, serve runs the web server and workers as this user (created if missing).
+SERVE_USER = env_str("SERVE_USER", "memory-host")
+
 # --- Sign-up and accounts ----------------------------------------------------
 SIGNUP_ENABLED_DEFAULT = env_bool("SIGNUP_ENABLED", True)
 
