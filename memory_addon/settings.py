@@ -302,6 +302,12 @@ LOGGING = {
     },
 }
 
+# --- Backups (manage.py backup / restore) ------------------------------------------
+BACKUP_DIR = Path(env_str("BACKUP_DIR", str(DATA_DIR / "backups")))
+BACKUP_KEEP = env_int("BACKUP_KEEP", 7)  # dated dumps kept in BACKUP_DIR
+# Folder with pg_dump / pg_restore; default: the embedded pgserver's, then PATH.
+PG_BIN_DIR = env_str("PG_BIN_DIR", "")
+
 # --- Metrics -------------------------------------------------------------------
 # /metrics answers staff and superusers, and scrapers sending "Authorization: Bearer <token>".
 METRICS_TOKEN = env_secret("METRICS_TOKEN") or ""
