@@ -163,12 +163,47 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = DATA_DIR / "staticfiles"
-STORAGES = {
-    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
-}
 STATIC_ROOT.mkdir(exist_ok=True)
 MEDIA_ROOT = DATA_DIR / "uploads"
+# Uploads ("default") and exports: local folders, or an S3-compatible server for
+# deployments with more than one host (see README, "Shared file storage").
+STORAGE_BACKEND = env_str("STORAGE_BACKEND", "local").strip().lower()
+
+
+def s3_storage(location: str) -> dict[str, object]:
+    return {
+        "BACKEND": "storages.backends.s3.S3Storage",
+        "OPTIONS": {
+            "bucket_name": env_str("S3_BUCKET", "memory-host"),
+            "endpoint_url": env_str("S3_ENDPOINT_URL") or None,
+            "access_key": env_secret("S3_ACCESS_KEY_ID"),
+            "secret_key": env_secret("S3_SECRET_ACCESS_KEY"),
+            "region_name": env_str("S3_REGION") or None,
+            "addressing_style": env_str("S3_ADDRESSING_STYLE", "path"),
+            "location": location,
+            "default_acl": None,
+            "querystring_auth": True,
+            "file_overwrite": False,
+        },
+    }
+
+
+if STORAGE_BACKEND == "s3":
+    _file_storages = {"default": s3_storage("uploads"), "exports": s3_storage("exports")}
+elif STORAGE_BACKEND == "local":
+    _file_storages = {
+        "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+        "exports": {
+            "BACKEND": "django.core.files.storage.FileSystemStorage",
+            "OPTIONS": {"location": DATA_DIR / "exports"},
+        },
+    }
+else:
+    raise BadSetting(f"STORAGE_BACKEND={STORAGE_BACKEND!r} is neither local nor s3.")
+STORAGES = {
+    **_file_storages,
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
 # Pages are served by the ASGI server; WhiteNoise serves static files from the
 # source folders so no collectstatic step is needed for `make run`.
 WHITENOISE_USE_FINDERS = True
