@@ -162,8 +162,8 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = DATA_DIR / "staticfiles"
-STATIC_ROOT.mkdir(exist_ok=True)
+STATIC_ROOT = Path(env_str("STATIC_ROOT", str(DATA_DIR / "staticfiles")))  # collectstatic
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 MEDIA_ROOT = DATA_DIR / "uploads"
 # Uploads ("default") and exports: local folders, or an S3-compatible server for
 # deployments with more than one host (see README, "Shared file storage").
@@ -225,8 +225,12 @@ SECURE_HSTS_INCLUDE_SUBDOMAINS = _secure
 SECURE_HSTS_PRELOAD = _secure
 # Health checks and Prometheus scrapes come from inside the deployment's network.
 SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
+# Behind the compose proxy (deploy/nginx.conf): trust its X-Forwarded-Proto (it ends TLS
+# or sits behind one that does) and, if set, its X-Forwarded-Host. Only turn these on
+# when every request reaches the app through that proxy.
 if env_bool("BEHIND_TLS_PROXY", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+USE_X_FORWARDED_HOST = env_bool("USE_X_FORWARDED_HOST", False)
 
 # Content-Security-Policy: our own scripts and styles only, no inline script at all.
 # Style attributes stay allowed (progress bars set a width); they cannot run code.
