@@ -20,6 +20,8 @@ from typing import Any, Literal
 
 import openai
 
+from memory_addon import metrics
+
 ErrorKind = Literal[
     "auth",
     "not_found",
@@ -213,6 +215,26 @@ def stream_round(
     should_stop: Callable[[], bool],
 ) -> RoundResult:
     """One chat-completions call, streamed; raises ModelError with an honest message."""
+    started = time.monotonic()
+    try:
+        result = _stream_round(
+            endpoint, messages=messages, tools=tools, on_delta=on_delta, should_stop=should_stop
+        )
+    except ModelError as error:
+        metrics.model_call("chat", time.monotonic() - started, error.kind)
+        raise
+    metrics.model_call("chat", time.monotonic() - started, "stopped" if result.stopped else "ok")
+    return result
+
+
+def _stream_round(
+    endpoint: Endpoint,
+    *,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None,
+    on_delta: Callable[[str], None],
+    should_stop: Callable[[], bool],
+) -> RoundResult:
     attempt = 0
     while True:
         received = [False]

@@ -8,6 +8,7 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.text import slugify
@@ -27,6 +28,7 @@ from chat.selectors import (
     profiles_for_user,
     stores_for_user,
 )
+from memory_addon import filestore
 from memory_addon.core.entries import MAX_ENTRY_CHARS
 from memory_addon.errors import MemoryRefusal
 from memory_addon.services.context import memory_readable
@@ -261,14 +263,16 @@ def conversation_delete(request: HttpRequest, conversation_id: int) -> HttpRespo
 
 @login_required
 @require_GET
-def conversation_export(request: HttpRequest, conversation_id: int) -> HttpResponse:
+def conversation_export(request: HttpRequest, conversation_id: int) -> HttpResponseBase:
     conversation = conversation_for_user(signed_in_user(request), conversation_id)
-    response = HttpResponse(
-        conversation_markdown(conversation), content_type="text/markdown; charset=utf-8"
-    )
     name = slugify(str(conversation)) or f"conversation-{conversation.pk}"
-    response["Content-Disposition"] = f'attachment; filename="{name}.md"'
-    return response
+    return filestore.export_response(
+        user_id=conversation.owner_id,
+        kind=f"conversation-{conversation.pk}",
+        filename=f"{name}.md",
+        data=conversation_markdown(conversation).encode(),
+        content_type="text/markdown; charset=utf-8",
+    )
 
 
 def conversation_url(conversation: Conversation) -> str:

@@ -33,12 +33,14 @@ from knowledge.embeddings import (
 )
 from knowledge.errors import IndexMismatch, JobBusy, KnowledgeRefusal
 from knowledge.models import Chunk, Document, FolderGrant, Job, Source, StagedChunk, Store
+from memory_addon import filestore
 from memory_addon.errors import LimitExceeded
 from memory_addon.outbound import release_db_connection
 from memory_addon.storage import storage_check
 
 logger = logging.getLogger(__name__)
 MIB = 1024 * 1024
+UPLOAD_PREFIX = "knowledge"  # uploads live in the default storage under this folder
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._ -]")
 
 
@@ -164,21 +166,45 @@ def _create_vector_index(store: Store) -> None:
 
 def store_delete(*, store: Store) -> None:
     """Delete a collection and its chunks; the original files are never touched."""
-    uploads = [Path(s.path) for s in store.sources.filter(kind=Source.Kind.UPLOAD)]
+    uploads = list(store.sources.filter(kind=Source.Kind.UPLOAD))
     with transaction.atomic(durable=True):
         with connection.cursor() as cursor:
             cursor.execute(f"DROP INDEX IF EXISTS {store.index_name}")
         store.delete()
-    for folder in uploads:  # our own copies of uploaded files, not the person's originals
-        if folder.is_relative_to(_upload_root()):
-            shutil.rmtree(folder, ignore_errors=True)
+    for source in uploads:  # our own copies of uploaded files, not the person's originals
+        _upload_delete(source)
 
 
 # --- Sources -----------------------------------------------------------------
 
 
 def _upload_root() -> Path:
-    return (Path(settings.DATA_DIR) / "uploads" / "knowledge").resolve()
+    """Where the scanner reads uploads: the storage's own folder when it is local, else a
+    working copy that each job refreshes from the shared storage."""
+    local = filestore.local_folder(filestore.uploads())
+    base = local if local is not None else Path(settings.DATA_DIR) / "upload-cache"
+    return (base / UPLOAD_PREFIX).resolve()
+
+
+def _upload_prefix(source: Source) -> str:
+    return f"{UPLOAD_PREFIX}/store-{source.store_id}/source-{source.pk}"
+
+
+def _upload_delete(source: Source) -> None:
+    folder = Path(source.path)
+    if source.path and folder.is_relative_to(_upload_root()):
+        shutil.rmtree(folder, ignore_errors=True)
+    filestore.tree_delete(filestore.uploads(), _upload_prefix(source))
+
+
+def _upload_fetch(source: Source) -> None:
+    """With a shared (remote) storage, bring the source's files into its local folder."""
+    if source.kind != Source.Kind.UPLOAD or filestore.local_folder(filestore.uploads()):
+        return
+    folder = Path(source.path)
+    if folder.is_relative_to(_upload_root()):
+        release_db_connection()
+        filestore.tree_download(filestore.uploads(), _upload_prefix(source), folder)
 
 
 def allowed_roots() -> list[Path]:
@@ -332,8 +358,11 @@ def source_add_folder(
 def upload_bytes(user_id: int) -> int:
     """Bytes of the files a person uploaded (our copies under DATA_DIR)."""
     total = 0
-    folders = Source.objects.filter(store__owner_id=user_id, kind=Source.Kind.UPLOAD)
-    for folder in folders.values_list("path", flat=True):
+    sources = Source.objects.filter(store__owner_id=user_id, kind=Source.Kind.UPLOAD)
+    storage = filestore.uploads()
+    if filestore.local_folder(storage) is None:
+        return sum(filestore.tree_size(storage, _upload_prefix(s)) for s in sources)
+    for folder in sources.values_list("path", flat=True):
         try:
             with os.scandir(folder) as entries:
                 total += sum(e.stat(follow_symlinks=False).st_size for e in entries if e.is_file())
@@ -366,27 +395,31 @@ def source_add_upload(*, store: Store, files: list[UploadedFile[bytes]]) -> tupl
         storage_check(store.owner_id, incoming)
     except LimitExceeded as error:
         raise KnowledgeRefusal(error.message) from error
-    folder: Path | None = None
+    source: Source | None = None
+    storage = filestore.uploads()
     try:
         with transaction.atomic(durable=True):
             Store.objects.select_for_update().get(pk=store.pk)
             source = Source.objects.create(store=store, kind=Source.Kind.UPLOAD, path="")
-            folder = _upload_root() / f"store-{store.pk}" / f"source-{source.pk}"
-            # A new source's folder is ours alone; anything there is left from a
-            # database that was reset, never a file of this source.
-            shutil.rmtree(folder, ignore_errors=True)
-            folder.mkdir(parents=True)
-            for upload, name in zip(files, _upload_names(files), strict=True):
-                with (folder / name).open("xb") as handle:
-                    for part in upload.chunks():
-                        handle.write(part)
-            source.path = str(folder)
+            source.path = str(_upload_root() / f"store-{store.pk}" / f"source-{source.pk}")
             source.save(update_fields=["path"])
+        # The files go to the storage (maybe a remote server) outside any transaction.
+        release_db_connection()
+        # A new source's folder is ours alone; anything there is left from a
+        # database that was reset, never a file of this source.
+        _upload_delete(source)
+        prefix = _upload_prefix(source)
+        for upload, name in zip(files, _upload_names(files), strict=True):
+            if storage.save(f"{prefix}/{name}", upload) != f"{prefix}/{name}":
+                raise KnowledgeRefusal(f"The file name {name} could not be kept.")
+        with transaction.atomic(durable=True):
+            Store.objects.select_for_update().get(pk=store.pk)
             job = _start_job(store=store, source=source, kind=Job.Kind.SCAN)
     except BaseException:
-        # A refused or failed upload leaves no files behind.
-        if folder is not None:
-            shutil.rmtree(folder, ignore_errors=True)
+        # A refused or failed upload leaves no files and no source behind.
+        if source is not None:
+            _upload_delete(source)
+            Source.objects.filter(pk=source.pk).delete()
         raise
     return source, job
 
@@ -408,13 +441,14 @@ def source_set_enabled(*, source: Source, enabled: bool) -> None:
 
 def source_remove(*, source: Source) -> None:
     """Delete the source's chunks; the original files are never touched."""
-    folder = Path(source.path)
+    source_pk = source.pk
     with transaction.atomic(durable=True):
         if Job.objects.filter(source=source, state__in=Job.ACTIVE_STATES).exists():
             raise JobBusy("A job is running for this source; cancel it first.")
         source.delete()
-    if source.kind == Source.Kind.UPLOAD and folder.is_relative_to(_upload_root()):
-        shutil.rmtree(folder, ignore_errors=True)
+    if source.kind == Source.Kind.UPLOAD:
+        source.pk = source_pk  # delete() cleared it; the storage prefix is named after it
+        _upload_delete(source)
 
 
 def job_cancel(*, job: Job) -> None:
@@ -544,6 +578,7 @@ def _scan_claimed(job: Job) -> None:
         return False
 
     try:
+        _upload_fetch(source)
         result = scanning.scan(_spec(source), should_stop=should_stop)
     except scanning.Cancelled:
         _finish(job, Job.State.CANCELLED)
@@ -659,6 +694,7 @@ def _read_reviewed(root_fd: int, source: Source, row: dict[str, Any]) -> tuple[b
 def _index_rows(
     job: Job, source: Source, embedder: Embedder | None, rows: list[dict[str, Any]]
 ) -> dict[str, Any]:
+    _upload_fetch(source)
     root_fd = _open_source_folder(source)
     try:
         return _index_open(job, source, embedder, rows, root_fd)

@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
+import logging.config
 import os
+from typing import Any
 
-from celery import Celery
+from celery import Celery, signals
+
+# Their signal handlers: job metrics, and the request id carried into jobs.
+from memory_addon import metrics, request_id  # noqa: F401
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_addon.settings")
 
 app = Celery("memory_addon")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@signals.setup_logging.connect
+def _django_logging(**kwargs: Any) -> None:
+    """Workers log like the web processes: same format, with the request id."""
+    from django.conf import settings
+
+    logging.config.dictConfig(settings.LOGGING)

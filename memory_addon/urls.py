@@ -5,12 +5,14 @@ from django.urls import include, path
 
 from memory_addon import views
 from memory_addon.api import api
+from memory_addon.metrics import metrics_view
 
 urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
     path("readyz", views.readyz, name="readyz"),
     path("i18n/", include("django.conf.urls.i18n")),  # set_language: the account menu's switch
+    path("metrics", metrics_view, name="metrics"),
     path("chat/", include("chat.urls")),
     path("knowledge/", include("knowledge.urls")),
     path("memory/", views.memory_tab, name="memory"),

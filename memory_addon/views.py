@@ -7,6 +7,7 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -15,7 +16,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from accounts.auth import signed_in_user
 from accounts.models import Agent
-from memory_addon import health
+from memory_addon import filestore, health
 from memory_addon.addons import MEMORY_ADDON, MEMORY_MANIFEST, SAVE_MODE
 from memory_addon.core.diffs import unified_diff
 from memory_addon.core.entries import MAX_ENTRY_CHARS
@@ -491,11 +492,15 @@ def agent_memory(request: HttpRequest, agent_id: int) -> HttpResponse:
 
 @login_required
 @require_GET
-def memory_export_download(request: HttpRequest) -> HttpResponse:
-    data = memory_export(user=signed_in_user(request))
-    response = HttpResponse(data, content_type="application/zip")
-    response["Content-Disposition"] = 'attachment; filename="memory-export.zip"'
-    return response
+def memory_export_download(request: HttpRequest) -> HttpResponseBase:
+    user = signed_in_user(request)
+    return filestore.export_response(
+        user_id=user.pk,
+        kind="memory",
+        filename="memory-export.zip",
+        data=memory_export(user=user),
+        content_type="application/zip",
+    )
 
 
 @login_required

@@ -67,6 +67,7 @@ def test_the_oldest_pending_proposals_expire_beyond_the_cap(user, settings):
 
 def test_a_refused_upload_leaves_no_files_behind(user, settings, tmp_path):
     settings.DATA_DIR = tmp_path
+    settings.MEDIA_ROOT = tmp_path / "uploads"  # where the default (local) storage writes
     store = knowledge.store_create(owner=user, name="Docs", provider="none")
     knowledge.source_add_upload(store=store, files=[SimpleUploadedFile("a.txt", b"first")])
     # A scan is still queued for this store: the second upload is refused …
@@ -79,6 +80,7 @@ def test_a_refused_upload_leaves_no_files_behind(user, settings, tmp_path):
 
 def test_upload_names_never_collide(user, settings, tmp_path):
     settings.DATA_DIR = tmp_path
+    settings.MEDIA_ROOT = tmp_path / "uploads"  # where the default (local) storage writes
     store = knowledge.store_create(owner=user, name="Docs", provider="none")
     files = [
         SimpleUploadedFile("über.txt", b"one"),

@@ -1,0 +1,127 @@
+"""compose.yaml as `docker compose config` would read it, with 1 and 3 replicas.
+
+Docker is not available to the test suite, so this interpolates the variables the
+way Compose does (${X}, ${X:-default}, ${X:?error}, $$) and checks the structure;
+it does not validate against the compose-spec JSON schema (no PyPI package ships it).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.conftest import ROOT
+
+_VARIABLE = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?])([^}]*))?\}")
+ENV = {"POSTGRES_PASSWORD": "secret", "HTTP_PORT": "8080"}
+
+
+def _interpolate(value: Any, env: dict[str, str]) -> Any:
+    if isinstance(value, dict):
+        return {key: _interpolate(item, env) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_interpolate(item, env) for item in value]
+    if not isinstance(value, str):
+        return value
+
+    def replace(match: re.Match[str]) -> str:
+        if match.group(0) == "$$":
+            return "$"
+        name, operator, argument = match.groups()
+        current = env.get(name)
+        if operator in (":-", "-"):
+            return current if current else (argument or "")
+        if operator in (":?", "?") and not current:
+            raise ValueError(f"{name}: {argument}")
+        return current or ""
+
+    return _VARIABLE.sub(replace, value)
+
+
+def _config(**env: str) -> dict[str, Any]:
+    loaded = yaml.safe_load((ROOT / "compose.yaml").read_text())
+    return _interpolate(loaded, {**ENV, **env})
+
+
+@pytest.mark.parametrize("replicas", ["1", "3"])
+def test_web_and_workers_scale_to_any_number_of_replicas(replicas):
+    services = _config(
+        WEB_REPLICAS=replicas, WORKER_REPLICAS=replicas, CHAT_WORKER_REPLICAS=replicas
+    )["services"]
+    for name in ("web", "worker", "chat-worker"):
+        assert int(services[name]["deploy"]["replicas"]) == int(replicas)
+    # Replicas can only start side by side when none of them binds a host port.
+    assert "ports" not in services["web"]
+    assert services["proxy"]["ports"] == ["8080:80"]
+
+
+def test_the_default_is_one_replica_each():
+    services = _config()["services"]
+    assert {services[n]["deploy"]["replicas"] for n in ("web", "worker", "chat-worker")} == {"1"}
+
+
+def test_a_missing_database_password_stops_the_config():
+    with pytest.raises(ValueError, match="POSTGRES_PASSWORD"):
+        _config(POSTGRES_PASSWORD="")
+
+
+def test_every_long_running_service_has_a_health_check():
+    services = _config()["services"]
+    for name, service in services.items():
+        if service.get("restart") == "no":
+            continue  # the one-shot migrate job: the others wait for it to complete
+        test = service.get("healthcheck", {}).get("test")
+        assert test and test[0] in ("CMD", "CMD-SHELL"), name
+
+
+def test_the_chat_queue_and_the_indexing_queue_have_their_own_workers():
+    services = _config()["services"]
+    assert "-Q celery" in " ".join(services["worker"]["command"])
+    assert "-Q ${CHAT_QUEUE:-chat} --pool threads" in services["chat-worker"]["command"][2]
+
+
+def test_the_app_trusts_the_proxy_and_the_proxy_serves_static_files():
+    services = _config()["services"]
+    environment = services["web"]["environment"]
+    assert environment["BEHIND_TLS_PROXY"] == "true"
+    assert environment["USE_X_FORWARDED_HOST"] == "true"
+    assert "--proxy-headers" in services["web"]["command"]
+    assert "static:/static:ro" in services["proxy"]["volumes"]
+    assert "collectstatic" in services["migrate"]["command"][-1]
+    assert services["proxy"]["image"].startswith("nginx:")
+
+
+def test_the_proxy_passes_websockets_and_forwarded_headers():
+    conf = (ROOT / "deploy" / "nginx.conf").read_text()
+    directives = {
+        " ".join(line.split()).rstrip(";")
+        for line in conf.splitlines()
+        if line.strip() and not line.strip().startswith("#")
+    }
+    for expected in (
+        "proxy_http_version 1.1",
+        "proxy_set_header Upgrade $http_upgrade",
+        "proxy_set_header Connection $connection_upgrade",
+        "proxy_set_header Host $host",
+        "proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for",
+        "proxy_set_header X-Forwarded-Proto $scheme",
+        "proxy_set_header X-Forwarded-Host $host",
+        "proxy_set_header X-Request-ID $memory_request_id",
+        "server web:8000 max_fails=3 fail_timeout=10s",
+        "alias /static/",
+    ):
+        assert expected in directives, expected
+    assert re.search(r"map \$http_upgrade \$connection_upgrade \{\s*default upgrade;", conf)
+
+
+def test_backups_are_scheduled_with_retention_and_s3_is_an_optional_profile():
+    services = _config(BACKUP_KEEP_DAYS="7")["services"]
+    backup = services["backup"]
+    assert backup["environment"]["BACKUP_KEEP_DAYS"] == "7"
+    script = backup["command"][0]
+    assert "pg_dump --format custom" in script and "-mtime +$BACKUP_KEEP_DAYS -delete" in script
+    assert services["minio"]["profiles"] == ["s3"]
+    assert "profiles" not in services["web"]
