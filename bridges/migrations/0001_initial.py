@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
     initial = True
 
     dependencies = [
-        ("accounts", "0005_messagingbinding_agent_messagingbinding_ai_profile_and_more"),
+        ("accounts", "0005_binding_bridges"),
         ("chat", "0002_conversation_binding"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]

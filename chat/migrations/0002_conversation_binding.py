@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("accounts", "0005_messagingbinding_agent_messagingbinding_ai_profile_and_more"),
+        ("accounts", "0005_binding_bridges"),
         ("chat", "0001_initial"),
     ]
 
