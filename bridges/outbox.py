@@ -20,8 +20,8 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from bridges.http import backoff_seconds, post_signed
 from bridges.models import DeliveryAttempt, EventEndpoint, OutboxEvent
+from bridges.outgoing import backoff_seconds, post_signed
 from memory_addon.core.secret_guard import find_secret
 
 logger = logging.getLogger(__name__)

@@ -14,8 +14,8 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from accounts.models import Agent, AIProfile, MessagingBinding, Organization, User
-from bridges.http import backoff_seconds, post_signed
 from bridges.models import EventEndpoint, InboundMessage
+from bridges.outgoing import backoff_seconds, post_signed
 from bridges.signing import new_secret
 from chat.models import Conversation, Message
 from chat.services import default_profile
