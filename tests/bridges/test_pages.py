@@ -86,7 +86,9 @@ def test_disable_enable_and_delete_keep_the_conversation_notes(client_for):
     binding.refresh_from_db()
     assert binding.deleted_at is not None and not binding.enabled
     assert MemoryScope.objects.filter(kind="channel", binding=binding).exists()
-    assert "Mine" not in client.get("/bridges/messaging/").content.decode()
+    page = client.get("/bridges/messaging/").content.decode()
+    assert "conversation notes stay on the Files page" in page  # the one-time notice
+    assert f'id="binding-{binding.pk}"' not in page
 
 
 def test_rotating_shows_the_new_secret_once(client_for):
