@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import uuid
+from datetime import datetime
 from typing import ClassVar
 
 from django.conf import settings
@@ -128,16 +130,40 @@ class Agent(models.Model):
 
 
 class MessagingBinding(models.Model):
-    """One external conversation (a Telegram chat, a Slack channel …) tied to a user."""
+    """One external conversation (a Telegram chat, a Slack channel …) tied to a user.
+
+    Its webhook (bridges app) is verified with the signing secret, stored encrypted. A
+    rotated secret keeps the previous one valid until `previous_secret_expires_at`.
+    A deleted binding keeps its row (with `deleted_at`) so its conversation notes stay
+    until the person deletes them.
+    """
+
+    class Kind(models.TextChoices):
+        STANDARD = "standard", "Standard Webhooks"
+        TELEGRAM = "telegram", "Telegram"
+        SLACK = "slack", "Slack"
 
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="messaging_bindings"
     )
-    bridge = models.CharField(max_length=60, help_text="Bridge name, e.g. telegram or slack.")
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    bridge = models.CharField(
+        max_length=60, choices=Kind.choices, default=Kind.STANDARD, help_text="Bridge kind."
+    )
     external_id = models.CharField(max_length=255)
     title = models.CharField(max_length=200, blank=True)
     callback_url = models.URLField(blank=True)
+    agent = models.ForeignKey(
+        Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    ai_profile = models.ForeignKey(
+        "AIProfile", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    enabled = models.BooleanField(default=True)
     webhook_secret_encrypted = models.TextField(editable=False)
+    previous_secret_encrypted = models.TextField(blank=True, editable=False)
+    previous_secret_expires_at = models.DateTimeField(null=True, blank=True)
+    deleted_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -157,6 +183,14 @@ class MessagingBinding(models.Model):
     @webhook_secret.setter
     def webhook_secret(self, value: str) -> None:
         self.webhook_secret_encrypted = crypto.encrypt(value)
+
+    def valid_secrets(self, now: datetime) -> list[str]:
+        """The current secret, and the previous one while its grace period lasts."""
+        found = [self.webhook_secret]
+        expires = self.previous_secret_expires_at
+        if self.previous_secret_encrypted and expires is not None and expires > now:
+            found.append(crypto.decrypt(self.previous_secret_encrypted))
+        return found
 
 
 class AIProfile(models.Model):

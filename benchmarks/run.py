@@ -193,6 +193,9 @@ Model-initiated changes, 200 each, one transaction per change, sequential:
     from benchmarks.chat_bench import run as chat_run
 
     print(chat_run(write_section, machine))
+    from benchmarks.bridges_bench import run as bridges_run
+
+    print(bridges_run(write_section, machine))
 
 
 if __name__ == "__main__":

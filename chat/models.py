@@ -23,6 +23,15 @@ class Conversation(models.Model):
         "accounts.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     stores = models.ManyToManyField("knowledge.Store", blank=True, related_name="+")
+    # Set for the conversation a messaging bridge talks in: its turns read and propose
+    # into that binding's conversation notes (M10) and always ask first (M9).
+    binding = models.ForeignKey(
+        "accounts.MessagingBinding",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
     # The per-request switch of M16: off sends no memory and proposes nothing.
     memory_on = models.BooleanField(default=True)
     run_kind = models.CharField(max_length=16, default="interactive")

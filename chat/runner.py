@@ -347,6 +347,7 @@ def _prepare(message: Message) -> Prepared:
     turn = Turn(
         user=conversation.owner,
         agent=conversation.agent,
+        binding=conversation.binding,
         run_kind=conversation.run_kind,
         conversation_ref=str(conversation.pk),
         message_ref=str(message.pk),
@@ -430,7 +431,10 @@ def _claim(message_id: int) -> Message | None:
     ).update(started_at=now, heartbeat_at=now)
     message = (
         Message.objects.select_related(
-            "conversation__ai_profile", "conversation__agent", "conversation__owner"
+            "conversation__ai_profile",
+            "conversation__agent",
+            "conversation__owner",
+            "conversation__binding",
         )
         .filter(pk=message_id)
         .first()

@@ -20,6 +20,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from accounts.models import AIProfile, Membership, User
+from bridges.outbox import knowledge_indexed_event
 from knowledge import events
 from knowledge.core import scanning
 from knowledge.core.chunking import chunk_pages
@@ -826,19 +827,22 @@ def _commit(job: Job, source: Source, rows: list[dict[str, Any]], outcome: dict[
             last_indexed_at=timezone.now(),
         )
         unchanged = sum(1 for row in rows if row["status"] == "unchanged")
-        _finish(
-            job,
-            Job.State.SUCCEEDED,
-            progress=100,
-            problems=problems,
-            counts={
-                **job.counts,
-                "new": len(documents),
-                "unchanged": unchanged,
-                "removed": removed,
-                "skipped": skipped,
-                "chunks": chunk_count,
-            },
+        counts = {
+            **job.counts,
+            "new": len(documents),
+            "unchanged": unchanged,
+            "removed": removed,
+            "skipped": skipped,
+            "chunks": chunk_count,
+        }
+        _finish(job, Job.State.SUCCEEDED, progress=100, problems=problems, counts=counts)
+        # B4: written in the commit that makes the new index visible.
+        knowledge_indexed_event(
+            user_id=job.store.owner_id,
+            store_id=job.store_id,
+            source_id=locked.pk,
+            job_id=job.pk,
+            counts=counts,
         )
 
 

@@ -54,6 +54,7 @@ INSTALLED_APPS = [
     "memory_addon",
     "knowledge",
     "chat",
+    "bridges",
 ]
 
 MIDDLEWARE = [
@@ -479,4 +480,31 @@ CELERY_BEAT_SCHEDULE["chat-reap-stalled"] = {
 CELERY_BEAT_SCHEDULE["chat-scheduled-runs"] = {
     "task": "chat.schedules_due",
     "schedule": 60.0,
+}
+
+# --- Messaging bridges (SPEC H4) and outgoing events (B4) -----------------------
+BRIDGE_MAX_BODY_BYTES = env_int("BRIDGE_MAX_BODY_BYTES", 1_048_576)
+# Standard Webhooks and Slack: a timestamp further than this from now is refused.
+BRIDGE_TIMESTAMP_TOLERANCE_SECONDS = env_int("BRIDGE_TIMESTAMP_TOLERANCE_SECONDS", 300)
+BRIDGE_RATE_LIMIT_PER_MINUTE = env_int("BRIDGE_RATE_LIMIT_PER_MINUTE", 60)
+# After a rotation the previous secret keeps working this long, so a bridge can switch.
+BRIDGE_SECRET_GRACE_HOURS = env_int("BRIDGE_SECRET_GRACE_HOURS", 24)
+BRIDGE_MAX_TEXT_CHARS = env_int("BRIDGE_MAX_TEXT_CHARS", 32_000)
+# Answers back and outgoing events: every POST is bounded by these timeouts; 5xx and
+# timeouts are retried with exponential backoff (base, doubling, capped) for at most
+# the window, then the delivery is marked failed.
+WEBHOOK_CONNECT_TIMEOUT_SECONDS = env_float("WEBHOOK_CONNECT_TIMEOUT_SECONDS", 5.0)
+WEBHOOK_READ_TIMEOUT_SECONDS = env_float("WEBHOOK_READ_TIMEOUT_SECONDS", 10.0)
+WEBHOOK_RETRY_BASE_SECONDS = env_float("WEBHOOK_RETRY_BASE_SECONDS", 5.0)
+WEBHOOK_RETRY_MAX_SECONDS = env_float("WEBHOOK_RETRY_MAX_SECONDS", 600.0)
+WEBHOOK_RETRY_WINDOW_SECONDS = env_int("WEBHOOK_RETRY_WINDOW_SECONDS", 24 * 3600)
+# A sender that died mid-delivery loses its claim after this long; then one more try.
+WEBHOOK_LEASE_SECONDS = env_int("WEBHOOK_LEASE_SECONDS", 60)
+WEBHOOK_SWEEP_INTERVAL_SECONDS = env_int("WEBHOOK_SWEEP_INTERVAL_SECONDS", 15)
+for _task in ("bridges.inbound_process", "bridges.callback_send", "bridges.endpoint_deliver"):
+    # They wait on the model or on outside servers: the chat worker's thread pool.
+    CELERY_TASK_ROUTES[_task] = {"queue": CHAT_QUEUE}
+CELERY_BEAT_SCHEDULE["bridges-sweep"] = {
+    "task": "bridges.sweep",
+    "schedule": float(WEBHOOK_SWEEP_INTERVAL_SECONDS),
 }

@@ -12,6 +12,7 @@ from django.db.models import Sum
 from django.utils import timezone
 
 from accounts.models import Agent, User
+from bridges.outbox import memory_changed_event
 from memory_addon import events
 from memory_addon.core import entries
 from memory_addon.core.paths import PathRefused, normalize_path
@@ -228,6 +229,16 @@ def change_set_apply(
             _store(scope, write, existing, machine=machine)
         FileChange.objects.bulk_create(rows)
         events.memory_changed_on_commit(user.pk, change_set.pk, origin)
+        # B4: the event is written in this transaction, so no change goes without it.
+        memory_changed_event(
+            user_id=scope.owner_id or user.pk,
+            change_set_id=change_set.pk,
+            scope_id=scope.pk,
+            origin=origin,
+            source=source,
+            paths=[row.path for row in rows],
+            summary=change_set.summary,
+        )
     return change_set
 
 

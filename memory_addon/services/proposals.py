@@ -12,6 +12,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from accounts.models import User
+from bridges.outbox import proposal_created_event, proposal_resolved_event
 from memory_addon import events
 from memory_addon.core import entries
 from memory_addon.core.secret_guard import find_secret
@@ -419,6 +420,14 @@ def _proposal_create(
     )
     _count_changed_on_commit(turn.user)
     events.proposal_added_on_commit(turn.user.pk, proposal.pk)
+    proposal_created_event(
+        user_id=turn.user.pk,
+        proposal_id=proposal.pk,
+        scope_id=scope.pk,
+        action=str(op.get("action", "")),
+        source=turn.source,
+        summary=proposal.reason or _summary(op),
+    )
     return proposal
 
 
@@ -433,6 +442,9 @@ def _expire_beyond_cap(user: User) -> None:
         )
         for proposal_id in oldest:
             events.proposal_removed_on_commit(user.pk, proposal_id)
+            proposal_resolved_event(
+                user_id=user.pk, proposal_id=proposal_id, state=Proposal.State.EXPIRED
+            )
 
 
 def memory_revert_request(*, turn: Turn, change_id: int) -> Outcome:
@@ -536,6 +548,7 @@ def proposal_confirm(
             locked.save(update_fields=["state", "decided_at"])
             _count_changed_on_commit(user)
             events.proposal_removed_on_commit(user.pk, locked.pk)
+            proposal_resolved_event(user_id=user.pk, proposal_id=locked.pk, state=locked.state)
             expired = True
         else:
             change_set = _apply_proposal(user, locked, edited_text)
@@ -544,6 +557,12 @@ def proposal_confirm(
             locked.save(update_fields=["state", "decided_at", "change_set"])
             _count_changed_on_commit(user)
             events.proposal_removed_on_commit(user.pk, locked.pk)
+            proposal_resolved_event(
+                user_id=user.pk,
+                proposal_id=locked.pk,
+                state=locked.state,
+                change_set_id=change_set.pk,
+            )
     if expired:
         raise ProposalClosed(
             "This proposal expired; it was not saved. Ask the assistant to propose it again."
@@ -590,6 +609,7 @@ def proposal_reject(*, user: User, proposal: Proposal) -> Proposal:
         locked.save(update_fields=["state", "decided_at"])
         _count_changed_on_commit(user)
         events.proposal_removed_on_commit(user.pk, locked.pk)
+        proposal_resolved_event(user_id=user.pk, proposal_id=locked.pk, state=locked.state)
     return locked
 
 
@@ -604,4 +624,7 @@ def proposals_expire() -> int:
             _count_changed_on_commit(user)
         for proposal_id, user_id in expiring:
             events.proposal_removed_on_commit(user_id, proposal_id)
+            proposal_resolved_event(
+                user_id=user_id, proposal_id=proposal_id, state=Proposal.State.EXPIRED
+            )
     return count

@@ -1,0 +1,317 @@
+"""Outgoing events (B4): written to the outbox in the change's own transaction, sent later.
+
+`outbox_emit` is called by the memory and knowledge services inside their transaction,
+so a rolled-back change leaves no event and a committed one always has its event. A
+Celery task then delivers each endpoint's events one at a time in sequence order
+(a lease on the endpoint row keeps a second sender out), with Standard Webhooks
+signatures, backoff on 5xx and timeouts, and a delivery log.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from bridges.models import DeliveryAttempt, EventEndpoint, OutboxEvent
+from bridges.outgoing import backoff_seconds, post_signed
+from memory_addon.core.secret_guard import find_secret
+
+logger = logging.getLogger(__name__)
+
+MEMORY_CHANGED = EventEndpoint.EventType.MEMORY_CHANGED
+PROPOSAL_CREATED = EventEndpoint.EventType.PROPOSAL_CREATED
+PROPOSAL_RESOLVED = EventEndpoint.EventType.PROPOSAL_RESOLVED
+KNOWLEDGE_INDEXED = EventEndpoint.EventType.KNOWLEDGE_INDEXED
+
+
+def safe_summary(text: str) -> str:
+    """A summary goes out only when the secret guard finds nothing in it."""
+    text = text[:300]
+    return "" if find_secret(text) else text
+
+
+def _endpoints_for(user_id: int, event_type: str) -> list[int]:
+    return list(
+        EventEndpoint.objects.filter(enabled=True, event_types__contains=[event_type])
+        .filter(
+            Q(owner_id=user_id, organization__isnull=True)
+            | Q(organization__membership__user_id=user_id)
+        )
+        .values_list("pk", flat=True)
+        .distinct()
+    )
+
+
+def outbox_emit(*, user_id: int, event_type: str, data: dict[str, Any]) -> int:
+    """Write one event per subscribed endpoint, inside the caller's transaction.
+
+    `data` holds ids, paths and summaries only: never note text. Returns how many rows
+    were written.
+    """
+    endpoint_ids = _endpoints_for(user_id, event_type)
+    if not endpoint_ids:
+        return 0
+    now = timezone.now()
+    payload = {
+        "type": event_type,
+        "timestamp": now.isoformat(),
+        "data": {"user_id": user_id, **data},
+    }
+    rows = []
+    for endpoint_id in sorted(endpoint_ids):
+        # The row lock taken by this update is held until commit: a concurrent change
+        # waits here, so sequence order is commit order.
+        EventEndpoint.objects.filter(pk=endpoint_id).update(next_sequence=F("next_sequence") + 1)
+        sequence = (
+            EventEndpoint.objects.filter(pk=endpoint_id).values_list("next_sequence", flat=True)[0]
+            - 1
+        )
+        rows.append(
+            OutboxEvent(
+                endpoint_id=endpoint_id,
+                sequence=sequence,
+                webhook_id=f"msg_{uuid.uuid4().hex}",
+                event_type=event_type,
+                payload={**payload, "sequence": sequence},
+                deadline_at=now + timedelta(seconds=settings.WEBHOOK_RETRY_WINDOW_SECONDS),
+            )
+        )
+    OutboxEvent.objects.bulk_create(rows)
+    for endpoint_id in endpoint_ids:
+        _deliver_on_commit(endpoint_id)
+    return len(rows)
+
+
+def _deliver_on_commit(endpoint_id: int, countdown: float = 0) -> None:
+    from bridges.tasks import endpoint_deliver_task
+
+    transaction.on_commit(
+        lambda: endpoint_deliver_task.apply_async(args=(endpoint_id,), countdown=countdown)
+    )
+
+
+# --- Delivery --------------------------------------------------------------------
+
+
+def _claim_lease(endpoint_id: int) -> bool:
+    now = timezone.now()
+    return bool(
+        EventEndpoint.objects.filter(pk=endpoint_id)
+        .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
+        .update(lease_until=now + timedelta(seconds=settings.WEBHOOK_LEASE_SECONDS))
+    )
+
+
+def _renew_lease(endpoint_id: int) -> None:
+    until = timezone.now() + timedelta(seconds=settings.WEBHOOK_LEASE_SECONDS)
+    EventEndpoint.objects.filter(pk=endpoint_id).update(lease_until=until)
+
+
+def _release_lease(endpoint_id: int) -> None:
+    EventEndpoint.objects.filter(pk=endpoint_id).update(lease_until=None)
+
+
+def _due(endpoint_id: int) -> OutboxEvent | None:
+    return (
+        OutboxEvent.objects.filter(endpoint_id=endpoint_id, state=OutboxEvent.State.PENDING)
+        .order_by("sequence")
+        .first()
+    )
+
+
+def event_ack(*, event: OutboxEvent, manual: bool, result_ok: bool, **attempt: Any) -> None:
+    """Record one attempt; a success marks the event delivered (it is never sent again)."""
+    with transaction.atomic(durable=True):
+        DeliveryAttempt.objects.create(event=event, ok=result_ok, manual=manual, **attempt)
+        if result_ok:
+            OutboxEvent.objects.filter(pk=event.pk).update(
+                state=OutboxEvent.State.DELIVERED,
+                delivered_at=timezone.now(),
+                attempts=F("attempts") + 1,
+                last_error="",
+            )
+
+
+def _deliver_one(endpoint: EventEndpoint, event: OutboxEvent) -> bool:
+    """Send one event; True when the sender may go on to the next one."""
+    body = json.dumps(event.payload, separators=(",", ":"), sort_keys=True).encode()
+    result = post_signed(endpoint.url, secret=endpoint.secret, msg_id=event.webhook_id, body=body)
+    # The first try after someone asked for a redelivery is logged as theirs.
+    manual = event.attempts == 0 and event.attempts_log.exists()
+    event_ack(
+        event=event,
+        manual=manual,
+        result_ok=result.ok,
+        status_code=result.status_code,
+        error=result.error,
+        duration_ms=result.duration_ms,
+    )
+    if result.ok:
+        return True
+    now = timezone.now()
+    attempts = event.attempts + 1
+    deadline = event.deadline_at or now
+    if result.retryable and now < deadline:
+        wait = backoff_seconds(attempts)
+        OutboxEvent.objects.filter(pk=event.pk).update(
+            attempts=attempts,
+            last_error=result.error,
+            next_attempt_at=now + timedelta(seconds=wait),
+        )
+        return False
+    OutboxEvent.objects.filter(pk=event.pk).update(
+        state=OutboxEvent.State.FAILED, attempts=attempts, last_error=result.error
+    )
+    return True  # a failed event no longer holds the line
+
+
+def endpoint_deliver(*, endpoint_id: int) -> int:
+    """Send the endpoint's pending events in sequence order; returns how many were sent."""
+    sent = 0
+    while _claim_lease(endpoint_id):
+        retry_in: float | None = None
+        try:
+            endpoint = EventEndpoint.objects.filter(pk=endpoint_id, enabled=True).first()
+            if endpoint is None:
+                return sent
+            while (event := _due(endpoint_id)) is not None:
+                now = timezone.now()
+                if event.next_attempt_at and event.next_attempt_at > now:
+                    retry_in = (event.next_attempt_at - now).total_seconds()
+                    break
+                if _deliver_one(endpoint, event):
+                    sent += 1
+                else:
+                    event.refresh_from_db(fields=["next_attempt_at"])
+                    next_at = event.next_attempt_at or timezone.now()
+                    retry_in = max((next_at - timezone.now()).total_seconds(), 0.0)
+                    break
+                _renew_lease(endpoint_id)
+        finally:
+            _release_lease(endpoint_id)
+        if retry_in is not None:
+            from bridges.tasks import endpoint_deliver_task
+
+            endpoint_deliver_task.apply_async(args=(endpoint_id,), countdown=retry_in)
+            return sent
+        # An event committed while we held the lease had its task turned away: look again.
+        if _due(endpoint_id) is None:
+            return sent
+    return sent
+
+
+def event_redeliver(*, event: OutboxEvent) -> OutboxEvent:
+    """Send an event again (same webhook-id, so the receiver can tell it is a repeat)."""
+    now = timezone.now()
+    with transaction.atomic(durable=True):
+        OutboxEvent.objects.filter(pk=event.pk).update(
+            state=OutboxEvent.State.PENDING,
+            next_attempt_at=None,
+            attempts=0,
+            last_error="",
+            deadline_at=now + timedelta(seconds=settings.WEBHOOK_RETRY_WINDOW_SECONDS),
+        )
+        _deliver_on_commit(event.endpoint_id)
+    event.refresh_from_db()
+    return event
+
+
+def endpoints_sweep() -> int:
+    """Queue a sender for every endpoint with due events and no live sender (beat)."""
+    now = timezone.now()
+    due = (
+        EventEndpoint.objects.filter(enabled=True)
+        .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
+        .filter(
+            Q(events__state=OutboxEvent.State.PENDING)
+            & (Q(events__next_attempt_at__isnull=True) | Q(events__next_attempt_at__lte=now))
+        )
+        .values_list("pk", flat=True)
+        .distinct()
+    )
+    from bridges.tasks import endpoint_deliver_task
+
+    ids = list(due)
+    for endpoint_id in ids:
+        endpoint_deliver_task.delay(endpoint_id)
+    return len(ids)
+
+
+# --- The events, as the services call them (inside their transaction) --------------
+
+_ACTIONS = {"undo": "undone", "restore": "restored"}
+
+
+def memory_changed_event(
+    *,
+    user_id: int,
+    change_set_id: int,
+    scope_id: int,
+    origin: str,
+    source: str,
+    paths: list[str],
+    summary: str,
+) -> None:
+    """A change set was applied, undone (origin undo) or restored (origin restore)."""
+    outbox_emit(
+        user_id=user_id,
+        event_type=MEMORY_CHANGED,
+        data={
+            "action": _ACTIONS.get(origin, "applied"),
+            "change_set_id": change_set_id,
+            "scope_id": scope_id,
+            "origin": origin,
+            "source": source,
+            "paths": paths,
+            "summary": safe_summary(summary),
+        },
+    )
+
+
+def proposal_created_event(
+    *, user_id: int, proposal_id: int, scope_id: int, action: str, source: str, summary: str
+) -> None:
+    outbox_emit(
+        user_id=user_id,
+        event_type=PROPOSAL_CREATED,
+        data={
+            "proposal_id": proposal_id,
+            "scope_id": scope_id,
+            "action": action,
+            "source": source,
+            "summary": safe_summary(summary),
+        },
+    )
+
+
+def proposal_resolved_event(
+    *, user_id: int, proposal_id: int, state: str, change_set_id: int | None = None
+) -> None:
+    outbox_emit(
+        user_id=user_id,
+        event_type=PROPOSAL_RESOLVED,
+        data={"proposal_id": proposal_id, "state": state, "change_set_id": change_set_id},
+    )
+
+
+def knowledge_indexed_event(
+    *, user_id: int, store_id: int, source_id: int, job_id: int, counts: dict[str, Any]
+) -> None:
+    outbox_emit(
+        user_id=user_id,
+        event_type=KNOWLEDGE_INDEXED,
+        data={
+            "store_id": store_id,
+            "source_id": source_id,
+            "job_id": job_id,
+            "counts": {k: v for k, v in counts.items() if isinstance(v, int)},
+        },
+    )

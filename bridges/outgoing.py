@@ -1,0 +1,65 @@
+"""One signed POST to an outside server (a bridge's callback, an integrator's endpoint).
+
+The database connection is given back before the call, the URL is checked (and resolved)
+against the admin's outbound rules right before it, every call is bounded by timeouts,
+redirects are not followed, and no answer body is kept.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass
+
+import httpx
+from django.conf import settings
+
+from bridges.signing import sign_headers
+from memory_addon.outbound import OutboundRefused, check_outbound_url, release_db_connection
+
+
+@dataclass(frozen=True)
+class PostResult:
+    ok: bool
+    status_code: int | None
+    error: str
+    retryable: bool
+    duration_ms: int
+
+
+def post_signed(url: str, *, secret: str, msg_id: str, body: bytes) -> PostResult:
+    started = time.monotonic()
+
+    def done(ok: bool, status: int | None, error: str, retryable: bool) -> PostResult:
+        elapsed = int((time.monotonic() - started) * 1000)
+        return PostResult(ok, status, error[:500], retryable, elapsed)
+
+    release_db_connection()
+    try:
+        check_outbound_url(url)
+    except OutboundRefused as refusal:
+        return done(False, None, str(refusal), False)
+    timeout = httpx.Timeout(
+        settings.WEBHOOK_READ_TIMEOUT_SECONDS, connect=settings.WEBHOOK_CONNECT_TIMEOUT_SECONDS
+    )
+    headers = sign_headers(secret, msg_id=msg_id, body=body)
+    try:
+        response = httpx.post(
+            url, content=body, headers=headers, timeout=timeout, follow_redirects=False
+        )
+    except httpx.TimeoutException:
+        return done(False, None, "The server did not answer in time.", True)
+    except httpx.HTTPError as error:
+        return done(False, None, f"Could not reach the server ({type(error).__name__}).", True)
+    status = response.status_code
+    if 200 <= status < 300:
+        return done(True, status, "", False)
+    retryable = status >= 500 or status in (408, 429)
+    return done(False, status, f"The server answered {status}.", retryable)
+
+
+def backoff_seconds(attempts: int) -> float:
+    """Exponential backoff with jitter: base, 2 base, 4 base … capped, ±20%."""
+    base = settings.WEBHOOK_RETRY_BASE_SECONDS * (2 ** max(attempts - 1, 0))
+    wait = min(base, settings.WEBHOOK_RETRY_MAX_SECONDS)
+    return float(wait) * random.uniform(0.8, 1.2)  # noqa: S311 - jitter, not a secret

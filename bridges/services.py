@@ -1,0 +1,426 @@
+"""Every write of the bridges app: bindings, inbound messages, answers back, endpoints."""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from accounts.models import Agent, AIProfile, MessagingBinding, Organization, User
+from bridges.models import EventEndpoint, InboundMessage
+from bridges.outgoing import backoff_seconds, post_signed
+from bridges.signing import new_secret
+from chat.models import Conversation, Message
+from chat.services import default_profile
+from memory_addon.core.storable import storable
+from memory_addon.errors import ChangeRefused
+from memory_addon.models import Proposal
+from memory_addon.outbound import OutboundRefused, check_outbound_url
+from memory_addon.services.scopes import channel_scope
+
+logger = logging.getLogger(__name__)
+
+
+class BridgeRefused(ChangeRefused):
+    """A bridge action that is not possible; the message is for people."""
+
+
+def _check_url(url: str) -> None:
+    try:
+        check_outbound_url(url, unresolvable_ok=True)
+    except OutboundRefused as refusal:
+        raise BridgeRefused(str(refusal)) from refusal
+
+
+# --- Bindings -------------------------------------------------------------------
+
+
+def binding_create(
+    *,
+    owner: User,
+    kind: str,
+    title: str,
+    callback_url: str = "",
+    agent: Agent | None = None,
+    ai_profile: AIProfile | None = None,
+    secret: str = "",
+) -> tuple[MessagingBinding, str]:
+    """Create a binding and its conversation scope; the secret is returned to show once.
+
+    `secret`: Slack issues its own signing secret, which the person pastes; every other
+    kind gets a new Standard Webhooks secret.
+    """
+    if kind not in MessagingBinding.Kind.values:
+        raise BridgeRefused("Pick a bridge kind: Standard Webhooks, Telegram or Slack.")
+    if agent is not None and agent.owner_id != owner.pk:
+        raise BridgeRefused("No such agent.")
+    if ai_profile is not None and ai_profile.owner_id != owner.pk:
+        raise BridgeRefused("No such AI profile.")
+    if callback_url:
+        _check_url(callback_url)
+    secret = secret.strip() or new_secret()
+    binding = MessagingBinding(
+        owner=owner,
+        bridge=kind,
+        external_id=uuid.uuid4().hex,
+        title=" ".join(title.split())[:200],
+        callback_url=callback_url,
+        agent=agent,
+        ai_profile=ai_profile,
+    )
+    binding.webhook_secret = secret
+    with transaction.atomic(durable=True):
+        binding.save()
+        # The conversation's notes exist from the start: the scope picker shows them.
+        channel_scope(binding)
+    return binding, secret
+
+
+def binding_rotate_secret(*, binding: MessagingBinding) -> str:
+    """A new secret; the old one keeps working for BRIDGE_SECRET_GRACE_HOURS."""
+    secret = new_secret()
+    with transaction.atomic(durable=True):
+        locked = MessagingBinding.objects.select_for_update().get(pk=binding.pk)
+        locked.previous_secret_encrypted = locked.webhook_secret_encrypted
+        locked.previous_secret_expires_at = timezone.now() + timedelta(
+            hours=settings.BRIDGE_SECRET_GRACE_HOURS
+        )
+        locked.webhook_secret = secret
+        locked.save(
+            update_fields=[
+                "previous_secret_encrypted",
+                "previous_secret_expires_at",
+                "webhook_secret_encrypted",
+            ]
+        )
+    return secret
+
+
+def binding_set_enabled(*, binding: MessagingBinding, enabled: bool) -> None:
+    MessagingBinding.objects.filter(pk=binding.pk).update(enabled=enabled)
+    binding.enabled = enabled
+
+
+def binding_delete(*, binding: MessagingBinding) -> None:
+    """The webhook stops for good; the conversation notes stay until the person deletes them.
+
+    The row stays (marked deleted, secrets dropped) because the notes' scope points at it.
+    """
+    MessagingBinding.objects.filter(pk=binding.pk).update(
+        enabled=False,
+        deleted_at=timezone.now(),
+        previous_secret_encrypted="",
+        previous_secret_expires_at=None,
+    )
+
+
+# --- Inbound messages -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Incoming:
+    webhook_id: str
+    text: str
+    sender: str = ""
+
+
+def inbound_accept(*, binding: MessagingBinding, incoming: Incoming) -> tuple[InboundMessage, bool]:
+    """Store a verified message and queue its turn; a repeated webhook-id is not stored again.
+
+    Returns the row and whether it is new.
+    """
+    text = storable(incoming.text).strip()
+    if not text:
+        raise BridgeRefused("The message has no text.")
+    if len(text) > settings.BRIDGE_MAX_TEXT_CHARS:
+        raise BridgeRefused(
+            f"A message can have at most {settings.BRIDGE_MAX_TEXT_CHARS} characters."
+        )
+    with transaction.atomic(durable=True):
+        try:
+            with transaction.atomic():
+                row = InboundMessage.objects.create(
+                    binding=binding,
+                    webhook_id=incoming.webhook_id,
+                    kind=binding.bridge,
+                    sender=storable(incoming.sender)[:200],
+                    text=text,
+                )
+        except IntegrityError:
+            existing = InboundMessage.objects.get(binding=binding, webhook_id=incoming.webhook_id)
+            return existing, False
+        _process_on_commit(row.pk)
+    return row, True
+
+
+def _process_on_commit(inbound_id: int) -> None:
+    from bridges.tasks import inbound_process_task
+
+    transaction.on_commit(lambda: inbound_process_task.delay(inbound_id))
+
+
+def bridge_conversation(binding: MessagingBinding) -> Conversation:
+    """The chat conversation a binding talks in (one per binding), created on first use."""
+    found = Conversation.objects.filter(binding=binding).order_by("pk").first()
+    if found is not None:
+        return found
+    profile = binding.ai_profile or default_profile(binding.owner)
+    if profile is None:
+        raise BridgeRefused("Add an AI profile under Settings so the bridge can answer.")
+    return Conversation.objects.create(
+        owner=binding.owner,
+        ai_profile=profile,
+        agent=binding.agent,
+        binding=binding,
+        title=f"{binding.get_bridge_display()}: {binding.title or 'conversation'}"[:200],
+    )
+
+
+def _start_turn(inbound: InboundMessage) -> Message:
+    with transaction.atomic(durable=True):
+        conversation = bridge_conversation(inbound.binding)
+        locked = Conversation.objects.select_for_update().get(pk=conversation.pk)
+        Message.objects.create(conversation=locked, role=Message.Role.USER, content=inbound.text)
+        answer = Message.objects.create(
+            conversation=locked,
+            role=Message.Role.ASSISTANT,
+            state=Message.State.STREAMING,
+            model=locked.ai_profile.model if locked.ai_profile else "",
+            heartbeat_at=timezone.now(),
+        )
+        locked.save(update_fields=["updated_at"])
+        InboundMessage.objects.filter(pk=inbound.pk).update(answer=answer)
+    return answer
+
+
+def inbound_process(*, inbound_id: int) -> None:
+    """Run the chat's own turn for a bridge message, then queue the answer back."""
+    from chat.runner import turn_run
+
+    claimed = InboundMessage.objects.filter(
+        pk=inbound_id, state=InboundMessage.State.RECEIVED
+    ).update(state=InboundMessage.State.ANSWERING)
+    inbound = (
+        InboundMessage.objects.select_related(
+            "binding__owner", "binding__ai_profile", "binding__agent", "answer"
+        )
+        .filter(pk=inbound_id)
+        .first()
+    )
+    if inbound is None:
+        logger.info("Inbound message %s is gone", inbound_id)
+        return
+    if not claimed:
+        # Delivered again after a worker died: the turn's own claim settled the answer.
+        answer = inbound.answer
+        if (
+            inbound.state == InboundMessage.State.ANSWERING
+            and answer is not None
+            and answer.state != Message.State.STREAMING
+        ):
+            _inbound_finish(inbound)
+        return
+    try:
+        answer = _start_turn(inbound)
+    except BridgeRefused as refusal:
+        InboundMessage.objects.filter(pk=inbound.pk).update(
+            state=InboundMessage.State.FAILED, error=refusal.message[:500]
+        )
+        return
+    turn_run(message_id=answer.pk)
+    inbound.answer_id = answer.pk
+    _inbound_finish(inbound)
+
+
+def _asked_note(count: int) -> str:
+    if count == 1:
+        return "I asked to save 1 note to your memory; it waits for your confirmation in the Inbox."
+    return (
+        f"I asked to save {count} notes to your memory; they wait for your confirmation "
+        "in the Inbox."
+    )
+
+
+def _inbound_finish(inbound: InboundMessage) -> None:
+    answer = Message.objects.filter(pk=inbound.answer_id or 0).first()
+    if answer is None:
+        return
+    asked = Proposal.objects.filter(
+        user_id=inbound.binding.owner_id, source="bridge", message_ref=str(answer.pk)
+    ).count()
+    ok = answer.state == Message.State.COMPLETE
+    text = answer.content.strip()
+    if asked:
+        # Messages from messaging apps always ask (M9): the sender is told so in words.
+        text = f"{text}\n\n{_asked_note(asked)}".strip()
+    now = timezone.now()
+    has_callback = bool(inbound.binding.callback_url)
+    with transaction.atomic(durable=True):
+        updated = InboundMessage.objects.filter(
+            pk=inbound.pk, state=InboundMessage.State.ANSWERING
+        ).update(
+            state=InboundMessage.State.ANSWERED if ok else InboundMessage.State.FAILED,
+            error="" if ok else (answer.error or "The answer could not be written.")[:500],
+            answer_text=text,
+            proposals=asked,
+            answered_at=now,
+            callback_state=(
+                InboundMessage.Callback.PENDING if has_callback else InboundMessage.Callback.NONE
+            ),
+            callback_deadline=now + timedelta(seconds=settings.WEBHOOK_RETRY_WINDOW_SECONDS),
+        )
+        if updated and has_callback:
+            _callback_on_commit(inbound.pk)
+
+
+def _callback_on_commit(inbound_id: int, countdown: float = 0) -> None:
+    from bridges.tasks import callback_send_task
+
+    transaction.on_commit(
+        lambda: callback_send_task.apply_async(args=(inbound_id,), countdown=countdown)
+    )
+
+
+def callback_body(inbound: InboundMessage) -> bytes:
+    ok = inbound.state == InboundMessage.State.ANSWERED
+    payload = {
+        "type": "message.answer",
+        "binding": str(inbound.binding.public_id),
+        "in_reply_to": inbound.webhook_id,
+        "ok": ok,
+        "text": inbound.answer_text,
+        "error": "" if ok else inbound.error,
+        "proposals": inbound.proposals,
+    }
+    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def callback_webhook_id(inbound: InboundMessage) -> str:
+    """The same id on every try, so the bridge can drop a repeat."""
+    return f"msg_answer_{inbound.pk}"
+
+
+def callback_send(*, inbound_id: int) -> bool:
+    """POST the answer to the binding's callback URL once; True when it was acknowledged."""
+    now = timezone.now()
+    claimed = (
+        InboundMessage.objects.filter(pk=inbound_id, callback_state=InboundMessage.Callback.PENDING)
+        .filter(Q(callback_lease_until__isnull=True) | Q(callback_lease_until__lt=now))
+        .filter(Q(callback_next_at__isnull=True) | Q(callback_next_at__lte=now))
+        .update(callback_lease_until=now + timedelta(seconds=settings.WEBHOOK_LEASE_SECONDS))
+    )
+    if not claimed:
+        return False
+    inbound = InboundMessage.objects.select_related("binding").get(pk=inbound_id)
+    binding = inbound.binding
+    result = post_signed(
+        binding.callback_url,
+        secret=binding.webhook_secret,
+        msg_id=callback_webhook_id(inbound),
+        body=callback_body(inbound),
+    )
+    now = timezone.now()
+    rows = InboundMessage.objects.filter(
+        pk=inbound_id, callback_state=InboundMessage.Callback.PENDING
+    )
+    if result.ok:
+        rows.update(
+            callback_state=InboundMessage.Callback.DELIVERED,
+            callback_delivered_at=now,
+            callback_attempts=F("callback_attempts") + 1,
+            callback_error="",
+            callback_lease_until=None,
+        )
+        return True
+    deadline = inbound.callback_deadline or now
+    if result.retryable and now < deadline:
+        wait = backoff_seconds(inbound.callback_attempts + 1)
+        rows.update(
+            callback_attempts=F("callback_attempts") + 1,
+            callback_error=result.error,
+            callback_next_at=now + timedelta(seconds=wait),
+            callback_lease_until=None,
+        )
+        from bridges.tasks import callback_send_task
+
+        callback_send_task.apply_async(args=(inbound_id,), countdown=wait)
+        return False
+    rows.update(
+        callback_state=InboundMessage.Callback.FAILED,
+        callback_attempts=F("callback_attempts") + 1,
+        callback_error=result.error,
+        callback_lease_until=None,
+    )
+    return False
+
+
+def bridges_sweep() -> dict[str, int]:
+    """Beat: resend due answers whose task was lost, restart messages no worker took."""
+    from bridges.outbox import endpoints_sweep
+    from bridges.tasks import callback_send_task, inbound_process_task
+
+    now = timezone.now()
+    callbacks = list(
+        InboundMessage.objects.filter(callback_state=InboundMessage.Callback.PENDING)
+        .filter(Q(callback_lease_until__isnull=True) | Q(callback_lease_until__lt=now))
+        .filter(Q(callback_next_at__isnull=True) | Q(callback_next_at__lte=now))
+        .values_list("pk", flat=True)[:500]
+    )
+    for inbound_id in callbacks:
+        callback_send_task.delay(inbound_id)
+    stuck = list(
+        InboundMessage.objects.filter(
+            state=InboundMessage.State.RECEIVED,
+            received_at__lt=now - timedelta(seconds=settings.WEBHOOK_LEASE_SECONDS),
+        ).values_list("pk", flat=True)[:500]
+    )
+    for inbound_id in stuck:
+        inbound_process_task.delay(inbound_id)
+    return {"callbacks": len(callbacks), "inbound": len(stuck), "endpoints": endpoints_sweep()}
+
+
+# --- Outgoing-event endpoints ---------------------------------------------------
+
+
+def endpoint_create(
+    *,
+    owner: User,
+    url: str,
+    event_types: list[str],
+    description: str = "",
+    organization: Organization | None = None,
+) -> tuple[EventEndpoint, str]:
+    """Register an endpoint; returns it with its signing secret, shown to the person once."""
+    _check_url(url)
+    unknown = set(event_types) - set(EventEndpoint.EventType.values)
+    if unknown or not event_types:
+        raise BridgeRefused("Pick at least one of the listed event types.")
+    if (
+        organization is not None
+        and not organization.membership_set.filter(user=owner, role="admin").exists()
+    ):
+        raise BridgeRefused("Only an admin of the organization can register its endpoints.")
+    secret = new_secret()
+    endpoint = EventEndpoint(
+        owner=owner,
+        organization=organization,
+        url=url,
+        description=" ".join(description.split())[:200],
+        event_types=sorted(set(event_types)),
+    )
+    endpoint.secret = secret
+    with transaction.atomic(durable=True):
+        endpoint.save()
+    return endpoint, secret
+
+
+def endpoint_delete(*, endpoint: EventEndpoint) -> None:
+    with transaction.atomic(durable=True):
+        EventEndpoint.objects.filter(pk=endpoint.pk).delete()
