@@ -424,6 +424,18 @@ def turn_run(*, message_id: int) -> None:
         usage=usage,
         first_token_at=streamer.first_token_at,
     )
+    if end.state == Message.State.COMPLETE:
+        _learn_after(message)
+
+
+def _learn_after(message: Message) -> None:
+    """Rule learning (M13) looks at the person's message once the answer is complete."""
+    from learning.services.rules import rule_check_after_answer
+
+    try:
+        rule_check_after_answer(answer_id=message.pk)
+    except Exception:  # learning never turns a finished answer into a failure
+        logger.exception("The rule check after answer %s failed", message.pk)
 
 
 def _answer(message: Message, streamer: _Streamer, usage: dict[str, int]) -> _End:
