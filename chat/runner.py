@@ -26,6 +26,7 @@ from chat.models import Conversation, Message
 from chat.selectors import message_html
 from chat.services import stop_requested
 from knowledge.models import Source
+from learning.services.references import reference_block_build
 from memory_addon.core.storable import storable, storable_value
 from memory_addon.core.tokens import estimate_tokens
 from memory_addon.outbound import OutboundRefused, check_outbound_url, release_db_connection
@@ -299,6 +300,10 @@ def _prepare(message: Message) -> Prepared:
         context_window=profile.context_window,
     )
     context = turn_context_build(turn)
+    # Approved reference files (M14) go after the memory block, in their own wrapper.
+    references = reference_block_build(
+        user=conversation.owner, memory_off_reason=context.reason_off
+    )
     retrieved, citations, retrieval_info = _retrieved(conversation, turn, current.content)
     tools = tool_schemas() if profile.supports_tools and not context.reason_off else None
     system_parts = [SYSTEM]
@@ -312,6 +317,8 @@ def _prepare(message: Message) -> Prepared:
         system_parts.append(conversation.agent.instructions)
     if context.block:
         system_parts.append(context.block)
+    if references.block:
+        system_parts.append(references.block)
     if retrieved:
         system_parts.append(retrieved)
     system = "\n\n".join(system_parts)
@@ -357,6 +364,7 @@ def _prepare(message: Message) -> Prepared:
         "excerpts": [
             {k: c[k] for k in ("marker", "path", "page", "tokens", "store_id")} for c in citations
         ],
+        "reference_files": references.sent_along(),
         "retrieval": retrieval_info,
         "history": {"sent": len(kept), "trimmed": trimmed},
         "tools": bool(tools),

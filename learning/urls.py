@@ -10,4 +10,15 @@ urlpatterns = [
     path("rules/<int:suggestion_id>/never/", views.rule_never, name="learning_rule_never"),
     path("rules/<int:suggestion_id>/undo/", views.rule_undo, name="learning_rule_undo"),
     path("messages/<int:message_id>/remember/", views.remember, name="learning_remember"),
+    path("references/", views.references_page, name="learning_references"),
+    path("references/add/", views.reference_add, name="learning_reference_add"),
+    path("references/<int:reference_id>/", views.reference_page, name="learning_reference"),
+    path(
+        "references/<int:reference_id>/send/", views.reference_send, name="learning_reference_send"
+    ),
+    path(
+        "references/<int:reference_id>/remove/",
+        views.reference_remove,
+        name="learning_reference_remove",
+    ),
 ]
