@@ -16,6 +16,25 @@ urlpatterns = [
     path(
         "references/<int:reference_id>/send/", views.reference_send, name="learning_reference_send"
     ),
+    path("cleanup/", views.cleanup_page, name="learning_cleanup"),
+    path("cleanup/jobs/<int:job_id>/", views.cleanup_job, name="learning_cleanup_job"),
+    path(
+        "cleanup/jobs/<int:job_id>/apply/",
+        views.cleanup_decide,
+        {"decision": "apply"},
+        name="learning_cleanup_apply",
+    ),
+    path(
+        "cleanup/jobs/<int:job_id>/dismiss/",
+        views.cleanup_decide,
+        {"decision": "dismiss"},
+        name="learning_cleanup_dismiss",
+    ),
+    path(
+        "cleanup/<int:scope_id>/<str:action>/",
+        views.cleanup_action,
+        name="learning_cleanup_action",
+    ),
     path(
         "references/<int:reference_id>/remove/",
         views.reference_remove,

@@ -175,3 +175,20 @@ def test_a_slow_cleanup_reply_changes_nothing(
     job = run_job(person, CleanupJob.Kind.MERGE, django_capture_on_commit_callbacks)
     assert job.state == "refused"
     assert index_of(person) == before.content
+
+
+def test_the_cleanup_page_checks_the_owner_and_bad_input_is_a_message(client, person):
+    write_index(person, MINE + "\n" + entry("lives in Rome") + "\n")
+    scope = user_scope(person)
+    client.force_login(person)
+    page = client.get(f"/learning/cleanup/?scope={scope.pk}")
+    assert page.status_code == 200 and "1 machine entry" in page.text
+    response = client.post(f"/learning/cleanup/{scope.pk}/archive/", {"entry": "nope"}, follow=True)
+    assert response.status_code == 200 and "older than 180 days" in response.text
+    assert client.post(f"/learning/cleanup/{scope.pk}/explode/").status_code == 404
+    assert client.get("/learning/cleanup/?scope=abc").status_code == 404
+    from tests.factories import UserFactory
+
+    client.force_login(UserFactory())
+    assert client.get(f"/learning/cleanup/?scope={scope.pk}").status_code == 404
+    assert client.post(f"/learning/cleanup/{scope.pk}/merge/").status_code == 404
