@@ -27,6 +27,7 @@ from chat.models import Conversation, Message
 from chat.selectors import message_html
 from chat.services import stop_requested
 from knowledge.models import Source
+from learning.services.references import reference_block_build
 from memory_addon.core.storable import storable, storable_value
 from memory_addon.core.tokens import estimate_tokens
 from memory_addon.outbound import OutboundRefused, check_outbound_url, release_db_connection
@@ -358,6 +359,10 @@ def _prepare(message: Message) -> Prepared:
     # Retrieval (an embeddings call and two searches) runs beside the memory block.
     retrieval = _beside(lambda: _retrieved(conversation, turn, current.content))
     context = turn_context_build(turn)
+    # Approved reference files (M14) go after the memory block, in their own wrapper.
+    references = reference_block_build(
+        user=conversation.owner, memory_off_reason=context.reason_off
+    )
     retrieved, citations, retrieval_info = retrieval()
     tools = tool_schemas() if profile.supports_tools and not context.reason_off else None
     system_parts = [SYSTEM]
@@ -371,6 +376,8 @@ def _prepare(message: Message) -> Prepared:
         system_parts.append(conversation.agent.instructions)
     if context.block:
         system_parts.append(context.block)
+    if references.block:
+        system_parts.append(references.block)
     if retrieved:
         system_parts.append(retrieved)
     system = "\n\n".join(system_parts)
@@ -416,6 +423,7 @@ def _prepare(message: Message) -> Prepared:
         "excerpts": [
             {k: c[k] for k in ("marker", "path", "page", "tokens", "store_id")} for c in citations
         ],
+        "reference_files": references.sent_along(),
         "retrieval": retrieval_info,
         "history": {"sent": len(kept), "trimmed": trimmed},
         "tools": bool(tools),
@@ -488,6 +496,18 @@ def turn_run(*, message_id: int) -> None:
         sent_along=message.sent_along or None,
         citations=message.citations or None,
     )
+    if end.state == Message.State.COMPLETE:
+        _learn_after(message)
+
+
+def _learn_after(message: Message) -> None:
+    """Rule learning (M13) looks at the person's message once the answer is complete."""
+    from learning.services.rules import rule_check_after_answer
+
+    try:
+        rule_check_after_answer(answer_id=message.pk)
+    except Exception:  # learning never turns a finished answer into a failure
+        logger.exception("The rule check after answer %s failed", message.pk)
 
 
 def _answer(message: Message, streamer: _Streamer, usage: dict[str, int]) -> _End:

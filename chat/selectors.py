@@ -12,6 +12,7 @@ from accounts.models import Agent, AIProfile, User
 from chat.models import Conversation, Message
 from knowledge.models import Store
 from memory_addon.core.markdown import render_markdown
+from learning.selectors import RuleCard, learning_off_reason, rule_cards_for
 from memory_addon.models import ChangeSet, Proposal
 from memory_addon.selectors import proposals_with_diffs
 
@@ -70,6 +71,10 @@ class MessageView:
     proposals: list[dict[str, Any]] = field(default_factory=list)
     saved: list[ChangeSet] = field(default_factory=list)
     decided: list[Proposal] = field(default_factory=list)
+    # Rule learning (M13): cards under an answer, "Remember as rule…" under own messages.
+    rules: list[RuleCard] = field(default_factory=list)
+    learning_reason: str = ""
+    rule_folder: str = ""
 
     @property
     def pk(self) -> int:
@@ -106,6 +111,9 @@ def message_views(conversation: Conversation, messages: list[Message]) -> list[M
         .annotate(is_undone=Exists(ChangeSet.objects.filter(undoes=OuterRef("pk"))))
         .order_by("created_at", "id")
     )
+    cards = rule_cards_for(conversation.owner_id, [m.pk for m in messages])
+    learning_reason = learning_off_reason(conversation.owner, conversation)
+    rule_folder = "Memory/agents/" + conversation.agent.slug if conversation.agent else "Memory"
     views = []
     for message in messages:
         key = str(message.pk)
@@ -120,6 +128,9 @@ def message_views(conversation: Conversation, messages: list[Message]) -> list[M
                     for p in proposals
                     if p.message_ref == key and p.state != Proposal.State.PENDING
                 ],
+                rules=cards.get(message.pk, []),
+                learning_reason=learning_reason,
+                rule_folder=rule_folder,
             )
         )
     return views

@@ -55,6 +55,8 @@ INSTALLED_APPS = [
     "knowledge",
     "chat",
     "bridges",
+
+    "learning",
 ]
 
 MIDDLEWARE = [
@@ -452,7 +454,12 @@ KNOWLEDGE_HNSW_EF_SEARCH = env_int("KNOWLEDGE_HNSW_EF_SEARCH", 400)
 CHAT_QUEUE = env_str("CHAT_QUEUE", "chat")
 # Threads mostly wait on the model; 20 lets 20 people chat at once on one worker.
 CHAT_WORKER_CONCURRENCY = env_int("CHAT_WORKER_CONCURRENCY", 20)
-CELERY_TASK_ROUTES = {"chat.turn_run": {"queue": CHAT_QUEUE}}
+# Rule detection and clean-up calls wait on the model too: the same queue as chat turns.
+CELERY_TASK_ROUTES = {
+    "chat.turn_run": {"queue": CHAT_QUEUE},
+    "learning.rule_detect": {"queue": CHAT_QUEUE},
+    "learning.cleanup_run": {"queue": CHAT_QUEUE},
+}
 CHAT_MAX_TOOL_ROUNDS = env_int("CHAT_MAX_TOOL_ROUNDS", 8)
 # Bounds of one answer: its text stops at this many characters (what arrived is kept),
 # and a round runs at most this many tool calls (the rest get a refusal to act on).
@@ -508,3 +515,18 @@ CELERY_BEAT_SCHEDULE["bridges-sweep"] = {
     "task": "bridges.sweep",
     "schedule": float(WEBHOOK_SWEEP_INTERVAL_SECONDS),
 }
+
+# --- Learning and upkeep (SPEC M12, M13, M14) -----------------------------------
+# Rule detection: one small call per message that passed the local filter.
+LEARNING_DETECT_TIMEOUT_SECONDS = env_int("LEARNING_DETECT_TIMEOUT_SECONDS", 90)
+LEARNING_MAX_CALLS_PER_DAY = env_int("LEARNING_MAX_CALLS_PER_DAY", 10)
+LEARNING_MAX_CARDS_PER_DAY = env_int("LEARNING_MAX_CARDS_PER_DAY", 3)
+LEARNING_ASK_AGAIN_DAYS = env_int("LEARNING_ASK_AGAIN_DAYS", 7)
+LEARNING_UNDO_SECONDS = env_int("LEARNING_UNDO_SECONDS", 30)
+# Reference files: read at most this much, send at most this much per file and in all.
+REFERENCE_READ_MAX_BYTES = env_int("REFERENCE_READ_MAX_BYTES", 1_000_000)
+REFERENCE_FILE_MAX_BYTES = env_int("REFERENCE_FILE_MAX_BYTES", 16 * 1024)
+REFERENCE_MAX_TOKENS = env_int("REFERENCE_MAX_TOKENS", 1000)
+# Clean-up: the AI call's limit and the age after which machine entries may be archived.
+CLEANUP_TIMEOUT_SECONDS = env_int("CLEANUP_TIMEOUT_SECONDS", 90)
+CLEANUP_ARCHIVE_AFTER_DAYS = env_int("CLEANUP_ARCHIVE_AFTER_DAYS", 180)

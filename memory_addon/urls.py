@@ -15,6 +15,7 @@ urlpatterns = [
     path("metrics", metrics_view, name="metrics"),
     path("chat/", include("chat.urls")),
     path("knowledge/", include("knowledge.urls")),
+    path("learning/", include("learning.urls")),
     path("memory/", views.memory_tab, name="memory"),
     path("memory/<int:scope_id>/raw/", views.memory_raw_save, name="memory_raw_save"),
     path("memory/<int:scope_id>/entries/", views.memory_entry_add, name="memory_entry_add"),

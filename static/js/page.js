@@ -34,3 +34,13 @@ document.addEventListener("DOMContentLoaded", () => {
 document.addEventListener("htmx:afterSettle", (event) => {
   event.target.querySelectorAll?.("[data-counter]").forEach(updateCounter);
 });
+
+// Undo after saving a rule is offered for a short time: hide it when that time is over.
+function hideExpired() {
+  const now = Date.now();
+  document.querySelectorAll("[data-hide-after]").forEach((element) => {
+    const until = Date.parse(element.dataset.hideAfter);
+    if (!Number.isNaN(until) && until <= now) element.remove();
+  });
+}
+setInterval(hideExpired, 1000);

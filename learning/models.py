@@ -1,0 +1,176 @@
+"""Rule suggestions and daily limits (M13), approved reference files (M14), clean-up jobs (M12)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class RuleSuggestion(models.Model):
+    """A lasting rule found in (or picked from) one of the person's messages.
+
+    A detected suggestion exists at most once per message, so a message whose rule was
+    postponed or rejected is never sent to detection again.
+    """
+
+    class Origin(models.TextChoices):
+        DETECTED = "detected", "Detected"
+        MANUAL = "manual", "Remember as rule"
+
+    class State(models.TextChoices):
+        DETECTING = "detecting", "Queued for checking"
+        RUNNING = "running", "Being checked"
+        NO_RULE = "no_rule", "No rule"
+        DROPPED = "dropped", "Dropped"
+        PENDING = "pending", "Waiting for you"
+        POSTPONED = "postponed", "Not now"
+        NEVER = "never", "Never"
+        SAVED = "saved", "Saved"
+        UNDONE = "undone", "Saved, then undone"
+
+    class Target(models.TextChoices):
+        USER = "user", "Your memory"
+        AGENT = "agent", "Agent memory"
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="rule_suggestions"
+    )
+    conversation = models.ForeignKey(
+        "chat.Conversation", on_delete=models.CASCADE, related_name="rule_suggestions"
+    )
+    user_message = models.ForeignKey("chat.Message", on_delete=models.CASCADE, related_name="+")
+    # SET_NULL: a regenerated answer must not make the message count as never checked.
+    answer = models.ForeignKey(
+        "chat.Message", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    origin = models.CharField(max_length=16, choices=Origin.choices)
+    state = models.CharField(max_length=16, choices=State.choices, db_index=True)
+    text = models.CharField(max_length=300, blank=True)
+    cue = models.CharField(max_length=60, blank=True)
+    target = models.CharField(max_length=16, choices=Target.choices, default=Target.USER)
+    agent = models.ForeignKey(
+        "accounts.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    change_set = models.ForeignKey(
+        "memory_addon.ChangeSet",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    reason = models.CharField(max_length=300, blank=True)
+    ask_again_at = models.DateTimeField(null=True, blank=True)
+    saved_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering: ClassVar = ["created_at", "id"]
+        constraints: ClassVar = [
+            models.UniqueConstraint(
+                fields=["user_message"],
+                condition=Q(origin="detected"),
+                name="one_detection_per_message",
+            ),
+            models.UniqueConstraint(
+                fields=["answer"],
+                condition=Q(origin="detected"),
+                name="one_rule_card_per_answer",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"Rule suggestion #{self.pk} ({self.state})"
+
+
+class LearningDay(models.Model):
+    """Detection calls and cards of one person on one day (limits 10 and 3)."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    day = models.DateField()
+    calls = models.PositiveIntegerField(default=0)
+    cards = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints: ClassVar = [
+            models.UniqueConstraint(fields=["user", "day"], name="one_learning_day_per_user"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.day}: {self.calls} calls, {self.cards} cards"
+
+
+class ReferenceFile(models.Model):
+    """Another tool's rule file the person approved to be sent as reference data."""
+
+    class Origin(models.TextChoices):
+        UPLOAD = "upload", "Uploaded"
+        FOLDER = "folder", "Server folder"
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="approved_reference_files"
+    )
+    name = models.CharField(max_length=255)
+    tool = models.CharField(max_length=80, blank=True)
+    origin = models.CharField(max_length=16, choices=Origin.choices)
+    # For a folder file: its absolute path under a folder an admin allowed.
+    path = models.CharField(max_length=1024, blank=True)
+    # The uploaded text (an upload has no other copy); empty for folder files.
+    content = models.TextField(blank=True)
+    approved_sha256 = models.CharField(max_length=64, blank=True)
+    approved_at = models.DateTimeField(null=True, blank=True)
+    send = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering: ClassVar = ["name", "id"]
+        constraints: ClassVar = [
+            models.UniqueConstraint(
+                fields=["owner", "path"],
+                condition=Q(origin="folder"),
+                name="one_reference_per_folder_file",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class CleanupJob(models.Model):
+    """One AI clean-up call for a scope (merge entries or shorten paragraphs) and its result."""
+
+    class Kind(models.TextChoices):
+        MERGE = "merge", "Merge machine entries"
+        SHORTEN = "shorten", "Shorten your paragraphs"
+
+    class State(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Asking the AI"
+        READY = "ready", "Ready to review"
+        REFUSED = "refused", "Not usable"
+        APPLIED = "applied", "Applied"
+        DISMISSED = "dismissed", "Dismissed"
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    scope = models.ForeignKey(
+        "memory_addon.MemoryScope", on_delete=models.CASCADE, related_name="+"
+    )
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    state = models.CharField(max_length=16, choices=State.choices, default=State.QUEUED)
+    base_sha256 = models.CharField(max_length=64)
+    proposed = models.TextField(blank=True)
+    error = models.CharField(max_length=500, blank=True)
+    change_set = models.ForeignKey(
+        "memory_addon.ChangeSet", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering: ClassVar = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} job #{self.pk} ({self.state})"

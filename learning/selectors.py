@@ -1,0 +1,114 @@
+"""Reads of the learning app: owner-checked access and the rule cards under messages."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.db.models import Q
+from django.http import Http404
+from django.utils import timezone
+
+from accounts.models import User
+from chat.models import Conversation
+from learning.models import RuleSuggestion
+from memory_addon.models import MemoryScope
+from memory_addon.services.policy import kill_switch_on, policy_for
+from memory_addon.services.scopes import scope_folder
+
+
+def learning_off_reason(user: User, conversation: Conversation | None = None) -> str:
+    """Empty when rules may be learned and saved for this person (and chat), else why not."""
+    if kill_switch_on():
+        return "Rule learning is off on this server (MEMORY_AI_MEMORY=off)."
+    policy = policy_for(user)
+    if not policy.learning:
+        return f"{policy.organization_name or 'Your organization'} has turned rule learning off."
+    if policy.memory_mode == "off":
+        return "Your organization has turned memory off, so no rules are learned."
+    if policy.memory_mode == "read_only":
+        return "Your organization made memory read-only, so no rules can be saved."
+    if not policy.addon_enabled:
+        return "The Short memory add-on is disabled, so no rules are learned."
+    if conversation is not None and not conversation.memory_on:
+        return "Memory is off for this conversation, so no rules are learned in it."
+    if conversation is not None and conversation.run_kind != "interactive":
+        return "Scheduled and background runs learn no rules."
+    return ""
+
+
+def suggestion_for_user(user: User, suggestion_id: int) -> RuleSuggestion:
+    """The one owner check for a rule card; a foreign or missing id is a 404."""
+    try:
+        return RuleSuggestion.objects.select_related("agent", "change_set").get(
+            pk=suggestion_id, user=user
+        )
+    except (RuleSuggestion.DoesNotExist, ValueError, TypeError):
+        raise Http404("No such rule card.") from None
+
+
+def target_folder(suggestion: RuleSuggestion) -> str:
+    """Where a rule goes, for the card's preview (a pure read: no scope is created)."""
+    if suggestion.target == RuleSuggestion.Target.AGENT and suggestion.agent is not None:
+        return scope_folder(MemoryScope(kind=MemoryScope.Kind.AGENT, agent=suggestion.agent))
+    return scope_folder(MemoryScope(kind=MemoryScope.Kind.USER))
+
+
+def undo_open(suggestion: RuleSuggestion) -> bool:
+    return (
+        suggestion.state == RuleSuggestion.State.SAVED
+        and suggestion.saved_at is not None
+        and timezone.now() - suggestion.saved_at
+        <= timedelta(seconds=settings.LEARNING_UNDO_SECONDS)
+    )
+
+
+@dataclass(frozen=True)
+class RuleCard:
+    suggestion: RuleSuggestion
+    folder: str
+    undo_open: bool
+    undo_until: str  # ISO time after which the page hides Undo
+
+    @property
+    def pk(self) -> int:
+        return int(self.suggestion.pk)
+
+
+def rule_cards_for(user_id: int, message_ids: list[int]) -> dict[int, list[RuleCard]]:
+    """Cards under answers (detected) and notices under own messages (manual): one query."""
+    if not message_ids:
+        return {}
+    now = timezone.now()
+    shown = Q(state__in=[RuleSuggestion.State.PENDING, RuleSuggestion.State.SAVED]) | Q(
+        state=RuleSuggestion.State.POSTPONED, ask_again_at__lte=now
+    )
+    shown |= Q(state=RuleSuggestion.State.UNDONE)
+    detected = Q(origin=RuleSuggestion.Origin.DETECTED, answer_id__in=message_ids)
+    rows = (
+        RuleSuggestion.objects.filter(user_id=user_id)
+        .filter(
+            (detected & shown)
+            | Q(
+                origin=RuleSuggestion.Origin.MANUAL,
+                user_message_id__in=message_ids,
+                state__in=[RuleSuggestion.State.SAVED, RuleSuggestion.State.UNDONE],
+            )
+        )
+        .select_related("agent")
+    )
+    cards: dict[int, list[RuleCard]] = {}
+    for row in rows:
+        key = row.answer_id if row.origin == RuleSuggestion.Origin.DETECTED else row.user_message_id
+        if key is None:
+            continue
+        until = (
+            row.saved_at + timedelta(seconds=settings.LEARNING_UNDO_SECONDS)
+            if row.saved_at
+            else now
+        )
+        cards.setdefault(key, []).append(
+            RuleCard(row, target_folder(row), undo_open(row), until.isoformat())
+        )
+    return cards

@@ -1,0 +1,349 @@
+"""Rule learning (M13): the check after an answer, the detection job, and the card's actions."""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from accounts.models import User
+from chat import client
+from chat.models import Conversation, Message
+from learning.core.detection import detection_messages, parse_detection
+from learning.core.rule_filter import check
+from learning.models import LearningDay, RuleSuggestion
+from learning.selectors import learning_off_reason, undo_open
+from memory_addon.core import entries
+from memory_addon.core.secret_guard import find_secret, mask_outbound
+from memory_addon.core.untrusted import normalise_untrusted
+from memory_addon.errors import ChangeRefused, NotAllowed, ProposalClosed, SecretRefused
+from memory_addon.models import ChangeSet
+from memory_addon.outbound import OutboundRefused, check_outbound_url, release_db_connection
+from memory_addon.services.changes import change_set_apply, change_set_undo, memory_lock
+from memory_addon.services.proposals import plan_writes
+from memory_addon.services.scopes import agent_scope, user_scope
+
+logger = logging.getLogger(__name__)
+
+
+def _day_locked(user_id: int) -> LearningDay:
+    today = timezone.localdate()
+    LearningDay.objects.get_or_create(user_id=user_id, day=today)
+    return LearningDay.objects.select_for_update().get(user_id=user_id, day=today)
+
+
+def _question_of(answer: Message) -> Message | None:
+    return (
+        Message.objects.filter(
+            conversation_id=answer.conversation_id, pk__lt=answer.pk, role=Message.Role.USER
+        )
+        .order_by("-pk")
+        .first()
+    )
+
+
+def rule_check_after_answer(*, answer_id: int) -> RuleSuggestion | None:
+    """After a complete answer: the local filter, then (within the daily limit) one job."""
+    answer = Message.objects.select_related("conversation__owner").filter(pk=answer_id).first()
+    if answer is None or answer.role != Message.Role.ASSISTANT:
+        return None
+    conversation = answer.conversation
+    if learning_off_reason(conversation.owner, conversation):
+        return None
+    question = _question_of(answer)
+    if question is None or not check(question.content).passes:
+        return None
+    if RuleSuggestion.objects.filter(
+        user_message=question, origin=RuleSuggestion.Origin.DETECTED
+    ).exists():
+        return None  # checked before: a postponed or rejected rule is not suggested again
+    try:
+        with transaction.atomic(durable=True):
+            day = _day_locked(conversation.owner_id)
+            if day.calls >= settings.LEARNING_MAX_CALLS_PER_DAY:
+                return None
+            day.calls += 1
+            day.save(update_fields=["calls"])
+            suggestion = RuleSuggestion.objects.create(
+                user_id=conversation.owner_id,
+                conversation=conversation,
+                user_message=question,
+                answer=answer,
+                origin=RuleSuggestion.Origin.DETECTED,
+                state=RuleSuggestion.State.DETECTING,
+                cue=check(question.content).cue,
+            )
+            from learning.tasks import rule_detect_task
+
+            suggestion_id = suggestion.pk
+            transaction.on_commit(lambda: rule_detect_task.delay(suggestion_id))
+    except IntegrityError:
+        return None  # a concurrent check of the same message or answer won
+    return suggestion
+
+
+def _end(suggestion_id: int, state: str, reason: str = "") -> None:
+    RuleSuggestion.objects.filter(pk=suggestion_id).update(
+        state=state, reason=reason[:300], decided_at=timezone.now()
+    )
+
+
+def rule_detect(*, suggestion_id: int) -> str:
+    """The detection job: one bounded call with the masked message only. Returns the state."""
+    claimed = RuleSuggestion.objects.filter(
+        pk=suggestion_id, state=RuleSuggestion.State.DETECTING
+    ).update(state=RuleSuggestion.State.RUNNING)
+    if not claimed:
+        return "skipped"
+    suggestion = RuleSuggestion.objects.select_related(
+        "user_message", "conversation__ai_profile", "conversation__agent", "user"
+    ).get(pk=suggestion_id)
+    conversation = suggestion.conversation
+    reason = learning_off_reason(suggestion.user, conversation)
+    if reason:
+        _end(suggestion_id, RuleSuggestion.State.DROPPED, reason)
+        return RuleSuggestion.State.DROPPED
+    text = suggestion.user_message.content
+    if not check(text).passes or find_secret(text) is not None:
+        _end(suggestion_id, RuleSuggestion.State.DROPPED, "The message did not pass the filter.")
+        return RuleSuggestion.State.DROPPED
+    profile = conversation.ai_profile
+    if profile is None:
+        _end(suggestion_id, RuleSuggestion.State.DROPPED, "The conversation has no AI profile.")
+        return RuleSuggestion.State.DROPPED
+    limit = float(settings.LEARNING_DETECT_TIMEOUT_SECONDS)
+    endpoint = client.Endpoint(
+        base_url=profile.base_url,
+        model=profile.model,
+        api_key=profile.api_key,
+        connect_timeout=min(float(settings.CHAT_CONNECT_TIMEOUT_SECONDS), limit),
+        read_timeout=limit,
+        max_retries=0,
+    )
+    messages = detection_messages(mask_outbound(text))
+    release_db_connection()
+    started = time.monotonic()
+    try:
+        check_outbound_url(endpoint.base_url)
+        result = client.stream_round(
+            endpoint,
+            messages=messages,
+            tools=None,
+            on_delta=lambda _delta: None,
+            should_stop=lambda: time.monotonic() - started > limit,
+        )
+    except (client.ModelError, OutboundRefused) as error:
+        _end(suggestion_id, RuleSuggestion.State.DROPPED, f"The detection call failed: {error}")
+        return RuleSuggestion.State.DROPPED
+    if result.stopped or time.monotonic() - started > limit:
+        _end(
+            suggestion_id,
+            RuleSuggestion.State.DROPPED,
+            f"The detection took longer than {int(limit)} seconds.",
+        )
+        return RuleSuggestion.State.DROPPED
+    detection = parse_detection(result.content)
+    if detection.kind == "none":
+        _end(suggestion_id, RuleSuggestion.State.NO_RULE)
+        return RuleSuggestion.State.NO_RULE
+    if detection.kind == "malformed" or find_secret(detection.text) is not None:
+        _end(
+            suggestion_id,
+            RuleSuggestion.State.DROPPED,
+            detection.problem or "The rule looked like it held a secret.",
+        )
+        return RuleSuggestion.State.DROPPED
+    return _show_card(suggestion_id, detection.text)
+
+
+def _show_card(suggestion_id: int, text: str) -> str:
+    with transaction.atomic(durable=True):
+        suggestion = RuleSuggestion.objects.select_for_update().get(pk=suggestion_id)
+        day = _day_locked(suggestion.user_id)
+        if day.cards >= settings.LEARNING_MAX_CARDS_PER_DAY:
+            suggestion.state = RuleSuggestion.State.DROPPED
+            suggestion.reason = (
+                f"Already {settings.LEARNING_MAX_CARDS_PER_DAY} rule cards today; "
+                "no more are shown."
+            )
+            suggestion.save(update_fields=["state", "reason"])
+            return RuleSuggestion.State.DROPPED
+        day.cards += 1
+        day.save(update_fields=["cards"])
+        conversation = Conversation.objects.select_related("agent").get(
+            pk=suggestion.conversation_id
+        )
+        suggestion.text = text
+        suggestion.state = RuleSuggestion.State.PENDING
+        if conversation.agent is not None:
+            suggestion.target = RuleSuggestion.Target.AGENT
+            suggestion.agent = conversation.agent
+        suggestion.save(update_fields=["text", "state", "target", "agent"])
+        _push_cards_on_commit(suggestion)
+    return RuleSuggestion.State.PENDING
+
+
+def _push_cards_on_commit(suggestion: RuleSuggestion) -> None:
+    """Redraw the cards under the message on the person's open pages."""
+    message_id = suggestion.answer_id or suggestion.user_message_id
+    user_id = suggestion.user_id
+
+    def push() -> None:
+        from chat import events
+
+        message = Message.objects.select_related("conversation").filter(pk=message_id).first()
+        if message is None:
+            return
+        try:
+            events.push_memory(user_id, message)
+        except Exception:  # a page update never undoes the saved state
+            logger.exception("Could not push the rule card of message %s", message_id)
+
+    transaction.on_commit(push)
+
+
+def _clean_rule(text: str) -> str:
+    try:
+        return entries.validate_entry_text(" ".join(normalise_untrusted(text).split()))
+    except entries.EntryRefused as error:
+        raise ChangeRefused(str(error)) from error
+
+
+def _save(user: User, suggestion: RuleSuggestion, text: str, origin: str) -> ChangeSet:
+    finding = find_secret(text)
+    if finding:
+        raise SecretRefused(f"The rule: {finding.message()}", kind=finding.kind)
+    if suggestion.target == RuleSuggestion.Target.AGENT and suggestion.agent is not None:
+        scope = agent_scope(suggestion.agent)
+    else:
+        scope = user_scope(user)
+    op = {
+        "action": "add",
+        "text": text,
+        "entry_id": entries.new_entry_id(),
+        "created": timezone.localdate().isoformat(),
+    }
+    writes, bases = plan_writes(scope, op, origin="learning", source=ChangeSet.Source.LEARNING)
+    return change_set_apply(
+        user=user,
+        scope=scope,
+        writes=writes,
+        origin=origin,
+        source=ChangeSet.Source.LEARNING,
+        machine=True,
+        base_hashes=bases,
+        summary=f"Rule: {text}",
+        conversation_ref=str(suggestion.conversation_id),
+        message_ref=str(suggestion.answer_id or suggestion.user_message_id),
+        agent=suggestion.agent,
+    )
+
+
+def rule_save(*, user: User, suggestion: RuleSuggestion, text: str) -> RuleSuggestion:
+    """Save the (edited) rule of a card as one change set; Undo stays open for 30 seconds."""
+    cleaned = _clean_rule(text)
+    with transaction.atomic(durable=True):
+        memory_lock(user.pk)
+        locked = RuleSuggestion.objects.select_for_update().get(pk=suggestion.pk, user=user)
+        if locked.state not in (RuleSuggestion.State.PENDING, RuleSuggestion.State.POSTPONED):
+            raise ProposalClosed(f"This rule card is already {locked.get_state_display().lower()}.")
+        reason = learning_off_reason(user)
+        if reason:
+            raise NotAllowed(reason)
+        change_set = _save(user, locked, cleaned, ChangeSet.Origin.ASSISTANT)
+        now = timezone.now()
+        locked.text, locked.change_set = cleaned, change_set
+        locked.state = RuleSuggestion.State.SAVED
+        locked.saved_at = locked.decided_at = now
+        locked.save(update_fields=["text", "state", "change_set", "saved_at", "decided_at"])
+        _push_cards_on_commit(locked)
+    return locked
+
+
+def rule_remember(*, user: User, message: Message, text: str) -> RuleSuggestion:
+    """ "Remember as rule…" on one of the person's own messages: no AI call, saved at once."""
+    if message.role != Message.Role.USER or message.conversation.owner_id != user.pk:
+        raise ChangeRefused("Only your own messages can be remembered as a rule.")
+    cleaned = _clean_rule(text)
+    conversation = Conversation.objects.select_related("agent").get(pk=message.conversation_id)
+    with transaction.atomic(durable=True):
+        memory_lock(user.pk)
+        reason = learning_off_reason(user)
+        if reason:
+            raise NotAllowed(reason)
+        suggestion = RuleSuggestion(
+            user=user,
+            conversation=conversation,
+            user_message=message,
+            origin=RuleSuggestion.Origin.MANUAL,
+            state=RuleSuggestion.State.SAVED,
+            text=cleaned,
+        )
+        if conversation.agent is not None:
+            suggestion.target, suggestion.agent = RuleSuggestion.Target.AGENT, conversation.agent
+        suggestion.change_set = _save(user, suggestion, cleaned, ChangeSet.Origin.PERSON)
+        suggestion.saved_at = suggestion.decided_at = timezone.now()
+        suggestion.save()
+        _push_cards_on_commit(suggestion)
+    return suggestion
+
+
+def rule_undo(*, user: User, suggestion: RuleSuggestion) -> RuleSuggestion:
+    """Remove a just-saved rule again (within 30 seconds), through the change-set undo."""
+    if not undo_open(suggestion) or suggestion.change_set is None:
+        raise ProposalClosed(
+            f"Undo is offered for {settings.LEARNING_UNDO_SECONDS} seconds after Save; "
+            "remove the rule in the Memory tab instead."
+        )
+    change_set_undo(user=user, change_set=suggestion.change_set, source=ChangeSet.Source.LEARNING)
+    RuleSuggestion.objects.filter(pk=suggestion.pk, state=RuleSuggestion.State.SAVED).update(
+        state=RuleSuggestion.State.UNDONE
+    )
+    suggestion.state = RuleSuggestion.State.UNDONE
+    _push_cards_on_commit(suggestion)
+    return suggestion
+
+
+def rule_postpone(*, user: User, suggestion: RuleSuggestion) -> RuleSuggestion:
+    """Not now: the card comes back under the answer after 7 days."""
+    return _decide(
+        user,
+        suggestion,
+        RuleSuggestion.State.POSTPONED,
+        ask_again_at=timezone.now() + timedelta(days=settings.LEARNING_ASK_AGAIN_DAYS),
+    )
+
+
+def rule_never(*, user: User, suggestion: RuleSuggestion) -> RuleSuggestion:
+    return _decide(user, suggestion, RuleSuggestion.State.NEVER)
+
+
+def _decide(
+    user: User, suggestion: RuleSuggestion, state: str, *, ask_again_at: datetime | None = None
+) -> RuleSuggestion:
+    with transaction.atomic(durable=True):
+        locked = RuleSuggestion.objects.select_for_update().get(pk=suggestion.pk, user=user)
+        if locked.state not in (RuleSuggestion.State.PENDING, RuleSuggestion.State.POSTPONED):
+            raise ProposalClosed(f"This rule card is already {locked.get_state_display().lower()}.")
+        RuleSuggestion.objects.filter(pk=locked.pk).update(
+            state=state, ask_again_at=ask_again_at, decided_at=timezone.now()
+        )
+        locked.refresh_from_db()
+        _push_cards_on_commit(locked)
+    return locked
+
+
+__all__ = [
+    "learning_off_reason",
+    "rule_check_after_answer",
+    "rule_detect",
+    "rule_never",
+    "rule_postpone",
+    "rule_remember",
+    "rule_save",
+    "rule_undo",
+]
