@@ -55,7 +55,6 @@ INSTALLED_APPS = [
     "knowledge",
     "chat",
     "bridges",
-
     "learning",
 ]
 
