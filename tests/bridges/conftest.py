@@ -7,8 +7,17 @@ import pytest
 from accounts.models import AIProfile, MessagingBinding
 from bridges.models import InboundMessage
 from bridges.services import binding_create, inbound_process
+from bridges.tasks import callback_send_task, endpoint_deliver_task, inbound_process_task
 from scripts.sample_bridge import CallbackReceiver
 from tests.factories import AIProfileFactory, UserFactory
+
+
+@pytest.fixture(autouse=True)
+def _jobs_wait_for_the_test(monkeypatch):
+    """These tests play the worker themselves: a real chat worker that another test
+    module started must not take their jobs first. An explicit queue beats the routes."""
+    for task in (inbound_process_task, callback_send_task, endpoint_deliver_task):
+        monkeypatch.setattr(task, "queue", "bridges-tests-unconsumed", raising=False)
 
 
 @pytest.fixture

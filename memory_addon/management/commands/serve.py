@@ -187,9 +187,9 @@ class Command(BaseCommand):
         chat += ["--concurrency", str(options["chat_concurrency"]), "--hostname", "chat@%h"]
         beat = [*celery, "beat", "--loglevel", "INFO"]
         beat += ["--schedule", str(Path(settings.DATA_DIR) / "celerybeat-schedule")]
-        # A chat turn may hold two connections at once (its thread and its live-update
-        # thread), so the chat worker's pool grows with its threads.
-        chat_pool = str(max(10, 2 * options["chat_concurrency"] + 2))
+        # A chat turn may hold three connections at once (its thread, its retrieval
+        # thread and its live-update thread), so the chat worker's pool grows with them.
+        chat_pool = str(max(10, 3 * options["chat_concurrency"] + 2))
         return [
             *commands,
             ("worker", [*worker, "--loglevel", "INFO", *quiet], env),
