@@ -279,7 +279,7 @@ CACHES = {
 }
 CHANNEL_LAYERS = {
     "default": {
-        "BACKEND": "memory_addon.channel_layer.ResilientRedisChannelLayer",
+        "BACKEND": "channels_redis.core.RedisChannelLayer",
         "CONFIG": {"hosts": [REDIS_URL], "prefix": env_str("CHANNELS_PREFIX", "asgi")},
     }
 }

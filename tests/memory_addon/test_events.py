@@ -126,36 +126,3 @@ def test_a_user_does_not_receive_another_users_fragments(client, user, django_us
             await communicator.disconnect()
 
     assert async_to_sync(scenario)()
-
-
-def test_socket_survives_redis_timeouts_in_the_receive_loop(client, user):
-    """A Redis timeout while waiting for events used to end every socket of the process."""
-    from channels.layers import get_channel_layer
-    from redis.exceptions import TimeoutError as RedisTimeoutError
-
-    cookie = _session_cookie(client, user)
-    layer = get_channel_layer()
-    real = layer._brpop_with_clean
-    failures = [RedisTimeoutError("Timeout reading from socket")] * 2
-
-    async def flaky(*args, **kwargs):
-        if failures:
-            raise failures.pop()
-        return await real(*args, **kwargs)
-
-    fragment = '<div id="inbox-count" hx-swap-oob="true">7</div>'
-
-    async def scenario():
-        layer._brpop_with_clean = flaky
-        try:
-            communicator = await _connected(cookie)
-            try:
-                await layer.group_send(f"user.{user.pk}", {"type": "fragment", "html": fragment})
-                return await communicator.receive_from(timeout=10)
-            finally:
-                await communicator.disconnect()
-        finally:
-            del layer._brpop_with_clean
-
-    assert async_to_sync(scenario)() == fragment
-    assert failures == []
