@@ -24,6 +24,7 @@ from memory_addon.errors import (
     StaleBase,
 )
 from memory_addon.models import ChangeSet, FileChange, MemoryFile, MemoryScope, content_hash
+from memory_addon.services.note_search import note_embeddings_refresh_on_commit
 from memory_addon.services.scopes import index_path
 from memory_addon.storage import storage_check
 
@@ -228,6 +229,7 @@ def change_set_apply(
             _store(scope, write, existing, machine=machine)
         FileChange.objects.bulk_create(rows)
         events.memory_changed_on_commit(user.pk, change_set.pk, origin)
+        note_embeddings_refresh_on_commit(scope.pk)
     return change_set
 
 
