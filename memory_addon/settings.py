@@ -354,9 +354,9 @@ KNOWLEDGE_BM25_B = env_float("KNOWLEDGE_BM25_B", 0.75)
 # Hybrid fusion (B3): "rrf" (weighted reciprocal rank) or "score" (weighted sum of
 # min-max normalised scores). Weights chosen on LoCoMo, checked on a second set
 # (docs/benchmarks.md, retrieval section).
-KNOWLEDGE_FUSION = env_str("KNOWLEDGE_FUSION", "rrf")
-KNOWLEDGE_FUSION_KEYWORD_WEIGHT = env_float("KNOWLEDGE_FUSION_KEYWORD_WEIGHT", 1.0)
-KNOWLEDGE_FUSION_VECTOR_WEIGHT = env_float("KNOWLEDGE_FUSION_VECTOR_WEIGHT", 1.0)
+KNOWLEDGE_FUSION = env_str("KNOWLEDGE_FUSION", "score")
+KNOWLEDGE_FUSION_KEYWORD_WEIGHT = env_float("KNOWLEDGE_FUSION_KEYWORD_WEIGHT", 0.7)
+KNOWLEDGE_FUSION_VECTOR_WEIGHT = env_float("KNOWLEDGE_FUSION_VECTOR_WEIGHT", 0.3)
 KNOWLEDGE_RRF_K = env_int("KNOWLEDGE_RRF_K", 60)
 KNOWLEDGE_CHUNK_TOKENS = env_int("KNOWLEDGE_CHUNK_TOKENS", 800)
 KNOWLEDGE_CHUNK_OVERLAP_TOKENS = env_int("KNOWLEDGE_CHUNK_OVERLAP_TOKENS", 120)
