@@ -350,9 +350,9 @@ def run(write_section: Callable[[str, str], None], machine: str) -> str:
         "",
         f"LoCoMo retrieval quality ({meta['questions']:.0f} questions of categories 1-4, one "
         "collection per conversation, one chunk per turn; keyword search is PostgreSQL "
-        "full-text with an OR query ranked by ts_rank_cd; hybrid fuses the vector and keyword "
-        f"top 50 by reciprocal rank). Keyword search returned nothing for {meta['empty_keyword']:.0f} "
-        "questions.",
+        "full-text with an OR query ranked by BM25; hybrid fuses the vector and keyword top 50 "
+        "with the fusion settings; the retrieval section has nDCG and the BM25 reference). "
+        f"Keyword search returned nothing for {meta['empty_keyword']:.0f} questions.",
         "",
         "| retriever | evidence recall@10 | hit@10 |",
         "|---|---|---|",

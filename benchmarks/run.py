@@ -156,9 +156,14 @@ def main() -> None:
         assemble_minilm(Path(os.environ["EMBEDDING_MODEL_PATH"]))
     except FileNotFoundError as error:
         print(f"Local model not available ({error}); vector rows are skipped.")
+    machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    from benchmarks.retrieval_bench import run as retrieval_run
+
+    if sys.argv[1:] == ["retrieval"]:  # one section: `python -m benchmarks.run retrieval`
+        print(retrieval_run(write_section, machine))
+        return
     context = bench_turn_context()
     proposals = bench_proposals()
-    machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
     body = f"""## Memory: turn context and proposals
 
 Command: `make bench` (runs `python -m benchmarks.run`; embedded PostgreSQL 16 and Redis
@@ -187,6 +192,7 @@ Model-initiated changes, 200 each, one transaction per change, sequential:
     from benchmarks.knowledge_bench import run as knowledge_run
 
     print(knowledge_run(write_section, machine))
+    print(retrieval_run(write_section, machine))
     from benchmarks.secret_guard_bench import run as secret_guard_run
 
     print(secret_guard_run(write_section, machine))

@@ -63,6 +63,7 @@ def store_new(request: HttpRequest, payload: StoreIn) -> Status[Store]:
         role_text=payload.role_text,
         role_coding=payload.role_coding,
         autonomous_opt_in=payload.autonomous_opt_in,
+        language=payload.language,
     )
     return Status(201, store)
 

@@ -6,7 +6,7 @@ from django import forms
 
 from accounts.models import AIProfile, User
 from knowledge.core.scanning import folder_path_problem
-from knowledge.models import Source
+from knowledge.models import Source, Store
 
 
 class StoreForm(forms.Form):
@@ -14,6 +14,12 @@ class StoreForm(forms.Form):
     embedding = forms.ChoiceField(
         label="Embedding model",
         help_text="Fixed once the collection exists; changing it later needs a rebuild.",
+    )
+    language = forms.ChoiceField(
+        label="Language of the documents",
+        choices=Store.Language.choices,
+        initial=Store.Language.ENGLISH,
+        help_text="Keyword search matches word forms of this language (running, runs → run).",
     )
     role_text = forms.BooleanField(label="Use with text chats", required=False, initial=True)
     role_coding = forms.BooleanField(label="Use with coding chats", required=False)

@@ -11,7 +11,7 @@ from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
-from django.db.models import Q
+from django.db.models import Case, Func, IntegerField, Q, When
 from pgvector.django import VectorField
 
 from knowledge.core.scanning import folder_path_problem
@@ -27,6 +27,11 @@ class Store(models.Model):
         OPENAI = "openai", "OpenAI-compatible server"
         NONE = "none", "None (keyword search only)"
 
+    class Language(models.TextChoices):
+        # PostgreSQL text search configurations: stemming and stop words per language.
+        ENGLISH = "english", "English"
+        GERMAN = "german", "German"
+
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="knowledge_stores"
     )
@@ -36,6 +41,12 @@ class Store(models.Model):
     dimension = models.PositiveIntegerField(null=True, blank=True)
     ai_profile = models.ForeignKey(
         "accounts.AIProfile", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    language = models.CharField(
+        max_length=16,
+        choices=Language.choices,
+        default=Language.ENGLISH,
+        help_text="Stemming and stop words of keyword search; fixed when the collection is made.",
     )
     role_text = models.BooleanField(default=True)
     role_coding = models.BooleanField(default=False)
@@ -138,9 +149,29 @@ class Chunk(models.Model):
     token_count = models.PositiveIntegerField()
     # No fixed dimension: each store's HNSW index casts to its own (see services).
     embedding = VectorField(null=True, blank=True)
+    # The store's text search configuration, copied in by a database trigger on insert
+    # (see migration 0004) so every insert path, ORM, COPY or raw SQL, gets it right.
+    language = models.CharField(max_length=16, db_default="english", editable=False)
     search = models.GeneratedField(
-        expression=SearchVector("text", config="english"),
+        expression=Case(
+            When(language="german", then=SearchVector("text", config="german")),
+            default=SearchVector("text", config="english"),
+        ),
         output_field=SearchVectorField(),
+        db_persist=True,
+    )
+    # Terms in the chunk after stop words (BM25's document length): the positions of
+    # every lexeme, counted by an immutable SQL function from migration 0004.
+    search_length = models.GeneratedField(
+        expression=Func(
+            Case(
+                When(language="german", then=SearchVector("text", config="german")),
+                default=SearchVector("text", config="english"),
+            ),
+            function="knowledge_tsvector_length",
+            output_field=IntegerField(),
+        ),
+        output_field=IntegerField(),
         db_persist=True,
     )
 
@@ -155,6 +186,40 @@ class Chunk(models.Model):
 
     def __str__(self) -> str:
         return f"{self.document_id}#{self.ordinal}"
+
+
+class KeywordStats(models.Model):
+    """BM25's whole-store numbers: chunk count and total length (maintained by triggers)."""
+
+    store = models.OneToOneField(
+        Store, on_delete=models.CASCADE, primary_key=True, related_name="keyword_stats"
+    )
+    chunks = models.BigIntegerField(default=0)
+    tokens = models.BigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"{self.store_id}: {self.chunks} chunks"
+
+
+class KeywordTerm(models.Model):
+    """Document frequency of one lexeme in one store (BM25's idf), kept by triggers.
+
+    The statement-level triggers on knowledge_chunk (migration 0004) add a commit's
+    inserted chunks and subtract its deleted ones in the same transaction, so the
+    numbers change exactly when an index version becomes visible.
+    """
+
+    store = models.ForeignKey(Store, on_delete=models.CASCADE, related_name="+")
+    term = models.TextField()
+    df = models.BigIntegerField()
+
+    class Meta:
+        constraints: ClassVar = [
+            models.UniqueConstraint(fields=["store", "term"], name="unique_keyword_term"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.term} ({self.df})"
 
 
 class StagedChunk(models.Model):

@@ -1,4 +1,4 @@
-"""Bounded, cited retrieval (K7, K8): hybrid vector + full-text search fused by rank."""
+"""Bounded, cited retrieval (K7, K8): vector and BM25 keyword search, fused by weight."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from knowledge.core import blocks
 from knowledge.embeddings import EmbeddingUnavailable
 from knowledge.models import Chunk, Source, Store
 from knowledge.services import store_embedder
-from memory_addon.core.fulltext import or_query
+from memory_addon.core.fulltext import or_query, query_words
 from memory_addon.outbound import release_db_connection
 
 logger = logging.getLogger(__name__)
@@ -110,21 +110,84 @@ def above_floor(scored: list[tuple[int, float]]) -> list[tuple[int, float]]:
     return [(chunk_id, similarity) for chunk_id, similarity in scored if similarity >= floor]
 
 
-def keyword_ranking(
+# BM25 over the chunks the GIN index finds, with idf and average length from the
+# store's statistics (knowledge_keywordterm / knowledge_keywordstats, kept by triggers),
+# so a chunk's score is the one it has in the whole store, not among the candidates.
+# Lucene's idf, which is never negative. tf is the number of positions of the lexeme.
+_BM25 = """
+WITH q AS (
+    SELECT DISTINCT lexeme AS term FROM unnest(to_tsvector(%(config)s::regconfig, %(words)s))
+), totals AS (
+    SELECT greatest(chunks, 1)::float8 AS n,
+           greatest(tokens, 1)::float8 / greatest(chunks, 1) AS avgdl
+    FROM knowledge_keywordstats WHERE store_id = %(store)s
+), w AS (
+    SELECT t.term, ln(1 + (totals.n - t.df + 0.5) / (t.df + 0.5)) AS idf, totals.avgdl
+    FROM knowledge_keywordterm t JOIN q ON q.term = t.term CROSS JOIN totals
+    WHERE t.store_id = %(store)s
+), hits AS (
+    SELECT c.id, c.search, c.search_length FROM knowledge_chunk c
+    WHERE c.store_id = %(store)s AND c.source_id = ANY(%(sources)s)
+      AND c.search @@ to_tsquery(%(config)s::regconfig, %(query)s)
+)
+SELECT h.id,
+       sum(w.idf * x.tf * (%(k1)s + 1)
+           / (x.tf + %(k1)s * (1 - %(b)s + %(b)s * h.search_length / w.avgdl))) AS score
+FROM hits h
+CROSS JOIN LATERAL (
+    SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1)::float8 AS tf FROM unnest(h.search) u
+) x
+JOIN w ON w.term = x.lexeme
+GROUP BY h.id
+ORDER BY score DESC, h.id
+LIMIT %(limit)s
+"""
+
+# The fallback when no whole word matches: word beginnings ("authentic" finds
+# "authentication"), ranked by ts_rank, so a question with an answer gets one.
+_PREFIX = """
+SELECT id, ts_rank(search, q) FROM knowledge_chunk, to_tsquery(%(config)s::regconfig, %(query)s) q
+WHERE store_id = %(store)s AND source_id = ANY(%(sources)s) AND search @@ q
+ORDER BY 2 DESC, id LIMIT %(limit)s
+"""
+
+
+def keyword_scored(
     store: Store, query: str, source_ids: list[int], limit: int = CANDIDATES
-) -> list[int]:
-    """Full-text search with OR semantics and ranking: natural questions rarely match every word."""
+) -> list[tuple[int, float]]:
+    """(chunk id, BM25 score) best first; OR semantics, then word beginnings as a fallback.
+
+    Natural questions rarely match every word, so any query word finds a chunk, and
+    BM25's idf makes the rare words of the question count more than the common ones.
+    """
     ts_query = or_query(query)
     if not ts_query or not source_ids:
         return []
+    params: dict[str, Any] = {
+        "config": store.language,
+        "words": " ".join(query_words(query)),
+        "query": ts_query,
+        "store": store.pk,
+        "sources": source_ids,
+        "limit": limit,
+        "k1": float(settings.KNOWLEDGE_BM25_K1),
+        "b": float(settings.KNOWLEDGE_BM25_B),
+    }
     with connection.cursor() as cursor:
-        cursor.execute(
-            """SELECT id FROM knowledge_chunk, to_tsquery('english', %s) AS q
-               WHERE store_id = %s AND source_id = ANY(%s) AND search @@ q
-               ORDER BY ts_rank_cd(search, q) DESC, id LIMIT %s""",
-            [ts_query, store.pk, source_ids, limit],
-        )
-        return [row[0] for row in cursor.fetchall()]
+        cursor.execute(_BM25, params)
+        rows = cursor.fetchall()
+        if not rows:
+            prefixes = or_query(query, prefix=True, min_length=4)
+            if prefixes:
+                cursor.execute(_PREFIX, {**params, "query": prefixes})
+                rows = cursor.fetchall()
+    return [(chunk_id, float(score)) for chunk_id, score in rows]
+
+
+def keyword_ranking(
+    store: Store, query: str, source_ids: list[int], limit: int = CANDIDATES
+) -> list[int]:
+    return [chunk_id for chunk_id, _ in keyword_scored(store, query, source_ids, limit)]
 
 
 @dataclass(frozen=True)
@@ -134,10 +197,26 @@ class Ranking:
     similarity: dict[int, float] = field(default_factory=dict)  # for vector hits
 
 
-def rank(store: Store, query: str, *, mode: str = "hybrid", limit: int = CANDIDATES) -> Ranking:
-    """Chunk ids best first: hybrid, vector-only or keyword-only."""
+def rank(
+    store: Store,
+    query: str,
+    *,
+    mode: str = "hybrid",
+    limit: int = CANDIDATES,
+    weights: tuple[float, float] | None = None,
+    method: str | None = None,
+) -> Ranking:
+    """Chunk ids best first: hybrid, vector-only or keyword-only.
+
+    Hybrid fuses the two lists with the fusion settings (or `weights` = (keyword,
+    vector) and `method` given by the caller, e.g. the benchmark choosing them).
+    """
     source_ids = [s.pk for s in _enabled_sources(store)]
-    rankings = []
+    lists: list[tuple[list[tuple[int, float]], float]] = []
+    keyword_weight, vector_weight = weights or (
+        settings.KNOWLEDGE_FUSION_KEYWORD_WEIGHT,
+        settings.KNOWLEDGE_FUSION_VECTOR_WEIGHT,
+    )
     similarity: dict[int, float] = {}
     try:
         embedder = store_embedder(store, for_query=True) if mode in ("hybrid", "vector") else None
@@ -154,12 +233,16 @@ def rank(store: Store, query: str, *, mode: str = "hybrid", limit: int = CANDIDA
         else:
             scored = above_floor(vector_scored(store, vector, source_ids, limit))
             similarity = dict(scored)
-            rankings.append([chunk_id for chunk_id, _ in scored])
+            lists.append((scored, vector_weight))
     if mode in ("hybrid", "keyword") or embedder is None:
-        rankings.append(keyword_ranking(store, query, source_ids, limit))
-    return Ranking(
-        blocks.fuse(rankings)[:limit], semantic=embedder is not None, similarity=similarity
-    )
+        lists.append((keyword_scored(store, query, source_ids, limit), keyword_weight))
+    if len(lists) == 1:  # one list keeps its own order, whatever its weight
+        ids = [chunk_id for chunk_id, _ in lists[0][0]]
+    else:
+        ids = blocks.fuse_weighted(
+            lists, method=method or settings.KNOWLEDGE_FUSION, k=settings.KNOWLEDGE_RRF_K
+        )
+    return Ranking(ids[:limit], semantic=embedder is not None, similarity=similarity)
 
 
 def bounds() -> blocks.Bounds:

@@ -20,6 +20,9 @@ class StoreIn(Schema):
     role_text: bool = True
     role_coding: bool = False
     autonomous_opt_in: bool = False
+    language: Literal["english", "german"] = Field(
+        "english", description="Stemming and stop words of keyword search; fixed at creation."
+    )
 
 
 class StoreOut(Schema):
@@ -31,6 +34,7 @@ class StoreOut(Schema):
     role_text: bool
     role_coding: bool
     autonomous_opt_in: bool
+    language: str
     semantic: bool
 
 

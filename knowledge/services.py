@@ -117,8 +117,13 @@ def store_create(
     role_text: bool = True,
     role_coding: bool = False,
     autonomous_opt_in: bool = False,
+    language: str = Store.Language.ENGLISH,
 ) -> Store:
     name = name.strip()
+    if language not in Store.Language.values:
+        raise KnowledgeRefusal(
+            "Choose the keyword search language: " + ", ".join(Store.Language.values) + "."
+        )
     if not name:
         raise KnowledgeRefusal("Give the collection a name.")
     if Store.objects.filter(owner=owner, name=name).exists():
@@ -146,6 +151,7 @@ def store_create(
             role_text=role_text,
             role_coding=role_coding,
             autonomous_opt_in=autonomous_opt_in,
+            language=language,
         )
         if store.semantic:
             _create_vector_index(store)

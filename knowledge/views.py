@@ -53,6 +53,7 @@ def store_new(request: HttpRequest) -> HttpResponse:
                 role_text=form.cleaned_data["role_text"],
                 role_coding=form.cleaned_data["role_coding"],
                 autonomous_opt_in=form.cleaned_data["autonomous_opt_in"],
+                language=form.cleaned_data["language"],
             )
         except MemoryRefusal as refusal:
             form.add_error(None, refusal.message)

@@ -8,6 +8,7 @@ from typing import ClassVar
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from pgvector.django import VectorField
 
 
 class MemoryScope(models.Model):
@@ -246,3 +247,25 @@ class AddonInstallation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.addon} ({'on' if self.enabled else 'off'})"
+
+
+class NoteEmbedding(models.Model):
+    """A note file's vector for semantic list_memory (M4), refreshed by a Celery job.
+
+    `sha256` is the content that was embedded: a file whose hash differs is embedded
+    again on the next refresh. `model_name` ties the vector to its model; a search only
+    compares vectors of the model it embedded the query with.
+    """
+
+    file = models.OneToOneField(
+        MemoryFile, on_delete=models.CASCADE, primary_key=True, related_name="embedding"
+    )
+    model_name = models.CharField(max_length=200)
+    dimension = models.PositiveIntegerField()
+    sha256 = models.CharField(max_length=64)
+    # No fixed dimension: the person's embedding model decides it.
+    vector = VectorField()
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.file_id} ({self.model_name})"

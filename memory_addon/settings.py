@@ -438,6 +438,16 @@ MCP_CONTEXT_WINDOW = env_int("MCP_CONTEXT_WINDOW", 16384)
 # of the best hit's, to be sent; unrelated nearest neighbours are not excerpts.
 KNOWLEDGE_MIN_SIMILARITY = env_float("KNOWLEDGE_MIN_SIMILARITY", 0.2)
 KNOWLEDGE_RELATIVE_SIMILARITY = env_float("KNOWLEDGE_RELATIVE_SIMILARITY", 0.5)
+# BM25 keyword ranking (B3): term-frequency saturation and length normalisation.
+KNOWLEDGE_BM25_K1 = env_float("KNOWLEDGE_BM25_K1", 1.2)
+KNOWLEDGE_BM25_B = env_float("KNOWLEDGE_BM25_B", 0.75)
+# Hybrid fusion (B3): "rrf" (weighted reciprocal rank) or "score" (weighted sum of
+# min-max normalised scores). Weights chosen on LoCoMo, checked on a second set
+# (docs/benchmarks.md, retrieval section).
+KNOWLEDGE_FUSION = env_str("KNOWLEDGE_FUSION", "score")
+KNOWLEDGE_FUSION_KEYWORD_WEIGHT = env_float("KNOWLEDGE_FUSION_KEYWORD_WEIGHT", 0.7)
+KNOWLEDGE_FUSION_VECTOR_WEIGHT = env_float("KNOWLEDGE_FUSION_VECTOR_WEIGHT", 0.3)
+KNOWLEDGE_RRF_K = env_int("KNOWLEDGE_RRF_K", 60)
 KNOWLEDGE_CHUNK_TOKENS = env_int("KNOWLEDGE_CHUNK_TOKENS", 800)
 KNOWLEDGE_CHUNK_OVERLAP_TOKENS = env_int("KNOWLEDGE_CHUNK_OVERLAP_TOKENS", 120)
 # HNSW parameters (pgvector). Measured on 100k clustered 384-d vectors with m 16 and

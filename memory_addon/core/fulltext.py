@@ -8,14 +8,21 @@ _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 MAX_WORDS = 64
 
 
-def or_query(text: str) -> str:
+def query_words(text: str) -> list[str]:
+    """The distinct lower-case words of `text`, at most MAX_WORDS of them."""
+    return list(dict.fromkeys(word.lower() for word in _WORD.findall(text)))[:MAX_WORDS]
+
+
+def or_query(text: str, *, prefix: bool = False, min_length: int = 1) -> str:
     """A to_tsquery string matching any word of `text` ('' when it has none).
 
     An AND query such as plainto_tsquery returns nothing for most natural questions.
-    Each word is quoted, so no user text can change the query's syntax.
+    Each word is quoted, so no user text can change the query's syntax. `prefix`
+    matches word beginnings (`'word':*`) for words of at least `min_length` letters.
     """
-    words = list(dict.fromkeys(word.lower() for word in _WORD.findall(text)))[:MAX_WORDS]
-    return " | ".join(f"'{word}'" for word in words)
+    words = [word for word in query_words(text) if len(word) >= min_length]
+    suffix = ":*" if prefix else ""
+    return " | ".join(f"'{word}'{suffix}" for word in words)
 
 
 def snippet(text: str, query: str, *, width: int = 160) -> str:

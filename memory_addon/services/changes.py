@@ -25,6 +25,7 @@ from memory_addon.errors import (
     StaleBase,
 )
 from memory_addon.models import ChangeSet, FileChange, MemoryFile, MemoryScope, content_hash
+from memory_addon.services.note_search import note_embeddings_refresh_on_commit
 from memory_addon.services.scopes import index_path
 from memory_addon.storage import storage_check
 
@@ -239,6 +240,7 @@ def change_set_apply(
             paths=[row.path for row in rows],
             summary=change_set.summary,
         )
+        note_embeddings_refresh_on_commit(scope.pk)
     return change_set
 
 

@@ -10,9 +10,10 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import transaction
 
-from memory_addon.core.fulltext import or_query, snippet
+from accounts.models import User
+from memory_addon.core.fulltext import snippet
 from memory_addon.core.secret_guard import mask_outbound
 from memory_addon.errors import ChangeRefused, MemoryRefusal, NotAllowed
 from memory_addon.models import ChangeSet, MemoryFile, MemoryScope
@@ -24,6 +25,7 @@ from memory_addon.services.changes import (
     memory_lock,
 )
 from memory_addon.services.context import memory_readable, neutralize, readable_scopes
+from memory_addon.services.note_search import note_search
 from memory_addon.services.proposals import (
     check_may_change,
     memory_change_request,
@@ -181,33 +183,17 @@ def _context_read(turn: Turn, args: dict[str, Any]) -> str:
 
 
 def _search(
-    scopes: list[MemoryScope], query: str, limit: int = 10
+    user: User, scopes: list[MemoryScope], query: str, limit: int = 10
 ) -> list[tuple[MemoryScope, str, str]]:
-    """Full-text search with OR semantics: natural questions rarely match every word.
+    """Keyword and meaning (note_search), fused; a snippet of each file.
 
     Snippets are cut in Python from the masked text: a snippet cut in SQL could
     separate a password cue from its value, and the value would then go out unmasked.
     """
-    ts_query = or_query(query)
-    if not ts_query or not scopes:
-        return []
-    by_id = {scope.pk: scope for scope in scopes}
-    with connection.cursor() as cursor:
-        cursor.execute(
-            """
-            SELECT scope_id, path, content
-            FROM memory_addon_memoryfile
-            WHERE scope_id = ANY(%s)
-              AND to_tsvector('simple', content) @@ to_tsquery('simple', %s)
-            ORDER BY ts_rank(to_tsvector('simple', content), to_tsquery('simple', %s)) DESC, path
-            LIMIT %s
-            """,
-            [list(by_id), ts_query, ts_query, limit],
-        )
-        return [
-            (by_id[scope_id], path, snippet(mask_outbound(content), query))
-            for scope_id, path, content in cursor.fetchall()
-        ]
+    return [
+        (hit.scope, hit.path, snippet(mask_outbound(hit.content), query))
+        for hit in note_search(user=user, scopes=scopes, query=query, limit=limit)
+    ]
 
 
 def _list_memory(turn: Turn, args: dict[str, Any]) -> str:
@@ -217,7 +203,7 @@ def _list_memory(turn: Turn, args: dict[str, Any]) -> str:
     query = str(args.get("query") or "").strip()
     if not query:
         raise ChangeRefused("Give a query: a few words to search for.")
-    hits = _search([scope for _, scope in readable_scopes(turn)], query)
+    hits = _search(turn.user, [scope for _, scope in readable_scopes(turn)], query)
     if not hits:
         return f"No note matches {query!r}."
     return "\n".join(_wrap(scope_folder(scope), path, snippet) for scope, path, snippet in hits)
@@ -280,7 +266,7 @@ def _bank_list(turn: Turn, args: dict[str, Any]) -> str:
         return "The bank is empty."
     query = str(args.get("query") or "").strip()
     if query:
-        hits = _search([scope], query, limit=20)
+        hits = _search(turn.user, [scope], query, limit=20)
         return (
             "\n".join(_wrap("project", p, s) for _, p, s in hits) or f"Nothing matches {query!r}."
         )
