@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpRequest
-from ninja import File, Router, UploadedFile
+from ninja import File, Router, Status, UploadedFile
 
 from accounts.auth import signed_in_user
 from addons.core.package import MAX_PACKAGE_BYTES
@@ -83,12 +83,12 @@ def addon_list(request: HttpRequest) -> list[dict[str, Any]]:
     response={201: AddonOut, **ERRORS},
     summary="Install an uploaded package (administrators); it starts switched off",
 )
-def install_upload(request: HttpRequest, package: File[UploadedFile]) -> tuple[int, dict[str, Any]]:
+def install_upload(request: HttpRequest, package: File[UploadedFile]) -> Status:
     user = signed_in_user(request)
     if package.size is not None and package.size > MAX_PACKAGE_BYTES:
         raise ChangeRefused(f"The package is larger than {MAX_PACKAGE_BYTES // 1024} KiB.")
     row = addon_install_zip(user=user, data=package.read(MAX_PACKAGE_BYTES + 1))
-    return 201, _out(_state(row.addon_id), switched_off_by(user))
+    return Status(201, _out(_state(row.addon_id), switched_off_by(user)))
 
 
 @router.post(
@@ -96,10 +96,10 @@ def install_upload(request: HttpRequest, package: File[UploadedFile]) -> tuple[i
     response={201: AddonOut, **ERRORS},
     summary="Install the add-on an installed Python distribution offers (administrators)",
 )
-def install_entry_point(request: HttpRequest, payload: EntryPointIn) -> tuple[int, dict[str, Any]]:
+def install_entry_point(request: HttpRequest, payload: EntryPointIn) -> Status:
     user = signed_in_user(request)
     row = addon_install_entry_point(user=user, name=payload.name)
-    return 201, _out(_state(row.addon_id), switched_off_by(user))
+    return Status(201, _out(_state(row.addon_id), switched_off_by(user)))
 
 
 @router.put(

@@ -123,18 +123,35 @@ def addon_context_build(
     if not active:
         return context
     ids = [state.id for state in active]
-    rules = {
-        (addon, skill): text
-        for addon, skill, text in SkillRule.objects.filter(user=user, addon_id__in=ids).values_list(
-            "addon_id", "skill", "text"
-        )
-    }
-    stored = {
-        (addon, key): value
-        for addon, key, value in AddonSetting.objects.filter(user=user, addon__in=ids).values_list(
-            "addon", "key", "value"
-        )
-    }
+    used_skills = any(
+        set(skill.allowed_tools) <= tools for state in active for skill in state.manifest.skills
+    )
+    rules = (
+        {
+            (addon, skill): text
+            for addon, skill, text in SkillRule.objects.filter(
+                user=user, addon_id__in=ids
+            ).values_list("addon_id", "skill", "text")
+        }
+        if used_skills
+        else {}
+    )
+    # Settings are read only when a context file depends on one.
+    templated = [
+        state.id
+        for state in active
+        if not state.builtin and any("{" in p for p in state.manifest.capabilities.context_files)
+    ]
+    stored = (
+        {
+            (addon, key): value
+            for addon, key, value in AddonSetting.objects.filter(
+                user=user, addon__in=templated
+            ).values_list("addon", "key", "value")
+        }
+        if templated
+        else {}
+    )
     candidates: list[Candidate[SentSkill | SentFile]] = []
     for state in active:
         for skill in state.manifest.skills:

@@ -113,10 +113,10 @@ class Removal:
 
 def addon_removal_plan(*, addon_id: str) -> Removal:
     state = installed_addon(addon_id)
+    if state is not None and state.builtin:
+        raise NotAllowed(f"{state.manifest.name} comes with the host: turn it off instead.")
     if state is None or state.row is None:
         raise AddonNotFound(f"There is no installed add-on {addon_id!r}.")
-    if state.builtin:
-        raise NotAllowed(f"{state.manifest.name} comes with the host: turn it off instead.")
     files = list(state.row.files.values_list("size", flat=True))
     return Removal(
         addon_id=addon_id,
