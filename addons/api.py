@@ -83,7 +83,7 @@ def addon_list(request: HttpRequest) -> list[dict[str, Any]]:
     response={201: AddonOut, **ERRORS},
     summary="Install an uploaded package (administrators); it starts switched off",
 )
-def install_upload(request: HttpRequest, package: File[UploadedFile]) -> Status:
+def install_upload(request: HttpRequest, package: File[UploadedFile]) -> Status[dict[str, Any]]:
     user = signed_in_user(request)
     if package.size is not None and package.size > MAX_PACKAGE_BYTES:
         raise ChangeRefused(f"The package is larger than {MAX_PACKAGE_BYTES // 1024} KiB.")
@@ -96,7 +96,7 @@ def install_upload(request: HttpRequest, package: File[UploadedFile]) -> Status:
     response={201: AddonOut, **ERRORS},
     summary="Install the add-on an installed Python distribution offers (administrators)",
 )
-def install_entry_point(request: HttpRequest, payload: EntryPointIn) -> Status:
+def install_entry_point(request: HttpRequest, payload: EntryPointIn) -> Status[dict[str, Any]]:
     user = signed_in_user(request)
     row = addon_install_entry_point(user=user, name=payload.name)
     return Status(201, _out(_state(row.addon_id), switched_off_by(user)))
