@@ -301,3 +301,14 @@ def test_the_add_on_part_of_a_turn_does_not_grow_with_the_add_ons_installed(
     with CaptureQueriesContext(connection) as four:
         assert len(as_person.turn()["addons"]["context_files"]) == 4
     assert len(four.captured_queries) == len(one.captured_queries)
+
+
+def test_an_add_on_without_a_personal_switch_is_switched_for_the_server_only(as_admin, as_person):
+    data = manifest(id="policy", userToggle=False)
+    files = {f"context/{t}.md": f"# policy {t}\n" for t in ("friendly", "formal", "brief")}
+    files["pages/index.html"] = "<p>x</p>"
+    as_admin.upload(zip_of({"manifest.json": json.dumps(data), **files}))
+    as_admin.put("/api/addons/policy/enabled", {"enabled": True})
+    refused = as_person.put("/api/addons/policy/enabled-for-me", {"enabled": False})
+    assert refused.status_code == 403 and "whole server only" in refused.json()["detail"]
+    assert [f["addon"] for f in as_person.turn()["addons"]["context_files"]] == ["policy"]
