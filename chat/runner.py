@@ -22,6 +22,7 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
+from addons.context import addon_context_build
 from chat import client, events
 from chat.models import Conversation, Message
 from chat.selectors import message_html
@@ -374,10 +375,21 @@ def _prepare(message: Message) -> Prepared:
         )
     if conversation.agent and conversation.agent.instructions:
         system_parts.append(conversation.agent.instructions)
+    # Order (docs/addons.md): skills, the memory block, add-on context files, excerpts.
+    addons = addon_context_build(
+        user=conversation.owner,
+        context_window=profile.context_window,
+        tools={tool["function"]["name"] for tool in tools or []},
+        memory_readable=not context.reason_off,
+    )
+    if addons.skills_block:
+        system_parts.append(addons.skills_block)
     if context.block:
         system_parts.append(context.block)
     if references.block:
         system_parts.append(references.block)
+    if addons.files_block:
+        system_parts.append(addons.files_block)
     if retrieved:
         system_parts.append(retrieved)
     system = "\n\n".join(system_parts)
@@ -424,6 +436,7 @@ def _prepare(message: Message) -> Prepared:
             {k: c[k] for k in ("marker", "path", "page", "tokens", "store_id")} for c in citations
         ],
         "reference_files": references.sent_along(),
+        "addons": addons.sent_along(),
         "retrieval": retrieval_info,
         "history": {"sent": len(kept), "trimmed": trimmed},
         "tools": bool(tools),

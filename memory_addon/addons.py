@@ -1,70 +1,98 @@
-"""Add-on manifests the host knows, with the user settings they declare (H5)."""
+"""The Short memory add-on's manifest: built in, but declared like any other add-on (H5)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
-
-@dataclass(frozen=True)
-class Option:
-    value: str
-    label: str
-    help: str
-
-
-@dataclass(frozen=True)
-class DeclaredSetting:
-    key: str
-    label: str
-    options: tuple[Option, ...]
-    default: str
-
-    def validate(self, value: Any) -> str:
-        allowed = [option.value for option in self.options]
-        if not isinstance(value, str) or value not in allowed:
-            raise ValueError(f"{self.key} must be one of: {', '.join(allowed)}.")
-        return value
-
-
-@dataclass(frozen=True)
-class Manifest:
-    name: str
-    title: str
-    api: int
-    context_files: tuple[str, ...]
-    settings: tuple[DeclaredSetting, ...]
-    skills: tuple[str, ...]
-
-    def setting(self, key: str) -> DeclaredSetting | None:
-        return next((s for s in self.settings if s.key == key), None)
-
+from addons.core.manifest import Manifest, manifest_parse
 
 MEMORY_ADDON = "memory"
 SAVE_MODE = "save-mode"
 
-MEMORY_MANIFEST = Manifest(
-    name=MEMORY_ADDON,
-    title="Short memory",
-    api=2,
-    context_files=("Memory/index.md", "Memory/agents/*/index.md", "Memory/channels/*/index.md"),
-    settings=(
-        DeclaredSetting(
-            key=SAVE_MODE,
-            label="Saving a note",
-            options=(
-                Option("ask", "Ask me first", "The assistant proposes a note; you confirm it."),
-                Option(
-                    "auto",
-                    "Save it and tell me",
-                    "In your own chats the note is saved at once, with an Undo.",
-                ),
-                Option("never", "Never", "The assistant cannot propose notes."),
-            ),
-            default="ask",
+_MEMORY_SKILL = """\
+Consult memory for almost every request. The memory block lists one line per note, such as \
+"- home: lives in Rome -> home.md". Before you answer, pick the lines that bear on the request \
+and read their topic file with context_read(path); skip this only for small talk.
+When the person asks you to remember or forget something, call propose_change (or \
+revert_change for a note saved in this conversation) and tell them what the answer says:
+- "Proposed": the note waits for their confirmation on the card under your answer or in the \
+inbox; it is not saved yet.
+- "Saved": it is saved now, and the Undo under your answer takes it back.
+- a refusal (saving is off, the note looks like a secret, the index is full): say so in one \
+sentence with the reason, and do not claim it was saved.
+Never write passwords, keys or other secrets into memory."""
+
+_CHECK_OWN_FILES_SKILL = """\
+When the person asks what you know or remember about them, answer only from what you can read: \
+the memory lines of this turn and the topic files you open with context_read or find with \
+list_memory. Say plainly what you cannot read: other conversations' notes, files outside \
+Memory, and notes left out because they did not fit the budget. Do not invent notes, and point \
+them to the Memory tab, where they can read, edit and delete every note."""
+
+MEMORY_MANIFEST: Manifest = manifest_parse(
+    {
+        "api": 2,
+        "id": MEMORY_ADDON,
+        "name": "Short memory",
+        "version": "2.0.0",
+        "author": "Memory host",
+        "description": (
+            "A few notes about you that the assistant reads in every chat: where you live, "
+            "what you eat, the language and units you like, how you want answers."
         ),
-    ),
-    skills=("memory", "memory-check-own-files"),
+        "permissions": ["context-files", "user-settings", "memory-tools"],
+        "userToggle": True,
+        "capabilities": {
+            # Read by the host's memory block (M3) from the person's own files, not the package.
+            "contextFiles": [
+                "Memory/index.md",
+                "Memory/agents/agent/index.md",
+                "Memory/channels/conversation/index.md",
+            ]
+        },
+        "settings": [
+            {
+                "key": SAVE_MODE,
+                "label": "Saving a note",
+                "type": "string",
+                "description": (
+                    "What happens when the assistant wants to save something to your memory."
+                ),
+                "choices": [
+                    {
+                        "value": "ask",
+                        "label": "Ask me first",
+                        "description": "The assistant proposes a note; you confirm it.",
+                    },
+                    {
+                        "value": "auto",
+                        "label": "Save it and tell me",
+                        "description": (
+                            "In your own chats the note is saved at once, with an Undo."
+                        ),
+                    },
+                    {
+                        "value": "never",
+                        "label": "Never",
+                        "description": "The assistant cannot propose notes.",
+                    },
+                ],
+                "default": "ask",
+            }
+        ],
+        "skills": [
+            {
+                "name": "memory",
+                "description": "Read the matching note before answering; save notes the right way.",
+                "instructions": _MEMORY_SKILL,
+                "allowedTools": ["context_read", "propose_change", "revert_change", "list_memory"],
+            },
+            {
+                "name": "memory-check-own-files",
+                "description": "Say honestly what memory holds and what the assistant cannot read.",
+                "instructions": _CHECK_OWN_FILES_SKILL,
+                "allowedTools": ["context_read", "list_memory"],
+            },
+        ],
+    }
 )
 
-MANIFESTS = {MEMORY_MANIFEST.name: MEMORY_MANIFEST}
+BUILTIN_MANIFESTS: dict[str, Manifest] = {MEMORY_MANIFEST.id: MEMORY_MANIFEST}

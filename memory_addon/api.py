@@ -9,10 +9,11 @@ from ninja.security import django_auth
 
 from accounts.api import router as accounts_router
 from accounts.auth import TokenAuth
+from addons.api import router as addons_router
 from chat.api import router as chat_router
 from knowledge.api import router as knowledge_router
 from memory_addon.errors import MemoryRefusal
-from memory_addon.memory_api import addons_router, chats_router
+from memory_addon.memory_api import chats_router
 from memory_addon.memory_api import router as memory_router
 
 api = NinjaAPI(

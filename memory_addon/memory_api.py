@@ -14,6 +14,7 @@ from pydantic import Field, StringConstraints
 from accounts.auth import signed_in_user, token_scope
 from accounts.models import Agent, MessagingBinding, User
 from accounts.token_access import command_refusal, tool_refusal
+from addons.context import addon_context_build
 from memory_addon import filestore
 from memory_addon.core.secret_guard import find_secret
 from memory_addon.errors import MemoryRefusal, NotAllowed
@@ -28,8 +29,6 @@ from memory_addon.schemas import (
     FileWriteIn,
     ProposalOut,
     ScopeOut,
-    SettingIn,
-    SettingOut,
     ToolCallIn,
     ToolCallOut,
     TurnContextOut,
@@ -67,12 +66,10 @@ from memory_addon.services.scopes import (
     user_scope,
 )
 from memory_addon.services.tools import tool_call_execute, tool_schemas
-from memory_addon.services.user_settings import addon_setting_get, addon_setting_put
 from memory_addon.turns import Turn
 
 router = Router(tags=["memory"])
 chats_router = Router(tags=["memory"])
-addons_router = Router(tags=["add-ons"])
 
 ERRORS = {400: ErrorOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut}
 
@@ -216,12 +213,23 @@ def version_restore_endpoint(request: HttpRequest, version_id: int) -> dict[str,
     summary="Build the memory block for a turn",
 )
 def turn_context(request: HttpRequest, payload: TurnIn) -> dict[str, Any]:
-    context = turn_context_build(turn_from(signed_in_user(request), payload))
+    turn = turn_from(signed_in_user(request), payload)
+    context = turn_context_build(turn)
+    # A caller of this endpoint offers the memory tools unless memory is off for the turn.
+    offered = set() if context.reason_off else {t["function"]["name"] for t in tool_schemas()}
+    addons = addon_context_build(
+        user=turn.user,
+        context_window=turn.context_window,
+        tools=offered,
+        memory_readable=not context.reason_off,
+    )
     return {
         "block": context.block,
         "hash": context.block_hash,
         "sent_along": context.sent_along(),
         "memory_off_reason": context.reason_off,
+        "addons_block": "\n\n".join(b for b in (addons.skills_block, addons.files_block) if b),
+        "addons": addons.sent_along(),
     }
 
 
@@ -349,29 +357,7 @@ def audit(request: HttpRequest, filters: Query[AuditFilter]) -> list[dict[str, A
     return [change_summary(cs) for cs in queryset[:500]]
 
 
-@addons_router.get(
-    "/{addon}/settings/{key}",
-    response={200: SettingOut, 404: ErrorOut},
-    summary="Read a user setting",
-)
-def setting_get(request: HttpRequest, addon: str, key: str) -> dict[str, Any]:
-    value = addon_setting_get(user=signed_in_user(request), addon=addon, key=key)
-    return {"addon": addon, "key": key, "value": value}
-
-
-@addons_router.put(
-    "/{addon}/settings/{key}",
-    response={200: SettingOut, 400: ErrorOut, 404: ErrorOut},
-    summary="Write a user setting; validated against the add-on's declaration",
-)
-def setting_put(request: HttpRequest, addon: str, key: str, payload: SettingIn) -> dict[str, Any]:
-    value = addon_setting_put(
-        user=signed_in_user(request), addon=addon, key=key, value=payload.value
-    )
-    return {"addon": addon, "key": key, "value": value}
-
-
-__all__ = ["addons_router", "chats_router", "router"]
+__all__ = ["chats_router", "router"]
 
 
 class RestoreOut(Schema):

@@ -104,11 +104,39 @@ class SentAlongOut(Schema):
     hash: str
 
 
+class SentSkillOut(Schema):
+    addon: str
+    name: str
+    tokens: int
+    rules: int
+    tools: list[str]
+
+
+class SentFileOut(Schema):
+    addon: str
+    path: str
+    tokens: int
+
+
+class AddonsSentOut(Schema):
+    skills: list[SentSkillOut]
+    context_files: list[SentFileOut]
+    omitted: list[str]
+    tokens: int
+    budget: int
+    hash: str
+
+
 class TurnContextOut(Schema):
     block: str
     hash: str
     sent_along: SentAlongOut
     memory_off_reason: str
+    addons_block: str = Field(
+        description="Skills and add-on context files: put the skills before the memory block "
+        "and the context files after it (see docs/addons.md)."
+    )
+    addons: AddonsSentOut
 
 
 class ToolCallIn(Schema):

@@ -52,6 +52,7 @@ INSTALLED_APPS = [
     "channels",
     "accounts",
     "memory_addon",
+    "addons",
     "knowledge",
     "chat",
     "bridges",
@@ -365,6 +366,9 @@ MEMORY_INDEX_MAX_LINES = env_int("MEMORY_INDEX_MAX_LINES", 40)
 MEMORY_INDEX_MAX_BYTES = env_int("MEMORY_INDEX_MAX_BYTES", 2 * 1024)
 MEMORY_TURN_MAX_BYTES = env_int("MEMORY_TURN_MAX_BYTES", 6 * 1024)
 MEMORY_TURN_BUDGET_TOKENS = env_int("MEMORY_TURN_BUDGET_TOKENS", 1500)
+# Add-ons (H5): skills and context files of one turn share this budget (and at most a
+# sixth of the model's window); items go whole or not at all.
+ADDON_TURN_BUDGET_TOKENS = env_int("ADDON_TURN_BUDGET_TOKENS", 1500)
 MEMORY_TOPIC_MAX_BYTES = env_int("MEMORY_TOPIC_MAX_BYTES", 64 * 1024)
 MEMORY_SCOPE_MAX_FILES = env_int("MEMORY_SCOPE_MAX_FILES", 100)
 MEMORY_USER_MAX_BYTES = env_int("MEMORY_USER_MAX_BYTES", 1024 * 1024)

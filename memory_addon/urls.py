@@ -57,6 +57,7 @@ urlpatterns = [
     ),
     path("addons/memory/", views.addon_page, name="memory_addon_page"),
     path("addons/memory/enabled/", views.addon_toggle, name="memory_addon_toggle"),
+    path("addons/", include("addons.urls")),
     path("accounts/", include("accounts.urls")),
     path("bridges/", include("bridges.urls")),
     path("admin/", admin.site.urls),

@@ -17,7 +17,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from accounts.auth import signed_in_user
 from accounts.models import Agent
 from memory_addon import filestore, health
-from memory_addon.addons import MEMORY_ADDON, MEMORY_MANIFEST, SAVE_MODE
+from memory_addon.addons import MEMORY_ADDON
 from memory_addon.core.diffs import unified_diff
 from memory_addon.core.entries import MAX_ENTRY_CHARS
 from memory_addon.core.markdown import render_markdown
@@ -43,7 +43,7 @@ from memory_addon.services.notes import note_add, note_edit, notes_clear
 from memory_addon.services.policy import policy_for
 from memory_addon.services.proposals import proposal_confirm, proposal_reject
 from memory_addon.services.scopes import agent_scope, index_path, scope_folder, user_scope
-from memory_addon.services.user_settings import addon_enabled, addon_set_enabled, save_mode_for
+from memory_addon.services.user_settings import addon_enabled, addon_set_enabled
 
 
 @require_GET
@@ -456,15 +456,20 @@ def inbox_decide(request: HttpRequest, proposal_id: int, decision: str) -> HttpR
 @login_required
 @require_GET
 def addon_page(request: HttpRequest) -> HttpResponse:
+    from addons.pages import addon_details
+    from addons.selectors import installed_addon
+
     user = signed_in_user(request)
+    state = installed_addon(MEMORY_ADDON)
+    if state is None:  # built in, so always installed
+        raise Http404
     return render(
         request,
         "memory/addon.html",
         {
-            "manifest": MEMORY_MANIFEST,
-            "setting": MEMORY_MANIFEST.setting(SAVE_MODE),
-            "current": save_mode_for(user),
+            **addon_details(user, state),
             "enabled": addon_enabled(user=user, addon=MEMORY_ADDON),
+            "is_admin": user.is_superuser,
         },
     )
 

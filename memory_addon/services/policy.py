@@ -7,9 +7,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.db.models import OuterRef, Subquery
+from django.db.models import Exists, OuterRef, Subquery
 
 from accounts.models import Membership, User
+from addons.models import InstalledAddon
 from memory_addon.addons import MEMORY_ADDON
 from memory_addon.models import AddonInstallation
 
@@ -40,6 +41,7 @@ def policy_for(user: User) -> Policy:
                     "enabled"
                 )[:1]
             ),
+            server_off=Exists(InstalledAddon.objects.filter(addon_id=MEMORY_ADDON, enabled=False)),
             has_organization=Subquery(membership.values("organization_id")[:1]),
             memory_mode=Subquery(membership.values("organization__memory_mode")[:1]),
             learning=Subquery(membership.values("organization__learning_enabled")[:1]),
@@ -52,7 +54,8 @@ def policy_for(user: User) -> Policy:
         )
         .first()
     ) or {}
-    addon_enabled = row.get("addon") is not False  # no row: the built-in default, on
+    # No row: the built-in default, on. An administrator may switch it off for everyone.
+    addon_enabled = row.get("addon") is not False and not row.get("server_off")
     if not row.get("has_organization"):
         return Policy("on", True, None, True, "", "", addon_enabled)
     return Policy(

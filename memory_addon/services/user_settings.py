@@ -8,9 +8,11 @@ from typing import Any
 from django.db import transaction
 
 from accounts.models import User
-from memory_addon.addons import MANIFESTS, MEMORY_ADDON, SAVE_MODE, DeclaredSetting
+from addons.core.manifest import SettingDecl
+from addons.selectors import installed_addon, switched_off_by, user_enabled
+from memory_addon.addons import MEMORY_ADDON, SAVE_MODE
 from memory_addon.errors import ChangeRefused, MemoryRefusal
-from memory_addon.models import AddonInstallation, AddonSetting
+from memory_addon.models import AddonSetting
 
 logger = logging.getLogger(__name__)
 
@@ -19,12 +21,34 @@ class UnknownSetting(MemoryRefusal):
     status = 404
 
 
-def declared_setting(addon: str, key: str) -> DeclaredSetting:
-    manifest = MANIFESTS.get(addon)
-    setting = manifest.setting(key) if manifest else None
+def declared_setting(addon: str, key: str) -> SettingDecl:
+    """The setting an installed add-on declares under this key (any add-on, H5)."""
+    state = installed_addon(addon)
+    if state is None:
+        raise UnknownSetting(f"There is no installed add-on {addon!r}.")
+    setting = state.manifest.setting(key)
     if setting is None:
-        raise UnknownSetting(f"The add-on {addon!r} declares no setting {key!r}.")
+        declared = ", ".join(s.key for s in state.manifest.settings) or "none"
+        raise UnknownSetting(
+            f"The add-on {addon!r} declares no setting {key!r} (it declares: {declared})."
+        )
     return setting
+
+
+def addon_settings_values(*, user: User, addon: str) -> dict[str, Any]:
+    """Every declared setting of an add-on with the person's value or its default."""
+    state = installed_addon(addon)
+    if state is None:
+        raise UnknownSetting(f"There is no installed add-on {addon!r}.")
+    stored = dict(AddonSetting.objects.filter(user=user, addon=addon).values_list("key", "value"))
+    values: dict[str, Any] = {}
+    for declared in state.manifest.settings:
+        value = stored.get(declared.key, declared.default)
+        try:
+            values[declared.key] = declared.check(value)
+        except ValueError:  # declared differently by a newer version: the default again
+            values[declared.key] = declared.default
+    return values
 
 
 def addon_setting_get(*, user: User, addon: str, key: str) -> Any:
@@ -36,7 +60,7 @@ def addon_setting_get(*, user: User, addon: str, key: str) -> Any:
 def addon_setting_put(*, user: User, addon: str, key: str, value: Any) -> Any:
     declared = declared_setting(addon, key)
     try:
-        clean = declared.validate(value)
+        clean = declared.check(value)
     except ValueError as error:
         raise ChangeRefused(str(error)) from error
     with transaction.atomic(durable=True):
@@ -50,22 +74,20 @@ def save_mode_for(user: User) -> str:
     """The person's save mode; anything unreadable means 'ask'."""
     try:
         value = addon_setting_get(user=user, addon=MEMORY_ADDON, key=SAVE_MODE)
-        return declared_setting(MEMORY_ADDON, SAVE_MODE).validate(value)
+        return str(declared_setting(MEMORY_ADDON, SAVE_MODE).check(value))
     except Exception:  # a broken row or a database hiccup must never widen saving
         logger.warning("save-mode of user %s unreadable; asking", user.pk, exc_info=True)
         return "ask"
 
 
 def addon_enabled(*, user: User, addon: str) -> bool:
-    row = AddonInstallation.objects.filter(user=user, addon=addon).first()
-    return True if row is None else row.enabled
+    """On for this person (on for the server and not switched off by them)."""
+    state = installed_addon(addon)
+    return state is not None and user_enabled(state, switched_off_by(user))
 
 
 def addon_set_enabled(*, user: User, addon: str, enabled: bool) -> None:
     """Turn an add-on on or off for a person; its files are never touched."""
-    if addon not in MANIFESTS:
-        raise UnknownSetting(f"There is no add-on {addon!r}.")
-    with transaction.atomic(durable=True):
-        AddonInstallation.objects.update_or_create(
-            user=user, addon=addon, defaults={"enabled": enabled}
-        )
+    from addons.services import addon_user_set_enabled
+
+    addon_user_set_enabled(user=user, addon_id=addon, enabled=enabled)

@@ -1,24 +1,52 @@
-// Settings kit: a radio group per declared setting, saved through sdk.userSettings.
-// On failure the earlier choice comes back on screen and the reason is shown.
+// Settings kit: every setting an add-on declares, saved through sdk.userSettings.
+// A setting with choices is a radio group (a line per option); a boolean is a checkbox;
+// text and whole numbers are inputs saved when they change. On failure the earlier
+// value comes back on screen and the reason is shown.
 import { userSettings } from "./sdk.js";
 
+function current(group, type) {
+  const radio = group.querySelector("input[type=radio]");
+  if (radio) return group.querySelector("input[type=radio]:checked")?.value;
+  const input = group.querySelector("input");
+  return input.type === "checkbox" ? input.checked : input.value;
+}
+
+function valueOf(input, type) {
+  if (input.type === "radio") return JSON.parse(input.value);
+  if (input.type === "checkbox") return input.checked;
+  if (type === "integer") return input.value.trim() === "" ? null : Number(input.value);
+  return input.value;
+}
+
+function restore(group, saved) {
+  const radio = group.querySelector("input[type=radio]");
+  if (radio) {
+    const previous = [...group.querySelectorAll("input[type=radio]")].find((r) => r.value === saved);
+    if (previous) previous.checked = true;
+    return;
+  }
+  const input = group.querySelector("input");
+  if (input.type === "checkbox") input.checked = saved;
+  else input.value = saved;
+}
+
 for (const group of document.querySelectorAll("[data-setting-kit]")) {
-  const { addon, key } = group.dataset;
+  const { addon, key, type } = group.dataset;
   const status = group.querySelector("[data-setting-status]");
-  let saved = group.querySelector("input[type=radio]:checked")?.value;
+  let saved = current(group, type);
 
   group.addEventListener("change", async (event) => {
     const input = event.target;
-    if (!(input instanceof HTMLInputElement) || input.type !== "radio") return;
+    if (!(input instanceof HTMLInputElement)) return;
     status.textContent = "Saving…";
     status.className = "muted";
     try {
-      saved = await userSettings.set(addon, key, input.value);
+      await userSettings.set(addon, key, valueOf(input, type));
+      saved = current(group, type);
       status.textContent = "Saved.";
       status.className = "notice";
     } catch (error) {
-      const previous = group.querySelector(`input[type=radio][value="${saved}"]`);
-      if (previous) previous.checked = true;
+      restore(group, saved);
       status.textContent = `Not saved: ${error.message} Your earlier choice is kept.`;
       status.className = "error";
     }

@@ -1,0 +1,201 @@
+"""The add-on JSON API: the library, its switches, and sdk.userSettings for every add-on."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest
+from ninja import File, Router, Status, UploadedFile
+
+from accounts.auth import signed_in_user
+from addons.core.package import MAX_PACKAGE_BYTES
+from addons.errors import AddonNotFound, ChangeRefused
+from addons.schemas import (
+    AddonOut,
+    EnabledIn,
+    EntryPointIn,
+    RemovalOut,
+    SkillRulesIn,
+    SkillRulesOut,
+)
+from addons.selectors import (
+    AddonState,
+    installed_addon,
+    installed_addons,
+    skill_rules,
+    switched_off_by,
+    user_enabled,
+)
+from addons.services import (
+    addon_install_entry_point,
+    addon_install_zip,
+    addon_remove,
+    addon_set_enabled,
+    addon_user_set_enabled,
+    skill_rules_save,
+)
+from memory_addon.schemas import ErrorOut, SettingIn, SettingOut
+from memory_addon.services.user_settings import (
+    addon_setting_get,
+    addon_setting_put,
+    addon_settings_values,
+)
+
+router = Router(tags=["add-ons"])
+ERRORS = {400: ErrorOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut}
+KEPT_NOTE = (
+    "People's settings, skill rules and files are kept; reinstalling the add-on brings "
+    "their choices back."
+)
+
+
+def _out(state: AddonState, off: set[str]) -> dict[str, Any]:
+    manifest = state.manifest
+    return {
+        "id": manifest.id,
+        "name": manifest.name,
+        "version": manifest.version,
+        "author": manifest.author,
+        "description": manifest.description,
+        "source": state.source,
+        "enabled_for_server": state.enabled,
+        "enabled_for_me": user_enabled(state, off),
+        "user_toggle": manifest.user_toggle,
+        "manifest": manifest.as_json(),
+    }
+
+
+def _state(addon: str) -> AddonState:
+    state = installed_addon(addon)
+    if state is None:
+        raise AddonNotFound(f"There is no installed add-on {addon!r}.")
+    return state
+
+
+@router.get("/", response=list[AddonOut], summary="Installed add-ons, with their manifests")
+def addon_list(request: HttpRequest) -> list[dict[str, Any]]:
+    off = switched_off_by(signed_in_user(request))
+    return [_out(state, off) for state in installed_addons()]
+
+
+@router.post(
+    "/install",
+    response={201: AddonOut, **ERRORS},
+    summary="Install an uploaded package (administrators); it starts switched off",
+)
+def install_upload(request: HttpRequest, package: File[UploadedFile]) -> Status[dict[str, Any]]:
+    user = signed_in_user(request)
+    if package.size is not None and package.size > MAX_PACKAGE_BYTES:
+        raise ChangeRefused(f"The package is larger than {MAX_PACKAGE_BYTES // 1024} KiB.")
+    row = addon_install_zip(user=user, data=package.read(MAX_PACKAGE_BYTES + 1))
+    return Status(201, _out(_state(row.addon_id), switched_off_by(user)))
+
+
+@router.post(
+    "/install-entry-point",
+    response={201: AddonOut, **ERRORS},
+    summary="Install the add-on an installed Python distribution offers (administrators)",
+)
+def install_entry_point(request: HttpRequest, payload: EntryPointIn) -> Status[dict[str, Any]]:
+    user = signed_in_user(request)
+    row = addon_install_entry_point(user=user, name=payload.name)
+    return Status(201, _out(_state(row.addon_id), switched_off_by(user)))
+
+
+@router.put(
+    "/{addon}/enabled",
+    response={200: AddonOut, **ERRORS},
+    summary="Switch an add-on on or off for the server (administrators); off keeps its files",
+)
+def set_enabled(request: HttpRequest, addon: str, payload: EnabledIn) -> dict[str, Any]:
+    user = signed_in_user(request)
+    addon_set_enabled(user=user, addon_id=addon, enabled=payload.enabled)
+    return _out(_state(addon), switched_off_by(user))
+
+
+@router.put(
+    "/{addon}/enabled-for-me",
+    response={200: AddonOut, **ERRORS},
+    summary="Switch an add-on on or off for yourself, where its manifest allows it",
+)
+def set_enabled_for_me(request: HttpRequest, addon: str, payload: EnabledIn) -> dict[str, Any]:
+    user = signed_in_user(request)
+    addon_user_set_enabled(user=user, addon_id=addon, enabled=payload.enabled)
+    return _out(_state(addon), switched_off_by(user))
+
+
+@router.delete(
+    "/{addon}",
+    response={200: RemovalOut, **ERRORS},
+    summary="Remove an installed add-on (administrators); people's settings and files are kept",
+)
+def remove(request: HttpRequest, addon: str) -> dict[str, Any]:
+    removal = addon_remove(user=signed_in_user(request), addon_id=addon)
+    return {
+        "addon_id": removal.addon_id,
+        "deleted_package_files": removal.package_files,
+        "kept_settings": removal.kept_settings,
+        "kept_rules": removal.kept_rules,
+        "kept_note": KEPT_NOTE,
+    }
+
+
+@router.get(
+    "/{addon}/settings",
+    response={200: dict[str, Any], 404: ErrorOut},
+    summary="All your settings of an add-on (declared defaults where you chose nothing)",
+)
+def settings_all(request: HttpRequest, addon: str) -> dict[str, Any]:
+    return addon_settings_values(user=signed_in_user(request), addon=addon)
+
+
+@router.get(
+    "/{addon}/settings/{key}",
+    response={200: SettingOut, 404: ErrorOut},
+    summary="Read a user setting (sdk.userSettings.get)",
+)
+def setting_get(request: HttpRequest, addon: str, key: str) -> dict[str, Any]:
+    value = addon_setting_get(user=signed_in_user(request), addon=addon, key=key)
+    return {"addon": addon, "key": key, "value": value}
+
+
+@router.put(
+    "/{addon}/settings/{key}",
+    response={200: SettingOut, 400: ErrorOut, 404: ErrorOut},
+    summary="Write a user setting (sdk.userSettings.set); checked against the declaration",
+    openapi_extra={
+        "requestBody": {"content": {"application/json": {"example": {"value": "formal"}}}}
+    },
+)
+def setting_put(request: HttpRequest, addon: str, key: str, payload: SettingIn) -> dict[str, Any]:
+    value = addon_setting_put(
+        user=signed_in_user(request), addon=addon, key=key, value=payload.value
+    )
+    return {"addon": addon, "key": key, "value": value}
+
+
+@router.get(
+    "/{addon}/skills/{skill}/rules",
+    response={200: SkillRulesOut, 404: ErrorOut},
+    summary="The learned rules you keep for a skill",
+)
+def rules_get(request: HttpRequest, addon: str, skill: str) -> dict[str, Any]:
+    state = _state(addon)
+    if state.manifest.skill(skill) is None:
+        raise AddonNotFound(f"There is no skill {skill!r} in the add-on {addon!r}.")
+    text = skill_rules(signed_in_user(request), addon).get(skill, "")
+    return {"addon": addon, "skill": skill, "text": text}
+
+
+@router.put(
+    "/{addon}/skills/{skill}/rules",
+    response={200: SkillRulesOut, **ERRORS},
+    summary="Replace the learned rules of a skill (one rule a line)",
+)
+def rules_put(
+    request: HttpRequest, addon: str, skill: str, payload: SkillRulesIn
+) -> dict[str, Any]:
+    text = skill_rules_save(
+        user=signed_in_user(request), addon_id=addon, skill=skill, text=payload.text
+    )
+    return {"addon": addon, "skill": skill, "text": text}

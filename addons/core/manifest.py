@@ -1,0 +1,253 @@
+"""The add-on manifest (api 2): its schema and the errors people read when it is wrong.
+
+Pure: no Django. A manifest is JSON; every field is checked and an error names the
+field by its path (``settings.0.choices``) so an author knows what to fix.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+API_VERSION = 2
+# The tools the host can give a model; a skill may name only these.
+HOST_TOOLS = frozenset({"context_read", "propose_change", "revert_change", "list_memory"})
+PERMISSIONS = {
+    "context-files": "put its context files into your chats' prompt",
+    "user-settings": "keep settings for you (you change them here)",
+    "pages": "show its own pages, which run sandboxed",
+    "memory-tools": "let the assistant use the memory tools its skills name",
+}
+MEMORY_TOOLS = HOST_TOOLS
+MAX_MANIFEST_BYTES = 64 * 1024
+_PLACEHOLDER = re.compile(r"\{([a-z][a-z0-9-]*)\}")
+
+AddonId = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9-]{1,39}$")]
+Key = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9-]{0,39}$")]
+Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
+LongText = Annotated[str, StringConstraints(strip_whitespace=True, max_length=1000)]
+
+
+# Relative package paths; the package reader checks them again against its files.
+def _relative(path: str) -> str:
+    if path.startswith("/") or any(part in {"", ".", ".."} for part in path.split("/")):
+        raise ValueError("must be a relative path inside the package, without '.' or '..'")
+    return path
+
+
+PackagePath = Annotated[
+    str, StringConstraints(pattern=r"^[A-Za-z0-9._{}/-]{1,200}$"), AfterValidator(_relative)
+]
+
+
+class ManifestError(ValueError):
+    """The manifest cannot be used; ``problems`` holds one "field: reason" per mistake."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
+class _Strict(BaseModel):
+    # A misspelt key is an error, not silently ignored.
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class Choice(_Strict):
+    value: str | int | bool
+    label: Text
+    description: LongText = ""
+
+
+class SettingDecl(_Strict):
+    key: Key
+    label: Text
+    type: Literal["string", "boolean", "integer"]
+    description: LongText = ""
+    choices: tuple[Choice, ...] = ()
+    default: str | int | bool
+    max_length: int = Field(200, alias="maxLength", ge=1, le=2000)
+    minimum: int | None = None
+    maximum: int | None = None
+
+    @model_validator(mode="after")
+    def _default_fits(self) -> SettingDecl:
+        values = [choice.value for choice in self.choices]
+        if len(set(map(repr, values))) != len(values):
+            raise ValueError("choices: two choices have the same value")
+        for choice in self.choices:
+            self.check(choice.value, what="a choice")
+        self.check(self.default, what="default")
+        return self
+
+    def check(self, value: Any, *, what: str = "value") -> Any:
+        """The value if it fits this declaration, else ValueError saying why."""
+        if self.type == "boolean":
+            if not isinstance(value, bool):
+                raise ValueError(f"{what} of {self.key} must be true or false")
+        elif self.type == "integer":
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError(f"{what} of {self.key} must be a whole number")
+            if self.minimum is not None and value < self.minimum:
+                raise ValueError(f"{what} of {self.key} must be at least {self.minimum}")
+            if self.maximum is not None and value > self.maximum:
+                raise ValueError(f"{what} of {self.key} must be at most {self.maximum}")
+        else:
+            if not isinstance(value, str):
+                raise ValueError(f"{what} of {self.key} must be text")
+            if len(value) > self.max_length:
+                raise ValueError(
+                    f"{what} of {self.key} is longer than {self.max_length} characters"
+                )
+        if what != "a choice" and self.choices and value not in [c.value for c in self.choices]:
+            allowed = ", ".join(str(c.value) for c in self.choices)
+            raise ValueError(f"{what} of {self.key} must be one of: {allowed}")
+        return value
+
+    def choice(self, value: Any) -> Choice | None:
+        return next((c for c in self.choices if c.value == value), None)
+
+
+class Skill(_Strict):
+    name: Key
+    description: Text
+    instructions: Annotated[
+        str, StringConstraints(strip_whitespace=True, min_length=1, max_length=4000)
+    ]
+    allowed_tools: tuple[str, ...] = Field((), alias="allowedTools")
+
+    @field_validator("allowed_tools")
+    @classmethod
+    def _known_tools(cls, tools: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = sorted(set(tools) - HOST_TOOLS)
+        if unknown:
+            offered = ", ".join(sorted(HOST_TOOLS))
+            raise ValueError(f"unknown tool {', '.join(unknown)}; the host offers {offered}")
+        return tools
+
+
+class Page(_Strict):
+    path: PackagePath
+    title: Text
+
+    @field_validator("path")
+    @classmethod
+    def _html(cls, path: str) -> str:
+        if not path.endswith(".html"):
+            raise ValueError("a page must be an .html file")
+        return path
+
+
+class Capabilities(_Strict):
+    context_files: tuple[PackagePath, ...] = Field((), alias="contextFiles", max_length=10)
+
+
+class Manifest(_Strict):
+    api: Literal[2]
+    id: AddonId
+    name: Text
+    version: Annotated[str, StringConstraints(pattern=r"^\d+\.\d+\.\d+([-+][0-9A-Za-z.-]+)?$")]
+    author: Text
+    description: LongText
+    permissions: tuple[Literal["context-files", "user-settings", "pages", "memory-tools"], ...] = ()
+    user_toggle: bool = Field(True, alias="userToggle")
+    capabilities: Capabilities = Field(default_factory=lambda: Capabilities.model_validate({}))
+    settings: tuple[SettingDecl, ...] = Field((), max_length=20)
+    skills: tuple[Skill, ...] = Field((), max_length=10)
+    pages: tuple[Page, ...] = Field((), max_length=5)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Manifest:
+        keys = [s.key for s in self.settings]
+        if len(set(keys)) != len(keys):
+            raise ValueError("settings: two settings have the same key")
+        names = [s.name for s in self.skills]
+        if len(set(names)) != len(names):
+            raise ValueError("skills: two skills have the same name")
+        needs = {
+            "context-files": bool(self.capabilities.context_files),
+            "user-settings": bool(self.settings),
+            "pages": bool(self.pages),
+            "memory-tools": any(s.allowed_tools for s in self.skills),
+        }
+        for permission, used in needs.items():
+            if used and permission not in self.permissions:
+                raise ValueError(f"permissions: add {permission!r}; the manifest uses it")
+        for path in self.capabilities.context_files:
+            for key in _PLACEHOLDER.findall(path):
+                declared = self.setting(key)
+                if declared is None or not declared.choices:
+                    raise ValueError(
+                        f"capabilities.contextFiles: {{{key}}} must name a setting with choices"
+                    )
+        return self
+
+    def setting(self, key: str) -> SettingDecl | None:
+        return next((s for s in self.settings if s.key == key), None)
+
+    def skill(self, name: str) -> Skill | None:
+        return next((s for s in self.skills if s.name == name), None)
+
+    def context_file_variants(self, path: str) -> list[str]:
+        """Every package path a context-file entry can resolve to, one per choice combination."""
+        variants = [path]
+        for key in _PLACEHOLDER.findall(path):
+            declared = self.setting(key)
+            if declared is None:  # _consistent refuses such a manifest
+                raise ValueError(f"{{{key}}} names no setting")
+            variants = [
+                v.replace(f"{{{key}}}", str(c.value)) for v in variants for c in declared.choices
+            ]
+        return variants
+
+    def resolve_context_file(self, path: str, values: dict[str, Any]) -> str:
+        return _PLACEHOLDER.sub(lambda m: str(values.get(m.group(1), "")), path)
+
+    def as_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", by_alias=True, exclude_defaults=False)
+
+
+def _where(loc: tuple[int | str, ...]) -> str:
+    # pydantic adds the union member or validator name to some paths; people need field names.
+    parts = [str(p) for p in loc if not str(p).startswith(("function-", "str", "int", "bool"))]
+    return ".".join(parts) or "manifest"
+
+
+def manifest_parse(raw: bytes | str | dict[str, Any]) -> Manifest:
+    """A checked Manifest, or ManifestError listing every problem with its field."""
+    if isinstance(raw, bytes | str):
+        size = len(raw.encode("utf-8") if isinstance(raw, str) else raw)
+        if size > MAX_MANIFEST_BYTES:
+            raise ManifestError([f"manifest: larger than {MAX_MANIFEST_BYTES // 1024} KiB"])
+        try:
+            data = json.loads(raw)
+        except (UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise ManifestError([f"manifest: not valid JSON ({error})"]) from None
+    else:
+        data = raw
+    if not isinstance(data, dict):
+        raise ManifestError(["manifest: must be a JSON object"])
+    if data.get("api") != API_VERSION:
+        raise ManifestError([f"api: must be {API_VERSION} (this host reads manifest api 2)"])
+    try:
+        return Manifest.model_validate(data)
+    except ValidationError as error:
+        problems = []
+        for item in error.errors(include_url=False):
+            message = str(item["msg"]).removeprefix("Value error, ")
+            where = _where(item["loc"])
+            # A whole-manifest check already starts with the field it is about.
+            problems.append(message if where == "manifest" else f"{where}: {message}")
+        raise ManifestError(problems) from None

@@ -1,0 +1,216 @@
+"""Reading an add-on package: a zip upload or an installed distribution's folder.
+
+Pure: no Django. Packages are untrusted: sizes are capped before and while
+reading (a zip entry is inflated in small chunks and cut off at its declared size
+and at the per-file cap, so a zip bomb costs one chunk), names are checked for
+traversal, absolute paths, backslashes, control characters, symlinks and
+case-insensitive duplicates, and only a short list of file types is accepted.
+"""
+
+from __future__ import annotations
+
+import io
+import lzma
+import stat
+import unicodedata
+import zipfile
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from importlib.metadata import EntryPoint
+from importlib.resources import files
+from importlib.resources.abc import Traversable
+from pathlib import Path, PurePosixPath
+
+from addons.core.manifest import Manifest, ManifestError, manifest_parse
+
+MAX_PACKAGE_BYTES = 1024 * 1024  # the upload itself
+MAX_FILES = 100
+MAX_FILE_BYTES = 256 * 1024
+MAX_TOTAL_BYTES = 2 * 1024 * 1024  # unpacked
+MAX_CONTEXT_FILE_BYTES = 16 * 1024
+ALLOWED_SUFFIXES = frozenset(
+    {".json", ".md", ".txt", ".html", ".js", ".css", ".svg", ".png", ".woff2"}
+)
+_READ_CHUNK = 16 * 1024
+_DAMAGED = (
+    zipfile.BadZipFile,
+    zipfile.LargeZipFile,
+    EOFError,
+    OSError,
+    ValueError,
+    zlib.error,
+    lzma.LZMAError,
+)
+
+
+class PackageRefused(ValueError):
+    """The package cannot be installed; the message says why, for the person installing."""
+
+
+@dataclass(frozen=True)
+class Package:
+    manifest: Manifest
+    files: dict[str, bytes] = field(default_factory=dict)  # package path -> bytes, no manifest
+
+    @property
+    def size(self) -> int:
+        return sum(len(data) for data in self.files.values())
+
+
+def clean_name(name: str) -> str:
+    """A safe relative POSIX path, or PackageRefused naming the entry."""
+    shown = name[:120]
+    if not name or len(name) > 200:
+        raise PackageRefused(f"{shown!r}: a file name must be 1 to 200 characters.")
+    if any(unicodedata.category(ch) in {"Cc", "Cf", "Cs"} for ch in name) or "\\" in name:
+        raise PackageRefused(f"{shown!r}: control characters and backslashes are not allowed.")
+    if name.startswith("/") or (len(name) > 1 and name[1] == ":"):
+        raise PackageRefused(f"{shown!r}: absolute paths are not allowed.")
+    parts = PurePosixPath(name).parts
+    if any(part in {"..", "."} for part in name.split("/")) or not parts:
+        raise PackageRefused(f"{shown!r}: '..' and '.' are not allowed in a path.")
+    return "/".join(parts)
+
+
+def _check_suffix(path: str) -> None:
+    suffix = PurePosixPath(path).suffix.lower()
+    if suffix not in ALLOWED_SUFFIXES:
+        allowed = " ".join(sorted(ALLOWED_SUFFIXES))
+        raise PackageRefused(f"{path}: this file type is not allowed in a package ({allowed}).")
+
+
+def _read_entry(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
+    name = info.filename[:120]
+    if info.flag_bits & 0x1:
+        raise PackageRefused(f"{name} is encrypted.")
+    parts: list[bytes] = []
+    size = 0
+    try:
+        with archive.open(info) as handle:
+            while block := handle.read(_READ_CHUNK):
+                size += len(block)
+                if size > min(info.file_size, MAX_FILE_BYTES):
+                    raise PackageRefused(f"{name} unpacks to more than it declares or allows.")
+                parts.append(block)
+    except NotImplementedError:
+        raise PackageRefused(f"{name} uses a compression method this host cannot read.") from None
+    except RuntimeError:
+        raise PackageRefused(f"{name} is encrypted.") from None
+    except _DAMAGED as error:
+        reason = str(error)[:120] or type(error).__name__
+        raise PackageRefused(f"The package is damaged ({reason}).") from None
+    return b"".join(parts)
+
+
+def _assemble(entries: Iterator[tuple[str, bytes]]) -> Package:
+    files: dict[str, bytes] = {}
+    folded: set[str] = set()
+    total = 0
+    for raw_name, data in entries:
+        path = clean_name(raw_name)
+        if path.casefold() in folded:
+            raise PackageRefused(f"{path}: two files have this name (ignoring case).")
+        folded.add(path.casefold())
+        _check_suffix(path)
+        total += len(data)
+        if total > MAX_TOTAL_BYTES:
+            raise PackageRefused(f"The package unpacks to more than {MAX_TOTAL_BYTES // 1024} KiB.")
+        files[path] = data
+    raw_manifest = files.pop("manifest.json", None)
+    if raw_manifest is None:
+        raise PackageRefused("The package has no manifest.json at its top level.")
+    try:
+        manifest = manifest_parse(raw_manifest)
+    except ManifestError as error:
+        raise PackageRefused(f"manifest.json: {error}") from None
+    _check_references(manifest, files)
+    return Package(manifest=manifest, files=files)
+
+
+def _check_references(manifest: Manifest, files: dict[str, bytes]) -> None:
+    """Every file the manifest names is in the package and readable as it must be."""
+    for entry in manifest.capabilities.context_files:
+        for path in manifest.context_file_variants(entry):
+            data = files.get(path)
+            if data is None:
+                raise PackageRefused(f"capabilities.contextFiles: {path} is not in the package.")
+            if len(data) > MAX_CONTEXT_FILE_BYTES:
+                raise PackageRefused(
+                    f"{path}: a context file holds at most {MAX_CONTEXT_FILE_BYTES // 1024} KiB."
+                )
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError:
+                raise PackageRefused(f"{path}: a context file must be UTF-8 text.") from None
+    for page in manifest.pages:
+        if page.path not in files:
+            raise PackageRefused(f"pages: {page.path} is not in the package.")
+
+
+def package_from_zip(data: bytes) -> Package:
+    """A checked package from an uploaded zip, or PackageRefused."""
+    if len(data) > MAX_PACKAGE_BYTES:
+        raise PackageRefused(f"The package is larger than {MAX_PACKAGE_BYTES // 1024} KiB.")
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+    except (*_DAMAGED, NotImplementedError, RuntimeError):
+        raise PackageRefused("This is not a zip file.") from None
+    with archive:
+        infos = [info for info in archive.infolist() if not info.is_dir()]
+        if len(infos) > MAX_FILES:
+            raise PackageRefused(f"The package holds more than {MAX_FILES} files.")
+        if sum(info.file_size for info in infos) > MAX_TOTAL_BYTES:
+            raise PackageRefused(f"The package unpacks to more than {MAX_TOTAL_BYTES // 1024} KiB.")
+        for info in infos:
+            if stat.S_ISLNK(info.external_attr >> 16):
+                raise PackageRefused(f"{info.filename[:120]}: links are not allowed.")
+            if info.file_size > MAX_FILE_BYTES:
+                raise PackageRefused(
+                    f"{info.filename[:120]}: a file holds at most {MAX_FILE_BYTES // 1024} KiB."
+                )
+        return _assemble((info.filename, _read_entry(archive, info)) for info in infos)
+
+
+def _walk(folder: Traversable, prefix: str = "") -> Iterator[tuple[str, Traversable]]:
+    for child in sorted(folder.iterdir(), key=lambda item: item.name):
+        name = f"{prefix}{child.name}"
+        if child.name == "__pycache__" or child.name.endswith((".py", ".pyc", ".typed")):
+            continue  # the distribution's own code is not package content
+        if child.is_dir():
+            yield from _walk(child, f"{name}/")
+        else:
+            yield name, child
+
+
+def package_from_folder(folder: Traversable) -> Package:
+    """A checked package from an installed distribution's package folder (entry points)."""
+    count = 0
+
+    def entries() -> Iterator[tuple[str, bytes]]:
+        nonlocal count
+        for name, item in _walk(folder):
+            count += 1
+            if count > MAX_FILES:
+                raise PackageRefused(f"The package holds more than {MAX_FILES} files.")
+            if isinstance(item, Path) and (
+                item.is_symlink() or item.stat().st_size > MAX_FILE_BYTES
+            ):
+                raise PackageRefused(f"{name}: links and files over the size cap are not allowed.")
+            data = item.read_bytes()
+            if len(data) > MAX_FILE_BYTES:
+                raise PackageRefused(f"{name}: a file holds at most {MAX_FILE_BYTES // 1024} KiB.")
+            yield name, data
+
+    return _assemble(entries())
+
+
+def package_of_entry_point(ep: EntryPoint) -> Package:
+    """The package an installed distribution offers: the folder of the module its entry point
+    names (``module`` or ``module:attribute``; only the module part counts)."""
+    module = ep.value.split(":", 1)[0].strip()
+    try:
+        folder = files(module)
+    except (ImportError, TypeError, ValueError) as error:
+        raise PackageRefused(f"{ep.name}: {module} cannot be found ({error}).") from None
+    return package_from_folder(folder)

@@ -1,0 +1,71 @@
+"""Installed add-ons, their package files, and the learned rules of their skills (H5)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from django.conf import settings
+from django.db import models
+
+
+class InstalledAddon(models.Model):
+    """An add-on installed on this server. Built-in add-ons need no row until changed."""
+
+    class Source(models.TextChoices):
+        BUILTIN = "builtin", "Comes with the host"
+        UPLOAD = "upload", "Uploaded package"
+        ENTRY_POINT = "entry_point", "Installed Python distribution"
+
+    addon_id = models.CharField(max_length=40, unique=True)
+    source = models.CharField(max_length=20, choices=Source.choices)
+    entry_point = models.CharField(max_length=200, blank=True)
+    manifest = models.JSONField()
+    enabled = models.BooleanField(default=False)
+    installed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    installed_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering: ClassVar = ["addon_id"]
+
+    def __str__(self) -> str:
+        return f"{self.addon_id} ({'on' if self.enabled else 'off'})"
+
+
+class AddonFile(models.Model):
+    """One file of an installed package, kept in the database (no folder to escape from)."""
+
+    addon = models.ForeignKey(InstalledAddon, on_delete=models.CASCADE, related_name="files")
+    path = models.CharField(max_length=200)
+    content = models.BinaryField()
+    size = models.PositiveIntegerField()
+
+    class Meta:
+        constraints: ClassVar = [
+            models.UniqueConstraint(fields=["addon", "path"], name="unique_addon_file"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.addon.addon_id}/{self.path}"
+
+
+class SkillRule(models.Model):
+    """The learned rules of one skill for one person: plain lines they can read and edit."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="skill_rules"
+    )
+    addon_id = models.CharField(max_length=40)
+    skill = models.CharField(max_length=40)
+    text = models.TextField(blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints: ClassVar = [
+            models.UniqueConstraint(fields=["user", "addon_id", "skill"], name="unique_skill_rule"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.addon_id}/{self.skill}"

@@ -1,0 +1,175 @@
+"""Writes of the add-on library: install, enable, disable, remove, per-person switch, skill rules.
+
+Installing, removing and the server-wide switch are for the server's administrators
+(superusers); the per-person switch and skill rules belong to each person.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db import transaction
+
+from accounts.models import User
+from addons.core.package import Package, PackageRefused, package_from_zip, package_of_entry_point
+from addons.errors import AddonConflict, AddonNotFound, ChangeRefused, NotAllowed
+from addons.models import AddonFile, InstalledAddon, SkillRule
+from addons.selectors import entry_point_find, installed_addon
+from memory_addon.addons import BUILTIN_MANIFESTS
+from memory_addon.core.secret_guard import find_secret
+from memory_addon.models import AddonInstallation, AddonSetting
+
+MAX_RULES_CHARS = 2000
+MAX_RULES_LINES = 30
+
+
+def _require_admin(user: User) -> None:
+    if not user.is_superuser:
+        raise NotAllowed(
+            "Only an administrator of this server can install, switch or remove add-ons."
+        )
+
+
+def _install(*, user: User, package: Package, source: str, entry_point: str = "") -> InstalledAddon:
+    addon_id = package.manifest.id
+    if addon_id in BUILTIN_MANIFESTS:
+        raise AddonConflict(f"{addon_id!r} is the id of a built-in add-on.")
+    with transaction.atomic(durable=True):
+        if InstalledAddon.objects.select_for_update().filter(addon_id=addon_id).exists():
+            raise AddonConflict(
+                f"An add-on with the id {addon_id!r} is already installed; remove it first."
+            )
+        row = InstalledAddon.objects.create(
+            addon_id=addon_id,
+            source=source,
+            entry_point=entry_point,
+            manifest=package.manifest.as_json(),
+            enabled=False,  # installed, then an administrator turns it on after reading it
+            installed_by=user,
+        )
+        AddonFile.objects.bulk_create(
+            AddonFile(addon=row, path=path, content=data, size=len(data))
+            for path, data in sorted(package.files.items())
+        )
+    return row
+
+
+def addon_install_zip(*, user: User, data: bytes) -> InstalledAddon:
+    """Install an uploaded package (a zip with manifest.json at its top)."""
+    _require_admin(user)
+    try:
+        package = package_from_zip(data)
+    except PackageRefused as refusal:
+        raise ChangeRefused(str(refusal)) from None
+    return _install(user=user, package=package, source=InstalledAddon.Source.UPLOAD)
+
+
+def addon_install_entry_point(*, user: User, name: str) -> InstalledAddon:
+    """Install the add-on an installed Python distribution offers under its entry point."""
+    _require_admin(user)
+    ep = entry_point_find(name)
+    if ep is None:
+        raise AddonNotFound(f"No installed distribution offers an add-on named {name!r}.")
+    try:
+        package = package_of_entry_point(ep)
+    except PackageRefused as refusal:
+        raise ChangeRefused(str(refusal)) from None
+    return _install(
+        user=user, package=package, source=InstalledAddon.Source.ENTRY_POINT, entry_point=name
+    )
+
+
+def addon_set_enabled(*, user: User, addon_id: str, enabled: bool) -> None:
+    """Turn an add-on on or off for the whole server. Off stops every read; files are kept."""
+    _require_admin(user)
+    state = installed_addon(addon_id)
+    if state is None:
+        raise AddonNotFound(f"There is no installed add-on {addon_id!r}.")
+    with transaction.atomic(durable=True):
+        if state.builtin:
+            InstalledAddon.objects.update_or_create(
+                addon_id=addon_id,
+                defaults={
+                    "enabled": enabled,
+                    "source": InstalledAddon.Source.BUILTIN,
+                    "manifest": state.manifest.as_json(),
+                },
+            )
+        else:
+            InstalledAddon.objects.filter(addon_id=addon_id).update(enabled=enabled)
+
+
+@dataclass(frozen=True)
+class Removal:
+    """What removing an add-on deletes and what it keeps, said before and after."""
+
+    addon_id: str
+    name: str
+    package_files: int
+    package_bytes: int
+    kept_settings: int
+    kept_rules: int
+
+
+def addon_removal_plan(*, addon_id: str) -> Removal:
+    state = installed_addon(addon_id)
+    if state is not None and state.builtin:
+        raise NotAllowed(f"{state.manifest.name} comes with the host: turn it off instead.")
+    if state is None or state.row is None:
+        raise AddonNotFound(f"There is no installed add-on {addon_id!r}.")
+    files = list(state.row.files.values_list("size", flat=True))
+    return Removal(
+        addon_id=addon_id,
+        name=state.manifest.name,
+        package_files=len(files),
+        package_bytes=sum(files),
+        kept_settings=AddonSetting.objects.filter(addon=addon_id).count(),
+        kept_rules=SkillRule.objects.filter(addon_id=addon_id).count(),
+    )
+
+
+def addon_remove(*, user: User, addon_id: str) -> Removal:
+    """Delete the package and everyone's switch for it. People's settings, skill rules and
+    files stay, so reinstalling the add-on brings their choices back."""
+    _require_admin(user)
+    plan = addon_removal_plan(addon_id=addon_id)
+    with transaction.atomic(durable=True):
+        InstalledAddon.objects.filter(addon_id=addon_id).delete()
+        AddonInstallation.objects.filter(addon=addon_id).delete()
+    return plan
+
+
+def addon_user_set_enabled(*, user: User, addon_id: str, enabled: bool) -> None:
+    """A person turns an add-on on or off for themselves, where its manifest allows it."""
+    state = installed_addon(addon_id)
+    if state is None:
+        raise AddonNotFound(f"There is no installed add-on {addon_id!r}.")
+    if not state.manifest.user_toggle:
+        raise NotAllowed(f"{state.manifest.name} is switched for the whole server only.")
+    with transaction.atomic(durable=True):
+        AddonInstallation.objects.update_or_create(
+            user=user, addon=addon_id, defaults={"enabled": enabled}
+        )
+
+
+def skill_rules_save(*, user: User, addon_id: str, skill: str, text: str) -> str:
+    """Replace the learned rules of one skill for this person (one rule a line)."""
+    state = installed_addon(addon_id)
+    if state is None or state.manifest.skill(skill) is None:
+        raise AddonNotFound(f"There is no skill {skill!r} in the add-on {addon_id!r}.")
+    lines = [line.strip() for line in text.replace("\r\n", "\n").split("\n") if line.strip()]
+    clean = "\n".join(lines)
+    if len(clean) > MAX_RULES_CHARS or len(lines) > MAX_RULES_LINES:
+        raise ChangeRefused(
+            f"A skill keeps at most {MAX_RULES_LINES} rules and {MAX_RULES_CHARS} characters."
+        )
+    finding = find_secret(clean)
+    if finding:
+        raise ChangeRefused(
+            f"Line {finding.line} looks like a secret ({finding.kind}); rules never hold secrets."
+        )
+    with transaction.atomic(durable=True):
+        SkillRule.objects.update_or_create(
+            user=user, addon_id=addon_id, skill=skill, defaults={"text": clean}
+        )
+    return clean

@@ -1,0 +1,20 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from addons import views
+
+app_name = "addons"
+
+urlpatterns = [
+    path("", views.library, name="library"),
+    path("install/", views.install_upload, name="install_upload"),
+    path("install-entry-point/", views.install_entry_point, name="install_entry_point"),
+    path("<slug:addon_id>/", views.detail, name="detail"),
+    path("<slug:addon_id>/enabled/", views.set_enabled, name="set_enabled"),
+    path("<slug:addon_id>/enabled-for-me/", views.set_enabled_for_me, name="set_enabled_for_me"),
+    path("<slug:addon_id>/remove/", views.remove, name="remove"),
+    path("<slug:addon_id>/skills/<slug:skill>/rules/", views.rules_save, name="rules_save"),
+    path("<slug:addon_id>/pages/<int:number>/", views.page_frame, name="page"),
+    path("<slug:addon_id>/files/<path:path>", views.package_file, name="file"),
+]

@@ -1,0 +1,270 @@
+"""Add-on pages: the library, one add-on's page, removal, and sandboxed add-on pages (H5)."""
+
+from __future__ import annotations
+
+import mimetypes
+
+from csp.decorators import csp
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.clickjacking import xframe_options_sameorigin
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from accounts.auth import signed_in_user
+from addons.core.package import MAX_PACKAGE_BYTES
+from addons.models import AddonFile
+from addons.pages import addon_details
+from addons.selectors import (
+    AddonState,
+    installed_addon,
+    installed_addons,
+    offered_addons,
+    switched_off_by,
+    user_enabled,
+)
+from addons.services import (
+    addon_install_entry_point,
+    addon_install_zip,
+    addon_removal_plan,
+    addon_remove,
+    addon_set_enabled,
+    addon_user_set_enabled,
+    skill_rules_save,
+)
+from memory_addon.addons import MEMORY_ADDON
+from memory_addon.errors import MemoryRefusal
+
+# Add-on pages run in a sandboxed iframe with an opaque origin and may not connect
+# anywhere: their script cannot use the person's session on the host. The only way out
+# is postMessage to the host page, which answers sdk.userSettings for that add-on alone.
+SANDBOX_CSP = {
+    "default-src": ["'none'"],
+    "script-src": ["'self'"],
+    "style-src": ["'self'", "'unsafe-inline'"],
+    "img-src": ["'self'", "data:"],
+    "font-src": ["'self'"],
+    "connect-src": ["'none'"],
+    "form-action": ["'none'"],
+    "base-uri": ["'none'"],
+    "frame-ancestors": ["'self'"],
+    "sandbox": ["allow-scripts"],
+}
+_TYPES = {".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml"}
+
+
+def _state_or_404(addon_id: str) -> AddonState:
+    state = installed_addon(addon_id)
+    if state is None:
+        raise Http404
+    return state
+
+
+@login_required
+@require_GET
+def library(request: HttpRequest) -> HttpResponse:
+    user = signed_in_user(request)
+    off = switched_off_by(user)
+    states = installed_addons()
+    installed = [(state, user_enabled(state, off)) for state in states]
+    offered = offered_addons({state.id for state in states}) if user.is_superuser else []
+    return render(
+        request,
+        "addons/library.html",
+        {
+            "installed": installed,
+            "offered": offered,
+            "is_admin": user.is_superuser,
+            "max_kib": MAX_PACKAGE_BYTES // 1024,
+        },
+    )
+
+
+@login_required
+@require_POST
+def install_upload(request: HttpRequest) -> HttpResponse:
+    upload = request.FILES.get("package")
+    if upload is None:
+        messages.error(request, "Choose an add-on package (.zip) to install.")
+        return redirect("addons:library")
+    if upload.size is not None and upload.size > MAX_PACKAGE_BYTES:
+        messages.error(request, f"The package is larger than {MAX_PACKAGE_BYTES // 1024} KiB.")
+        return redirect("addons:library")
+    try:
+        row = addon_install_zip(user=signed_in_user(request), data=upload.read())
+    except MemoryRefusal as refusal:
+        messages.error(request, f"Not installed: {refusal.message}")
+        return redirect("addons:library")
+    messages.success(request, f"Installed {row.addon_id}. It is off until you turn it on.")
+    return redirect("addons:detail", addon_id=row.addon_id)
+
+
+@login_required
+@require_POST
+def install_entry_point(request: HttpRequest) -> HttpResponse:
+    try:
+        row = addon_install_entry_point(
+            user=signed_in_user(request), name=request.POST.get("name", "")[:200]
+        )
+    except MemoryRefusal as refusal:
+        messages.error(request, f"Not installed: {refusal.message}")
+        return redirect("addons:library")
+    messages.success(request, f"Installed {row.addon_id}. It is off until you turn it on.")
+    return redirect("addons:detail", addon_id=row.addon_id)
+
+
+@login_required
+@require_GET
+def detail(request: HttpRequest, addon_id: str) -> HttpResponse:
+    if addon_id == MEMORY_ADDON:
+        return redirect("memory_addon_page")
+    user = signed_in_user(request)
+    state = _state_or_404(addon_id)
+    return render(
+        request,
+        "addons/detail.html",
+        {**addon_details(user, state), "is_admin": user.is_superuser},
+    )
+
+
+def _back(request: HttpRequest, addon_id: str) -> HttpResponse:
+    if addon_id == MEMORY_ADDON:
+        return redirect("memory_addon_page")
+    return redirect("addons:detail", addon_id=addon_id)
+
+
+@login_required
+@require_POST
+def set_enabled(request: HttpRequest, addon_id: str) -> HttpResponse:
+    enabled = request.POST.get("enabled") == "1"
+    try:
+        addon_set_enabled(user=signed_in_user(request), addon_id=addon_id, enabled=enabled)
+    except MemoryRefusal as refusal:
+        if refusal.status == 404:
+            raise Http404 from None
+        messages.error(request, refusal.message)
+        return _back(request, addon_id)
+    messages.success(
+        request,
+        "The add-on is on for this server."
+        if enabled
+        else "The add-on is off for everyone: nothing of it is read; its files are kept.",
+    )
+    return _back(request, addon_id)
+
+
+@login_required
+@require_POST
+def set_enabled_for_me(request: HttpRequest, addon_id: str) -> HttpResponse:
+    enabled = request.POST.get("enabled") == "1"
+    try:
+        addon_user_set_enabled(user=signed_in_user(request), addon_id=addon_id, enabled=enabled)
+    except MemoryRefusal as refusal:
+        if refusal.status == 404:
+            raise Http404 from None
+        messages.error(request, refusal.message)
+        return _back(request, addon_id)
+    messages.success(
+        request,
+        "The add-on is on for you."
+        if enabled
+        else "The add-on is off for you: nothing of it is read; its files and your settings "
+        "are kept.",
+    )
+    return _back(request, addon_id)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def remove(request: HttpRequest, addon_id: str) -> HttpResponse:
+    user = signed_in_user(request)
+    try:
+        plan = addon_removal_plan(addon_id=addon_id)
+    except MemoryRefusal as refusal:
+        if refusal.status == 404:
+            raise Http404 from None
+        messages.error(request, refusal.message)
+        return _back(request, addon_id)
+    if request.method == "POST":
+        try:
+            addon_remove(user=user, addon_id=addon_id)
+        except MemoryRefusal as refusal:
+            messages.error(request, refusal.message)
+            return _back(request, addon_id)
+        messages.success(
+            request,
+            f"Removed {plan.name}. Kept: {plan.kept_settings} setting value(s), "
+            f"{plan.kept_rules} skill rule set(s) and everyone's files.",
+        )
+        return redirect("addons:library")
+    return render(
+        request, "addons/remove_confirm.html", {"plan": plan, "is_admin": user.is_superuser}
+    )
+
+
+@login_required
+@require_POST
+def rules_save(request: HttpRequest, addon_id: str, skill: str) -> HttpResponse:
+    try:
+        skill_rules_save(
+            user=signed_in_user(request),
+            addon_id=addon_id,
+            skill=skill,
+            text=request.POST.get("text", "")[:8000],
+        )
+    except MemoryRefusal as refusal:
+        if refusal.status == 404:
+            raise Http404 from None
+        messages.error(request, f"Rules not saved: {refusal.message}")
+        return _back(request, addon_id)
+    messages.success(request, f"Saved the learned rules of {skill}.")
+    return _back(request, addon_id)
+
+
+def _active_for(request: HttpRequest, addon_id: str) -> AddonState:
+    state = installed_addon(addon_id)
+    if state is None or not user_enabled(state, switched_off_by(signed_in_user(request))):
+        raise Http404  # off for this person: its pages are not read either
+    return state
+
+
+@login_required
+@require_GET
+def page_frame(request: HttpRequest, addon_id: str, number: int) -> HttpResponse:
+    state = _active_for(request, addon_id)
+    if not 0 <= number < len(state.manifest.pages):
+        raise Http404
+    return render(
+        request,
+        "addons/page_frame.html",
+        {"manifest": state.manifest, "page": state.manifest.pages[number]},
+    )
+
+
+@xframe_options_sameorigin
+@csp(SANDBOX_CSP)  # type: ignore[arg-type]
+@require_GET
+def package_file(request: HttpRequest, addon_id: str, path: str) -> HttpResponse:
+    """A file of an add-on's package, served with the sandbox policy (never as the host).
+
+    A page needs a signed-in person who has the add-on on. Its scripts, styles and images
+    are requested from the sandbox's opaque origin, which carries no session cookie, so
+    they are served while the add-on is on for the server (like the host's static files).
+    """
+    if path.endswith(".html"):
+        if not request.user.is_authenticated:
+            raise Http404
+        _active_for(request, addon_id)
+    else:
+        state = installed_addon(addon_id)
+        if state is None or not state.enabled:
+            raise Http404
+    row = AddonFile.objects.filter(addon__addon_id=addon_id, path=path).only("content").first()
+    if row is None or path.endswith(".md"):  # context files go to the model, not the browser
+        raise Http404
+    suffix = path[path.rfind(".") :].lower() if "." in path else ""
+    content_type = _TYPES.get(suffix) or mimetypes.guess_type(path)[0] or "application/octet-stream"
+    if content_type.startswith("text/") or content_type.endswith(("json", "javascript")):
+        content_type += "; charset=utf-8"
+    return HttpResponse(bytes(row.content), content_type=content_type)
