@@ -52,10 +52,11 @@ def rule_check_after_answer(*, answer_id: int) -> RuleSuggestion | None:
     if answer is None or answer.role != Message.Role.ASSISTANT:
         return None
     conversation = answer.conversation
-    if learning_off_reason(conversation.owner, conversation):
-        return None
+    # The local filter first: most messages state no rule, and it costs no query.
     question = _question_of(answer)
     if question is None or not check(question.content).passes:
+        return None
+    if learning_off_reason(conversation.owner, conversation):
         return None
     if RuleSuggestion.objects.filter(
         user_message=question, origin=RuleSuggestion.Origin.DETECTED
