@@ -63,6 +63,26 @@ def _messaging(
     )
 
 
+SHOWN_ONCE = "bridges:shown-once"
+
+
+def _show_once(request: HttpRequest, page: str, object_id: int, secret: str) -> HttpResponse:
+    """Redirect after a POST that made a secret; the next GET shows it, once.
+
+    The secret waits in the server-side session, never in a URL, so a reload neither
+    repeats the POST (a second binding) nor shows the secret again.
+    """
+    request.session[SHOWN_ONCE] = {"page": page, "id": object_id, "secret": secret}
+    return redirect(f"{reverse(page)}?shown={object_id}")
+
+
+def _take_shown(request: HttpRequest, page: str) -> tuple[int, str] | None:
+    once = request.session.pop(SHOWN_ONCE, None)
+    if not once or once.get("page") != page or str(once.get("id")) != request.GET.get("shown"):
+        return None
+    return int(once["id"]), str(once["secret"])
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def messaging_page(request: HttpRequest) -> HttpResponse:
@@ -84,9 +104,11 @@ def messaging_page(request: HttpRequest) -> HttpResponse:
         except BridgeRefused as refusal:
             form.add_error(None, refusal.message)
         else:
-            return _messaging(
-                request, BindingForm(owner=owner), shown=binding, secret=secret, status=201
-            )
+            return _show_once(request, "bridges:messaging", binding.pk, secret)
+    once = _take_shown(request, "bridges:messaging") if request.method == "GET" else None
+    if once:
+        shown = selectors.binding_for(owner, once[0])
+        return _messaging(request, form, shown=shown, secret=once[1])
     return _messaging(request, form, status=400 if form.errors else 200)
 
 
@@ -96,7 +118,7 @@ def binding_rotate_page(request: HttpRequest, binding_id: int) -> HttpResponse:
     owner = signed_in_user(request)
     binding = selectors.binding_for(owner, binding_id)
     secret = binding_rotate_secret(binding=binding)
-    return _messaging(request, BindingForm(owner=owner), shown=binding, secret=secret)
+    return _show_once(request, "bridges:messaging", binding.pk, secret)
 
 
 @login_required
@@ -162,7 +184,10 @@ def events_page(request: HttpRequest) -> HttpResponse:
         except BridgeRefused as refusal:
             form.add_error(None, refusal.message)
         else:
-            form = EndpointForm()
+            return _show_once(request, "bridges:events", created.pk, secret)
+    once = _take_shown(request, "bridges:events") if request.method == "GET" else None
+    if once:
+        created, secret = selectors.endpoint_for(owner, once[0]), once[1]
     rows = [
         {"endpoint": endpoint, "events": selectors.recent_events(endpoint)}
         for endpoint in selectors.endpoints_for(owner)
@@ -177,7 +202,7 @@ def events_page(request: HttpRequest) -> HttpResponse:
             "secret": secret,
             "organization": organization,
         },
-        status=201 if created else (400 if form.errors else 200),
+        status=400 if form.errors else 200,
     )
 
 

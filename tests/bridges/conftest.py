@@ -13,9 +13,12 @@ from tests.factories import AIProfileFactory, UserFactory
 
 
 @pytest.fixture(autouse=True)
-def _jobs_wait_for_the_test(monkeypatch):
-    """These tests play the worker themselves: a real chat worker that another test
-    module started must not take their jobs first. An explicit queue beats the routes."""
+def _jobs_wait_for_the_test(request, monkeypatch):
+    """Most of these tests play the worker themselves: a real chat worker that another
+    test module started must not take their jobs first. An explicit queue beats the
+    routes. Tests that ask for the real worker get the real routes."""
+    if "chat_worker" in request.fixturenames:
+        return
     for task in (inbound_process_task, callback_send_task, endpoint_deliver_task):
         monkeypatch.setattr(task, "queue", "bridges-tests-unconsumed", raising=False)
 

@@ -30,8 +30,10 @@ def test_a_binding_is_created_with_its_secret_shown_once_and_stored_encrypted(cl
     response = client.post(
         "/bridges/messaging/",
         {"kind": "standard", "title": "Family", "callback_url": "http://127.0.0.1:9/cb"},
+        follow=True,
     )
-    assert response.status_code == 201
+    assert response.status_code == 200
+    assert response.redirect_chain and "secret" not in response.redirect_chain[0][0]
     binding = MessagingBinding.objects.get(owner=person)
     secret = binding.webhook_secret
     assert secret in response.content.decode()
@@ -93,10 +95,12 @@ def test_disable_enable_and_delete_keep_the_conversation_notes(client_for):
 def test_rotating_shows_the_new_secret_once(client_for):
     person = UserFactory()
     binding, old = binding_create(owner=person, kind="standard", title="Mine")
-    response = client_for(person).post(f"/bridges/messaging/{binding.pk}/rotate/")
+    client = client_for(person)
+    response = client.post(f"/bridges/messaging/{binding.pk}/rotate/", follow=True)
     binding.refresh_from_db()
     assert binding.webhook_secret != old
     assert binding.webhook_secret in response.content.decode()
+    assert binding.webhook_secret not in client.get(response.redirect_chain[-1][0]).content.decode()
     assert binding.previous_secret_expires_at is not None
 
 
@@ -106,8 +110,10 @@ def test_an_endpoint_is_registered_with_event_types_and_its_secret_once(client_f
     response = client.post(
         "/bridges/events/",
         {"url": "http://127.0.0.1:9/hook", "event_types": ["memory.changed", "proposal.created"]},
+        follow=True,
     )
-    assert response.status_code == 201
+    assert response.status_code == 200
+    assert endpoint_secret_gone_on_reload(client, response)
     endpoint = EventEndpoint.objects.get(owner=person)
     assert endpoint.event_types == ["memory.changed", "proposal.created"]
     assert endpoint.secret in response.content.decode()
@@ -123,3 +129,23 @@ def test_the_pages_speak_german(client_for, settings):
     assert "Messaging-App verbinden" in messaging and "Verknüpfung anlegen" in messaging
     assert "Art der Brücke" in messaging
     assert "Ausgehende Ereignisse" in events and "Endpunkt hinzufügen" in events
+
+
+def endpoint_secret_gone_on_reload(client, response) -> bool:
+    """After the redirect, reloading the page neither repeats the POST nor shows the secret."""
+    endpoint = EventEndpoint.objects.get()
+    again = client.get(response.redirect_chain[-1][0]).content.decode()
+    return EventEndpoint.objects.count() == 1 and endpoint.secret not in again
+
+
+def test_reloading_after_creating_a_binding_makes_no_second_one(client_for):
+    person = UserFactory()
+    client = client_for(person)
+    response = client.post(
+        "/bridges/messaging/", {"kind": "standard", "title": "Family"}, follow=True
+    )
+    secret = MessagingBinding.objects.get(owner=person).webhook_secret
+    assert secret in response.content.decode()
+    again = client.get(response.redirect_chain[-1][0]).content.decode()
+    assert MessagingBinding.objects.filter(owner=person).count() == 1
+    assert secret not in again

@@ -3,9 +3,9 @@ from __future__ import annotations
 import pytest
 
 from chat.models import Message
-from tests.chat.conftest import ask, chat_worker, conversation, person, profile
+from tests.chat.conftest import ask, conversation, person, profile
 
-__all__ = ["answered", "ask", "chat_worker", "conversation", "person", "profile"]
+__all__ = ["answered", "ask", "conversation", "person", "profile"]
 
 
 @pytest.fixture
