@@ -23,6 +23,7 @@ from accounts.services import (
     api_token_revoke,
     site_settings_get,
 )
+from memory_addon.show_once import show_once, take_shown
 
 
 class SignInView(auth_views.LoginView):
@@ -139,7 +140,7 @@ def api_tokens_page(request: HttpRequest) -> HttpResponse:
     created: tuple[ApiToken, str] | None = None
     if request.method == "POST" and form.is_valid():
         try:
-            created = api_token_create(
+            token, secret = api_token_create(
                 user=owner,
                 name=form.cleaned_data["name"],
                 scope=form.cleaned_data["scope"],
@@ -148,7 +149,10 @@ def api_tokens_page(request: HttpRequest) -> HttpResponse:
         except ValidationError as error:
             form.add_error(None, error)
         else:
-            form = ApiTokenForm()
+            return show_once(request, "accounts:api_tokens", token.pk, secret)
+    once = take_shown(request, "accounts:api_tokens")
+    if once:
+        created = get_object_or_404(ApiToken, pk=once[0], user=owner), once[1]
     tokens = ApiToken.objects.filter(user=owner)
     response = render(
         request,
@@ -162,7 +166,7 @@ def api_tokens_page(request: HttpRequest) -> HttpResponse:
             "api_base": request.build_absolute_uri("/api/"),
             "mcp_url": request.build_absolute_uri("/mcp/"),
         },
-        status=201 if created else (400 if form.errors else 200),
+        status=400 if form.errors else 200,
     )
     return response
 

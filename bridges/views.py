@@ -27,6 +27,7 @@ from bridges.services import (
     endpoint_create,
     endpoint_delete,
 )
+from memory_addon.show_once import show_once, take_shown
 
 
 def _binding_rows(request: HttpRequest) -> list[dict[str, Any]]:
@@ -63,26 +64,6 @@ def _messaging(
     )
 
 
-SHOWN_ONCE = "bridges:shown-once"
-
-
-def _show_once(request: HttpRequest, page: str, object_id: int, secret: str) -> HttpResponse:
-    """Redirect after a POST that made a secret; the next GET shows it, once.
-
-    The secret waits in the server-side session, never in a URL, so a reload neither
-    repeats the POST (a second binding) nor shows the secret again.
-    """
-    request.session[SHOWN_ONCE] = {"page": page, "id": object_id, "secret": secret}
-    return redirect(f"{reverse(page)}?shown={object_id}")
-
-
-def _take_shown(request: HttpRequest, page: str) -> tuple[int, str] | None:
-    once = request.session.pop(SHOWN_ONCE, None)
-    if not once or once.get("page") != page or str(once.get("id")) != request.GET.get("shown"):
-        return None
-    return int(once["id"]), str(once["secret"])
-
-
 @login_required
 @require_http_methods(["GET", "POST"])
 def messaging_page(request: HttpRequest) -> HttpResponse:
@@ -104,8 +85,8 @@ def messaging_page(request: HttpRequest) -> HttpResponse:
         except BridgeRefused as refusal:
             form.add_error(None, refusal.message)
         else:
-            return _show_once(request, "bridges:messaging", binding.pk, secret)
-    once = _take_shown(request, "bridges:messaging") if request.method == "GET" else None
+            return show_once(request, "bridges:messaging", binding.pk, secret)
+    once = take_shown(request, "bridges:messaging")
     if once:
         shown = selectors.binding_for(owner, once[0])
         return _messaging(request, form, shown=shown, secret=once[1])
@@ -118,7 +99,7 @@ def binding_rotate_page(request: HttpRequest, binding_id: int) -> HttpResponse:
     owner = signed_in_user(request)
     binding = selectors.binding_for(owner, binding_id)
     secret = binding_rotate_secret(binding=binding)
-    return _show_once(request, "bridges:messaging", binding.pk, secret)
+    return show_once(request, "bridges:messaging", binding.pk, secret)
 
 
 @login_required
@@ -184,8 +165,8 @@ def events_page(request: HttpRequest) -> HttpResponse:
         except BridgeRefused as refusal:
             form.add_error(None, refusal.message)
         else:
-            return _show_once(request, "bridges:events", created.pk, secret)
-    once = _take_shown(request, "bridges:events") if request.method == "GET" else None
+            return show_once(request, "bridges:events", created.pk, secret)
+    once = take_shown(request, "bridges:events")
     if once:
         created, secret = selectors.endpoint_for(owner, once[0]), once[1]
     rows = [
