@@ -252,7 +252,8 @@ def package_file(request: HttpRequest, addon_id: str, path: str) -> HttpResponse
     are requested from the sandbox's opaque origin, which carries no session cookie, so
     they are served while the add-on is on for the server (like the host's static files).
     """
-    if path.endswith(".html"):
+    kind = path.lower()
+    if kind.endswith(".html"):
         if not request.user.is_authenticated:
             raise Http404
         _active_for(request, addon_id)
@@ -261,7 +262,7 @@ def package_file(request: HttpRequest, addon_id: str, path: str) -> HttpResponse
         if state is None or not state.enabled:
             raise Http404
     row = AddonFile.objects.filter(addon__addon_id=addon_id, path=path).only("content").first()
-    if row is None or path.endswith(".md"):  # context files go to the model, not the browser
+    if row is None or kind.endswith(".md"):  # context files go to the model, not the browser
         raise Http404
     suffix = path[path.rfind(".") :].lower() if "." in path else ""
     content_type = _TYPES.get(suffix) or mimetypes.guess_type(path)[0] or "application/octet-stream"

@@ -17,9 +17,10 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
+from accounts.models import Membership
 from bridges.models import DeliveryAttempt, EventEndpoint, OutboxEvent
 from bridges.outgoing import backoff_seconds, post_signed
 from memory_addon.core.secret_guard import find_secret
@@ -34,16 +35,23 @@ KNOWLEDGE_INDEXED = EventEndpoint.EventType.KNOWLEDGE_INDEXED
 
 def safe_summary(text: str) -> str:
     """A summary goes out only when the secret guard finds nothing in it."""
-    text = text[:300]
-    return "" if find_secret(text) else text
+    # Checked whole before it is cut: a secret split at the cut would pass in part.
+    return "" if find_secret(text) else text[:300]
 
 
 def _endpoints_for(user_id: int, event_type: str) -> list[int]:
+    # An organization's endpoint hears its members only while whoever registered it is
+    # still an admin there: a removed admin's endpoint goes quiet.
+    owner_is_admin = Exists(
+        Membership.objects.filter(
+            organization_id=OuterRef("organization_id"), user_id=OuterRef("owner_id"), role="admin"
+        )
+    )
     return list(
         EventEndpoint.objects.filter(enabled=True, event_types__contains=[event_type])
         .filter(
             Q(owner_id=user_id, organization__isnull=True)
-            | Q(organization__membership__user_id=user_id)
+            | (Q(organization__membership__user_id=user_id) & Q(owner_is_admin))
         )
         .values_list("pk", flat=True)
         .distinct()

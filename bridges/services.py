@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import unicodedata
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
@@ -34,7 +35,9 @@ class BridgeRefused(ChangeRefused):
 
 def _check_url(url: str) -> None:
     try:
-        check_outbound_url(url, unresolvable_ok=True)
+        check_outbound_url(
+            url, unresolvable_ok=True, allow_loopback=settings.WEBHOOK_ALLOW_LOOPBACK
+        )
     except OutboundRefused as refusal:
         raise BridgeRefused(str(refusal)) from refusal
 
@@ -65,6 +68,10 @@ def binding_create(
         raise BridgeRefused("No such AI profile.")
     if callback_url:
         _check_url(callback_url)
+    if secret.strip() and kind != MessagingBinding.Kind.SLACK:
+        raise BridgeRefused(
+            "Only a Slack binding takes a pasted signing secret; this one gets its own."
+        )
     secret = secret.strip() or new_secret()
     binding = MessagingBinding(
         owner=owner,
@@ -137,7 +144,8 @@ def inbound_accept(*, binding: MessagingBinding, incoming: Incoming) -> tuple[In
     Returns the row and whether it is new.
     """
     text = storable(incoming.text).strip()
-    if not text:
+    # Zero-width and other invisible format characters are not text a person sent.
+    if not "".join(c for c in text if unicodedata.category(c) != "Cf").strip():
         raise BridgeRefused("The message has no text.")
     if len(text) > settings.BRIDGE_MAX_TEXT_CHARS:
         raise BridgeRefused(

@@ -80,7 +80,7 @@ def _standard(data: dict[str, Any], webhook_id: str) -> Incoming:
 
 def _telegram(data: dict[str, Any]) -> Incoming | None:
     update_id = data.get("update_id")
-    if not isinstance(update_id, int) or isinstance(update_id, bool):
+    if not isinstance(update_id, int) or isinstance(update_id, bool) or not 0 <= update_id < 2**63:
         raise BridgeRefused("A Telegram update needs an update_id number.")
     message = data.get("message") or data.get("edited_message")
     if not isinstance(message, dict) or not isinstance(message.get("text"), str):

@@ -36,6 +36,13 @@ UNSTORABLE_MESSAGE = (
 )
 
 
+class _TooDeep(Exception):
+    """JSON nested deeper than Python's parser goes (a 500 before this check)."""
+
+
+TOO_DEEP_MESSAGE = "The JSON in this request is nested too deeply."
+
+
 def _requestholds_unstorable(request: HttpRequest) -> bool:
     if any(holds_unstorable(v) for values in request.GET.lists() for v in values[1]):
         return True
@@ -46,6 +53,8 @@ def _requestholds_unstorable(request: HttpRequest) -> bool:
                 return holds_unstorable(json.loads(request.body or b"null"))
             except (ValueError, UnicodeDecodeError):
                 return False  # not JSON: the endpoint answers that itself
+            except RecursionError:
+                raise _TooDeep from None
         if content_type in ("application/x-www-form-urlencoded", "multipart/form-data"):
             return any(holds_unstorable(v) for values in request.POST.lists() for v in values[1])
     return False
@@ -57,11 +66,17 @@ def refuse_unstorable_text(
     """PostgreSQL stores no NUL and UTF-8 has no lone surrogates: refuse them at the door
     with a clear 400 instead of a database error deep inside (a 500)."""
 
+    def refuse(message: str, request: HttpRequest) -> HttpResponseBase:
+        if request.path.startswith("/api/"):
+            return JsonResponse({"detail": message}, status=400)
+        return HttpResponseBadRequest(message, content_type="text/plain")
+
     def middleware(request: HttpRequest) -> HttpResponseBase:
-        if _requestholds_unstorable(request):
-            if request.path.startswith("/api/"):
-                return JsonResponse({"detail": UNSTORABLE_MESSAGE}, status=400)
-            return HttpResponseBadRequest(UNSTORABLE_MESSAGE, content_type="text/plain")
+        try:
+            if _requestholds_unstorable(request):
+                return refuse(UNSTORABLE_MESSAGE, request)
+        except _TooDeep:
+            return refuse(TOO_DEEP_MESSAGE, request)
         return get_response(request)
 
     return middleware

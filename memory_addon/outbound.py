@@ -29,12 +29,18 @@ def _addresses(host: str, port: int) -> list[ipaddress.IPv4Address | ipaddress.I
     return [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos]
 
 
-def check_outbound_url(url: str, *, unresolvable_ok: bool = False) -> None:
+def check_outbound_url(
+    url: str, *, unresolvable_ok: bool = False, allow_loopback: bool | None = None
+) -> None:
     """Raise OutboundRefused unless the host may call `url` under the admin's rules.
 
     `unresolvable_ok`: when saving a profile, a name that does not resolve yet is
     accepted; it is checked again, resolved, before every call.
+    `allow_loopback`: this machine may be called (default OUTBOUND_ALLOW_LOOPBACK, meant
+    for a local model); webhook targets that anyone can set pass a stricter rule.
     """
+    if allow_loopback is None:
+        allow_loopback = settings.OUTBOUND_ALLOW_LOOPBACK
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise OutboundRefused("Use an http:// or https:// address with a host name.")
@@ -61,16 +67,12 @@ def check_outbound_url(url: str, *, unresolvable_ok: bool = False) -> None:
         raise
     for address in addresses:
         if address.is_loopback:
-            if not settings.OUTBOUND_ALLOW_LOOPBACK:
+            if not allow_loopback:
                 raise OutboundRefused("Calls to this machine (loopback) are turned off here.")
             continue
-        internal = (
-            address.is_private
-            or address.is_link_local
-            or address.is_reserved
-            or address.is_multicast
-            or address.is_unspecified
-        )
+        # Anything not globally routable: private ranges, link-local, and also shared
+        # address space (100.64.0.0/10, where some clouds answer metadata requests).
+        internal = not address.is_global or address.is_multicast
         if internal and not settings.OUTBOUND_ALLOW_PRIVATE:
             raise OutboundRefused(
                 f"{host} is in a private or internal network range; an administrator can allow "

@@ -267,6 +267,9 @@ ENCRYPTION_KEYS = [key.strip() for key in _fernet_keys.split(",") if key.strip()
 
 # Servers the host may call for AI profiles (see memory_addon/outbound.py).
 OUTBOUND_ALLOW_LOOPBACK = env_bool("OUTBOUND_ALLOW_LOOPBACK", True)
+# Bridge callbacks and event endpoints are set by any signed-in person: this machine is
+# not a target unless an administrator says so (a local bridge on the same host).
+WEBHOOK_ALLOW_LOOPBACK = env_bool("WEBHOOK_ALLOW_LOOPBACK", False)
 OUTBOUND_ALLOW_PRIVATE = env_bool("OUTBOUND_ALLOW_PRIVATE", False)
 OUTBOUND_ALLOWED_HOSTS = env_list("OUTBOUND_ALLOWED_HOSTS", [])
 OUTBOUND_DENIED_HOSTS = env_list("OUTBOUND_DENIED_HOSTS", [])

@@ -11,6 +11,9 @@ os.environ.setdefault(
     "EMBEDDING_MODEL_PATH", str(Path(os.environ["DATA_DIR"]) / "models" / "all-MiniLM-L6-v2")
 )
 
+# The sample bridge and callback receivers of the tests listen on this machine.
+os.environ.setdefault("WEBHOOK_ALLOW_LOOPBACK", "true")
+
 from memory_addon.settings import *  # noqa: F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

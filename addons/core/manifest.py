@@ -235,6 +235,10 @@ def manifest_parse(raw: bytes | str | dict[str, Any]) -> Manifest:
             data = json.loads(raw)
         except (UnicodeDecodeError, json.JSONDecodeError) as error:
             raise ManifestError([f"manifest: not valid JSON ({error})"]) from None
+        except (RecursionError, ValueError):  # nested too deep, or a 5,000-digit number
+            raise ManifestError(
+                ["manifest: not valid JSON (nested too deep or too large)"]
+            ) from None
     else:
         data = raw
     if not isinstance(data, dict):

@@ -28,6 +28,8 @@ def _person_text(text: str) -> str:
     cleaned = "\n".join(line.rstrip() for line in text.replace("\r\n", "\n").split("\n")).strip()
     if not cleaned:
         raise ChangeRefused("Write the note first.")
+    if "<!--" in cleaned or "-->" in cleaned:
+        raise ChangeRefused("A note cannot contain HTML comment markers (<!-- or -->).")
     if len(cleaned) > entries.MAX_ENTRY_CHARS:
         raise ChangeRefused(
             f"A note holds at most {entries.MAX_ENTRY_CHARS} characters; this one has "

@@ -21,6 +21,8 @@ pytestmark = pytest.mark.django_db
         "http://[fd00::1]/v1",
         "http://0.0.0.0:8080/v1",
         "ftp://127.0.0.1/v1",
+        "http://100.100.100.200/latest/meta-data/",  # shared address space (a cloud's metadata)
+        "http://100.64.0.1/v1",
     ],
 )
 def test_internal_addresses_are_refused_by_default(url):

@@ -17,10 +17,12 @@ def _jobs_wait_for_the_test(request, monkeypatch):
     """Most of these tests play the worker themselves: a real chat worker that another
     test module started must not take their jobs first. An explicit queue beats the
     routes. Tests that ask for the real worker get the real routes."""
-    if "chat_worker" in request.fixturenames:
-        return
+    # None lets the routes decide (Celery merges only set options over a route).
+    queue = None if "chat_worker" in request.fixturenames else "bridges-tests-unconsumed"
     for task in (inbound_process_task, callback_send_task, endpoint_deliver_task):
-        monkeypatch.setattr(task, "queue", "bridges-tests-unconsumed", raising=False)
+        monkeypatch.setattr(task, "queue", queue, raising=False)
+        # Celery caches a task's send options (queue included) at its first send.
+        monkeypatch.setattr(task, "_exec_options", None, raising=False)
 
 
 @pytest.fixture

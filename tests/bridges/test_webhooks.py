@@ -180,6 +180,9 @@ def test_telegram_updates_are_verified_by_the_secret_token(
     assert httpx.post(url, json=update, headers={header: secret + "x"}).status_code == 401
     assert httpx.post(url, json=update, headers={header: secret}).status_code == 202
     assert httpx.post(url, json=update, headers={header: secret}).status_code == 200
+    for bad_id in (10**4000, -5):  # a 4000-digit id once made the stored id overflow (500)
+        huge = {"update_id": bad_id, "message": {"text": "x"}}
+        assert httpx.post(url, json=huge, headers={header: secret}).status_code == 400
     sticker = {"update_id": 78, "message": {"sticker": {}}}
     assert httpx.post(url, json=sticker, headers={header: secret}).json()["ignored"] is True
     (row,) = InboundMessage.objects.all()
