@@ -11,6 +11,7 @@ from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods
 from django_ratelimit.core import is_ratelimited
 
@@ -46,8 +47,10 @@ def signup(request: HttpRequest) -> HttpResponse:
         if _signups_exhausted(request):
             form.add_error(
                 None,
-                "Too many accounts were created from your network recently. "
-                "Try again in an hour or ask an administrator.",
+                _(
+                    "Too many accounts were created from your network recently. "
+                    "Try again in an hour or ask an administrator."
+                ),
             )
             return render(request, "accounts/signup.html", {"form": form}, status=429)
         user = form.save()
@@ -96,7 +99,9 @@ def ai_profile_edit(request: HttpRequest, profile_id: int | None = None) -> Http
         except ValidationError as error:
             form.add_error(None, error)
         else:
-            messages.success(request, f"Saved the AI profile “{profile.name}”.")
+            messages.success(
+                request, _("Saved the AI profile “%(name)s”.") % {"name": profile.name}
+            )
             return redirect("accounts:settings")
     return render(request, "accounts/ai_profile_form.html", {"form": form, "profile": profile})
 
@@ -107,7 +112,7 @@ def ai_profile_delete(request: HttpRequest, profile_id: int) -> HttpResponse:
     profile = get_object_or_404(AIProfile, pk=profile_id, owner=signed_in_user(request))
     name = profile.name
     profile.delete()
-    messages.success(request, f"Deleted the AI profile “{name}”.")
+    messages.success(request, _("Deleted the AI profile “%(name)s”.") % {"name": name})
     return redirect("accounts:settings")
 
 
@@ -125,7 +130,7 @@ def agent_edit(request: HttpRequest, agent_id: int | None = None) -> HttpRespons
     form = AgentForm(request.POST or None, instance=agent, owner=owner)
     if request.method == "POST" and form.is_valid():
         saved = form.save()
-        messages.success(request, f"Saved the agent “{saved.name}”.")
+        messages.success(request, _("Saved the agent “%(name)s”.") % {"name": saved.name})
         return redirect("accounts:agent_edit", agent_id=saved.pk)
     return render(request, "accounts/agent_form.html", {"form": form, "agent": agent})
 
@@ -172,5 +177,7 @@ def api_tokens_page(request: HttpRequest) -> HttpResponse:
 def api_token_revoke_page(request: HttpRequest, token_id: int) -> HttpResponse:
     token = get_object_or_404(ApiToken, pk=token_id, user=signed_in_user(request))
     api_token_revoke(token=token)
-    messages.success(request, f"Revoked the token “{token.name}”. It no longer works.")
+    messages.success(
+        request, _("Revoked the token “%(name)s”. It no longer works.") % {"name": token.name}
+    )
     return redirect("accounts:api_tokens")

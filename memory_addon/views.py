@@ -11,6 +11,7 @@ from django.http.response import HttpResponseBase
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -179,7 +180,7 @@ def memory_entry_add(request: HttpRequest, scope_id: int) -> HttpResponse:
     except MemoryRefusal as refusal:
         # The text stays in the field, with the reason beside it.
         return _tab_with(request, scope, entry_text=text, entry_error=refusal.message)
-    messages.success(request, "Note added.")
+    messages.success(request, _("Note added."))
     return _back_to_tab(scope, change_set)
 
 
@@ -207,7 +208,7 @@ def memory_note_edit(request: HttpRequest, scope_id: int) -> HttpResponse:
             edit_text=request.POST.get("text", ""),
             edit_error=refusal.message,
         )
-    messages.success(request, "Note deleted." if delete else "Note saved.")
+    messages.success(request, _("Note deleted.") if delete else "Note saved.")
     return _back_to_tab(scope, change_set)
 
 
@@ -229,7 +230,7 @@ def memory_clear(request: HttpRequest, scope_id: int) -> HttpResponse:
         except MemoryRefusal as refusal:
             messages.error(request, refusal.message)
             return redirect(reverse("memory_clear", args=[scope.pk]))
-        messages.success(request, "This memory is cleared.")
+        messages.success(request, _("This memory is cleared."))
         return _back_to_tab(scope, change_set)
     text = row.content if row else ""
     context = {
@@ -300,7 +301,9 @@ def version_restore_page(request: HttpRequest, version_id: int) -> HttpResponse:
         messages.error(request, refusal.message)
     else:
         messages.success(
-            request, f"Restored {version.path}. The text it replaced stays in the history."
+            request,
+            _("Restored %(path)s. The text it replaced stays in the history.")
+            % {"path": version.path},
         )
     return redirect("memory_history", scope_id=version.scope_id)
 
@@ -317,7 +320,7 @@ def change_set_undo_page(request: HttpRequest, change_set_id: int) -> HttpRespon
     except MemoryRefusal as refusal:
         messages.error(request, refusal.message)
     else:
-        messages.success(request, "Change undone.")
+        messages.success(request, _("Change undone."))
     back = request.POST.get("next", "")
     safe = url_has_allowed_host_and_scheme(
         back, allowed_hosts={request.get_host()}, require_https=request.is_secure()
@@ -391,7 +394,9 @@ def file_page(request: HttpRequest, scope_id: int) -> HttpResponse:
                     base_sha256=base,
                     source=ChangeSet.Source.PAGE,
                 )
-                messages.success(request, f"Deleted {path}. It stays in the history.")
+                messages.success(
+                    request, _("Deleted %(path)s. It stays in the history.") % {"path": path}
+                )
                 return redirect("memory_files")
             text = request.POST.get("content", "").replace("\r\n", "\n")
             context |= {"text": text, "editing": True}
@@ -408,7 +413,7 @@ def file_page(request: HttpRequest, scope_id: int) -> HttpResponse:
         except MemoryRefusal as refusal:
             context["error"] = refusal.message
         else:
-            messages.success(request, f"Saved {path}.")
+            messages.success(request, _("Saved %(path)s.") % {"path": path})
             return redirect(f"{reverse('memory_file', args=[scope.pk])}?path={path}")
     if request.GET.get("confirm") == "delete":
         context["confirm_delete"] = True
@@ -435,11 +440,11 @@ def inbox_decide(request: HttpRequest, proposal_id: int, decision: str) -> HttpR
     try:
         if decision == "reject":
             proposal_reject(user=user, proposal=proposal)
-            messages.success(request, "Proposal rejected; nothing was saved.")
+            messages.success(request, _("Proposal rejected; nothing was saved."))
         else:
             edited = request.POST.get("text") if decision == "confirm-edited" else None
             proposal_confirm(user=user, proposal=proposal, edited_text=edited)
-            messages.success(request, "Saved to memory.")
+            messages.success(request, _("Saved to memory."))
     except MemoryRefusal as refusal:
         messages.error(request, refusal.message)
     # The same card sits under a chat answer; it sends people back to where they were.
@@ -481,7 +486,7 @@ def addon_toggle(request: HttpRequest) -> HttpResponse:
     addon_set_enabled(user=signed_in_user(request), addon=MEMORY_ADDON, enabled=enabled)
     messages.success(
         request,
-        "Short memory is on."
+        _("Short memory is on.")
         if enabled
         else "Short memory is off: the assistant reads nothing; your files are kept.",
     )
@@ -513,10 +518,10 @@ def memory_export_download(request: HttpRequest) -> HttpResponseBase:
 def memory_restore_upload(request: HttpRequest) -> HttpResponse:
     upload = request.FILES.get("archive")
     if upload is None:
-        messages.error(request, "Choose a memory export (.zip) to restore.")
+        messages.error(request, _("Choose a memory export (.zip) to restore."))
         return redirect("memory_files")
     if upload.size and upload.size > MAX_ARCHIVE_BYTES:
-        messages.error(request, "The archive is too large to be a memory export.")
+        messages.error(request, _("The archive is too large to be a memory export."))
         return redirect("memory_files")
     try:
         report = memory_restore(user=signed_in_user(request), archive_bytes=upload.read())
@@ -525,9 +530,14 @@ def memory_restore_upload(request: HttpRequest) -> HttpResponse:
         return redirect("memory_files")
     messages.success(
         request,
-        f"Restored {len(report.added)} file(s); kept {len(report.kept)} that already existed "
-        "(current memory is never replaced).",
+        _(
+            "Restored %(added)s file(s); kept %(kept)s that already existed "
+            "(current memory is never replaced)."
+        )
+        % {"added": len(report.added), "kept": len(report.kept)},
     )
     for name, reason in report.refused[:20]:
-        messages.error(request, f"Not restored: {name} — {reason}")
+        messages.error(
+            request, _("Not restored: %(name)s — %(reason)s") % {"name": name, "reason": reason}
+        )
     return redirect("memory_files")

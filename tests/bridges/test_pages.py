@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 from django.test import Client
-from django.utils import translation
 
 from accounts.models import MessagingBinding
 from bridges.models import EventEndpoint
@@ -118,9 +117,10 @@ def test_an_endpoint_is_registered_with_event_types_and_its_secret_once(client_f
 
 def test_the_pages_speak_german(client_for, settings):
     client = client_for(UserFactory())
-    with translation.override("de"):
-        messaging = client.get("/bridges/messaging/").content.decode()
-        events = client.get("/bridges/events/").content.decode()
+    # The locale middleware picks the language per request, from the browser's header.
+    german = {"accept-language": "de-DE,de;q=0.9"}
+    messaging = client.get("/bridges/messaging/", headers=german).content.decode()
+    events = client.get("/bridges/events/", headers=german).content.decode()
     assert "Messaging-App verbinden" in messaging and "Verknüpfung anlegen" in messaging
     assert "Art der Brücke" in messaging
     assert "Ausgehende Ereignisse" in events and "Endpunkt hinzufügen" in events
