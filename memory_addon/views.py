@@ -208,7 +208,7 @@ def memory_note_edit(request: HttpRequest, scope_id: int) -> HttpResponse:
             edit_text=request.POST.get("text", ""),
             edit_error=refusal.message,
         )
-    messages.success(request, _("Note deleted.") if delete else "Note saved.")
+    messages.success(request, _("Note deleted.") if delete else _("Note saved."))
     return _back_to_tab(scope, change_set)
 
 
