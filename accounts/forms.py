@@ -6,6 +6,7 @@ from typing import Any, ClassVar
 from django import forms
 from django.contrib.auth.forms import UserCreationForm
 from django.utils import timezone
+from django.utils.text import slugify
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
@@ -84,9 +85,18 @@ class AgentForm(forms.ModelForm[Agent]):
     def __init__(self, *args: Any, owner: User, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.owner = owner
+        self.fields["slug"].required = False
+        self.fields["slug"].help_text = gettext_lazy(
+            "Names the agent's memory folder: Memory/agents/<slug>/. "
+            "Leave empty to derive it from the name."
+        )
 
     def clean_slug(self) -> str:
-        slug = str(self.cleaned_data["slug"])
+        slug = str(self.cleaned_data.get("slug") or "") or slugify(str(self.data.get("name", "")))[
+            :80
+        ].strip("-")
+        if not slug:
+            raise forms.ValidationError(_("Give the agent a name with letters or digits."))
         clash = Agent.objects.filter(owner=self.owner, slug=slug).exclude(pk=self.instance.pk)
         if clash.exists():
             raise forms.ValidationError(_("You already have an agent with this slug."))

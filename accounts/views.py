@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
@@ -18,6 +19,7 @@ from django_ratelimit.core import is_ratelimited
 from accounts.auth import signed_in_user
 from accounts.forms import AgentForm, AIProfileForm, ApiTokenForm, SignupForm
 from accounts.models import Agent, AIProfile, ApiToken
+from accounts.probe import ConnectionProblem, server_models
 from accounts.services import (
     ai_profile_save,
     api_token_create,
@@ -93,6 +95,8 @@ def ai_profile_edit(request: HttpRequest, profile_id: int | None = None) -> Http
         else AIProfile(owner=owner)
     )
     form = AIProfileForm(request.POST or None, instance=profile)
+    if request.method == "POST" and request.POST.get("action") == "test":
+        return _ai_profile_test(request, form, profile)
     if request.method == "POST" and form.is_valid():
         try:
             ai_profile_save(profile=form.save(commit=False), api_key=form.cleaned_data["api_key"])
@@ -104,6 +108,33 @@ def ai_profile_edit(request: HttpRequest, profile_id: int | None = None) -> Http
             )
             return redirect("accounts:settings")
     return render(request, "accounts/ai_profile_form.html", {"form": form, "profile": profile})
+
+
+def _ai_profile_test(request: HttpRequest, form: AIProfileForm, profile: AIProfile) -> HttpResponse:
+    """Test connection: list the server's models with the address and key in the form."""
+    base_url = str(request.POST.get("base_url", "")).strip()
+    api_key = str(request.POST.get("api_key", "")).strip() or (
+        profile.api_key if profile.pk else ""
+    )
+    context: dict[str, Any] = {"form": form, "profile": profile, "tested": True}
+    if not base_url:
+        context["test_error"] = _("Enter the server address first.")
+    else:
+        try:
+            names = server_models(base_url=base_url, api_key=api_key)
+        except ConnectionProblem as problem:
+            context["test_error"] = str(problem)
+        else:
+            context["server_models"] = names
+            if names:  # the model field becomes a list of what the server offers
+                typed = str(request.POST.get("model", "")).strip()
+                choices = [(name, name) for name in names]
+                if typed and typed not in names:
+                    choices.insert(0, (typed, typed))
+                form.fields["model"].widget = forms.Select(choices=choices)
+    form.errors.clear()  # a test is not a save: no "this field is required" yet
+    status = 200 if "server_models" in context else 400
+    return render(request, "accounts/ai_profile_form.html", context, status=status)
 
 
 @login_required
@@ -130,9 +161,33 @@ def agent_edit(request: HttpRequest, agent_id: int | None = None) -> HttpRespons
     form = AgentForm(request.POST or None, instance=agent, owner=owner)
     if request.method == "POST" and form.is_valid():
         saved = form.save()
+        # Its memory exists from the start, so the Memory tab and the API can show it.
+        from memory_addon.services.scopes import agent_scope
+
+        agent_scope(saved)
         messages.success(request, _("Saved the agent “%(name)s”.") % {"name": saved.name})
         return redirect("accounts:agent_edit", agent_id=saved.pk)
     return render(request, "accounts/agent_form.html", {"form": form, "agent": agent})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def agent_delete(request: HttpRequest, agent_id: int) -> HttpResponse:
+    """Asks first (a page, not only a dialog); deleting removes the agent and its memory."""
+    agent = get_object_or_404(Agent, pk=agent_id, owner=signed_in_user(request))
+    if request.method == "POST":
+        name = agent.name
+        agent.delete()
+        messages.success(
+            request, _("Deleted the agent “%(name)s” and its memory.") % {"name": name}
+        )
+        return redirect("accounts:agents")
+    return render(request, "accounts/agent_delete.html", {"agent": agent})
+
+
+def signed_out(request: HttpRequest) -> HttpResponse:
+    messages.success(request, _("You are signed out."))
+    return redirect("accounts:login")
 
 
 @login_required
