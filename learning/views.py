@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -23,6 +25,7 @@ from learning.services import cleanup as cleanup_service
 from learning.services import references, rules
 from memory_addon.core import entries
 from memory_addon.core.diffs import unified_diff
+from memory_addon.core.readable_diff import readable_diff
 from memory_addon.errors import ChangeRefused, LimitExceeded, MemoryRefusal
 from memory_addon.models import ChangeSet, MemoryFile, MemoryScope
 from memory_addon.selectors import scopes_for_user
@@ -213,9 +216,11 @@ def _job_view(job: CleanupJob | None) -> dict[str, object] | None:
         return None
     current = MemoryFile.objects.filter(scope=job.scope, path=INDEX_PATH).first()
     diff = ""
+    notes: list[Any] = []
     if job.state == CleanupJob.State.READY:
         diff = unified_diff(current.content if current else "", job.proposed, path=INDEX_PATH)
-    return {"job": job, "diff": diff}
+        notes = readable_diff(current.content if current else "", job.proposed)
+    return {"job": job, "diff": diff, "notes": notes}
 
 
 @login_required

@@ -9,6 +9,7 @@ from django.db.models import Exists, OuterRef, QuerySet
 
 from accounts.models import User
 from memory_addon.core.diffs import unified_diff
+from memory_addon.core.readable_diff import readable_diff
 from memory_addon.errors import MemoryRefusal
 from memory_addon.models import ChangeSet, FileChange, MemoryFile, MemoryScope, Proposal
 from memory_addon.services.proposals import plan_proposal
@@ -76,6 +77,7 @@ def versions_for_scope(scope: MemoryScope, *, limit: int = 100) -> list[dict[str
             "diff_to_current": unified_diff(
                 version.after or "", current.get(version.path, ""), path=version.path
             ),
+            "notes_to_current": readable_diff(version.after or "", current.get(version.path, "")),
         }
         for version in versions
     ]
@@ -98,7 +100,7 @@ def proposals_with_diffs(proposals: list[Proposal]) -> list[dict[str, Any]]:
                 scope_files=scope_files,
             )
         except MemoryRefusal as refusal:
-            diffs = [
+            diffs: list[dict[str, Any]] = [
                 {
                     "path": "",
                     "diff": f"Cannot be applied any more: {refusal.message}",
@@ -117,6 +119,9 @@ def proposals_with_diffs(proposals: list[Proposal]) -> list[dict[str, Any]]:
                             before_row.content if before_row else "",
                             write.content or "",
                             path=write.path,
+                        ),
+                        "notes": readable_diff(
+                            before_row.content if before_row else "", write.content or ""
                         ),
                         "before_sha256": before_row.sha256 if before_row else "",
                         "after_sha256": "",

@@ -22,6 +22,7 @@ from memory_addon.addons import MEMORY_ADDON
 from memory_addon.core.diffs import unified_diff
 from memory_addon.core.entries import MAX_ENTRY_CHARS
 from memory_addon.core.markdown import render_markdown
+from memory_addon.core.readable_diff import readable_diff
 from memory_addon.errors import MemoryRefusal, StaleBase
 from memory_addon.models import ChangeSet, FileChange, MemoryFile, MemoryScope, Proposal
 from memory_addon.pages import banners_for, notes_matching, scope_page
@@ -237,6 +238,7 @@ def memory_clear(request: HttpRequest, scope_id: int) -> HttpResponse:
         "scope": scope,
         "folder": scope_folder(scope),
         "diff": unified_diff(text, "", path=index_path(scope)) if text.strip() else "",
+        "notes": readable_diff(text, ""),
         "base_sha256": row.sha256 if row else "",
     }
     return render(request, "memory/clear_confirm.html", context)
@@ -294,7 +296,12 @@ def version_restore_page(request: HttpRequest, version_id: int) -> HttpResponse:
         diff = unified_diff(
             current.content if current else "", version.after or "", path=version.path
         )
-        return render(request, "memory/restore_confirm.html", {"version": version, "diff": diff})
+        notes = readable_diff(current.content if current else "", version.after or "")
+        return render(
+            request,
+            "memory/restore_confirm.html",
+            {"version": version, "diff": diff, "notes": notes},
+        )
     try:
         version_restore(user=signed_in_user(request), version=version, source=ChangeSet.Source.PAGE)
     except MemoryRefusal as refusal:
