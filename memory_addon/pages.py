@@ -136,15 +136,14 @@ class Banners:
     @property
     def policy_message(self) -> str:
         if self.policy.memory_mode == "off":
-            return (
-                f"{self.policy.organization_name} has turned memory off: "
-                "the assistant reads and saves nothing."
-            )
+            return gettext(
+                "%(organization)s has turned memory off: the assistant reads and saves nothing."
+            ) % {"organization": self.policy.organization_name}
         if self.policy.memory_mode == "read_only":
-            return (
-                f"{self.policy.organization_name} made memory read-only: "
+            return gettext(
+                "%(organization)s made memory read-only: "
                 "the assistant reads your notes but cannot save new ones."
-            )
+            ) % {"organization": self.policy.organization_name}
         return ""
 
 

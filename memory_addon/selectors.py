@@ -88,6 +88,7 @@ def proposals_with_diffs(proposals: list[Proposal]) -> list[dict[str, Any]]:
     files_by_scope: dict[int, dict[str, MemoryFile]] = defaultdict(dict)
     for row in MemoryFile.objects.filter(scope_id__in={p.scope_id for p in proposals}):
         files_by_scope[row.scope_id][row.path] = row
+    conversations = _chat_titles(proposals)
     result = []
     for proposal in proposals:
         scope_files = files_by_scope[proposal.scope_id]
@@ -140,14 +141,53 @@ def proposals_with_diffs(proposals: list[Proposal]) -> list[dict[str, Any]]:
                 "created_at": proposal.created_at,
                 "expires_at": proposal.expires_at,
                 "diffs": diffs,
+                "origin": _origin(proposal, conversations),
+                "forget_text": "\n".join(
+                    row.before
+                    for diff in diffs
+                    for row in diff.get("notes", [])
+                    if row.kind == "removed"
+                ),
             }
         )
     return result
 
 
+def _chat_titles(proposals: list[Proposal]) -> dict[str, str]:
+    """Titles of the host's own chat conversations the proposals came from (one query)."""
+    from chat.models import Conversation  # chat builds on memory_addon, not the reverse
+
+    refs = {
+        (p.user_id, int(p.conversation_ref))
+        for p in proposals
+        if p.source == ChangeSet.Source.CHAT and p.conversation_ref.isdigit()
+    }
+    if not refs:
+        return {}
+    rows = Conversation.objects.filter(
+        pk__in={pk for _, pk in refs}, owner_id__in={user for user, _ in refs}
+    )
+    return {str(c.pk): str(c) for c in rows if (c.owner_id, c.pk) in refs}
+
+
+def _origin(proposal: Proposal, conversations: dict[str, str]) -> dict[str, Any]:
+    """Where a proposal came from, for the Inbox card: chat, agent, conversation, when."""
+    scope = proposal.scope
+    chat_title = conversations.get(proposal.conversation_ref, "")
+    return {
+        "source": proposal.get_source_display(),
+        "agent": proposal.agent.name if proposal.agent else "",
+        "chat_title": chat_title,
+        "chat_id": proposal.conversation_ref if chat_title else "",
+        "conversation_ref": "" if chat_title else proposal.conversation_ref,
+        "binding": scope.binding.title if scope.binding_id and scope.binding else "",
+        "created_at": proposal.created_at,
+    }
+
+
 def pending_proposals(user: User) -> list[Proposal]:
     return list(
         Proposal.objects.filter(user=user, state=Proposal.State.PENDING)
-        .select_related("scope__agent", "scope__binding")
+        .select_related("scope__agent", "scope__binding", "agent")
         .order_by("-created_at", "-id")
     )

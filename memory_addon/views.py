@@ -433,10 +433,14 @@ def file_page(request: HttpRequest, scope_id: int) -> HttpResponse:
 @login_required
 @require_GET
 def inbox_page(request: HttpRequest) -> HttpResponse:
-    proposals = proposals_with_diffs(pending_proposals(signed_in_user(request)))
-    return render(
-        request, "memory/inbox.html", {"proposals": proposals, "max_entry_chars": MAX_ENTRY_CHARS}
-    )
+    user = signed_in_user(request)
+    proposals = proposals_with_diffs(pending_proposals(user))
+    context = {
+        "proposals": proposals,
+        "max_entry_chars": MAX_ENTRY_CHARS,
+        "banners": banners_for(user),
+    }
+    return render(request, "memory/inbox.html", context)
 
 
 @login_required
