@@ -486,6 +486,7 @@ def addon_page(request: HttpRequest) -> HttpResponse:
             **addon_details(user, state),
             "enabled": addon_enabled(user=user, addon=MEMORY_ADDON),
             "is_admin": user.is_superuser,
+            "banners": banners_for(user),
         },
     )
 

@@ -61,9 +61,16 @@ def test_cards_name_their_chat_agent_and_time_and_a_forget_card_shows_the_note(s
     screenshot("cards")
 
 
-def test_the_kill_switch_shows_on_the_inbox(sign_in, settings):
+def test_the_kill_switch_shows_on_the_inbox_the_add_on_page_and_the_chat(sign_in, settings):
     settings.MEMORY_AI_MEMORY = "off"
     person = UserFactory()
+    AIProfileFactory(owner=person)
     page = sign_in(person)
+    for url in ("/inbox/", "/addons/memory/"):
+        page.goto(url)
+        assert page.get_by_text("Memory is switched off on this server").is_visible(), url
+    page.goto("/chat/")
+    assert "MEMORY_AI_MEMORY=off" in page.locator("#memory-off").inner_text()
+    settings.MEMORY_AI_MEMORY = "on"
     page.goto("/inbox/")
-    assert page.get_by_text("Memory is switched off on this server").is_visible()
+    assert not page.get_by_text("Memory is switched off on this server").is_visible()
