@@ -57,7 +57,7 @@ demo-model: $(STAMP)
 # translate the new entries in locale/de/LC_MESSAGES/django.po, then commit both files.
 messages: $(TEST_STAMP)
 	$(BIN)/python manage.py makemessages -l de --no-wrap -i ".venv/*" -i ".data/*"
-	cd locale && ../$(BIN)/python ../manage.py compilemessages
+	$(BIN)/python manage.py compilemessages -i ".venv" -i ".data"
 
 clean-data:
 	rm -rf .data

@@ -6,6 +6,9 @@ from typing import Any, ClassVar
 from django import forms
 from django.contrib.auth.forms import UserCreationForm
 from django.utils import timezone
+from django.utils.text import slugify
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from accounts.models import Agent, AIProfile, ApiToken, User
 
@@ -19,11 +22,11 @@ class SignupForm(UserCreationForm[User]):
 class AIProfileForm(forms.ModelForm[AIProfile]):
     # Write-only: the stored key is never put back into the page.
     api_key = forms.CharField(
-        label="API key",
+        label=gettext_lazy("API key"),
         required=False,
         strip=True,
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
-        help_text="Leave empty to keep the stored key.",
+        help_text=gettext_lazy("Leave empty to keep the stored key."),
     )
 
     class Meta:
@@ -37,11 +40,27 @@ class AIProfileForm(forms.ModelForm[AIProfile]):
             "is_default",
             "supports_tools",
         ]
+        labels: ClassVar = {
+            "name": gettext_lazy("Name"),
+            "base_url": gettext_lazy("Server address"),
+            "model": gettext_lazy("Model"),
+            "context_window": gettext_lazy("Context window (tokens)"),
+            "role": gettext_lazy("Use for"),
+            "is_default": gettext_lazy("Default profile for this use"),
+            "supports_tools": gettext_lazy("The model supports tools"),
+        }
+        help_texts: ClassVar = {
+            "base_url": gettext_lazy("For example http://127.0.0.1:8080/v1"),
+            "supports_tools": gettext_lazy(
+                "The model can call functions (tools). Without it, chats send the memory "
+                "block only and cannot propose notes."
+            ),
+        }
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if self.instance.pk and self.instance.has_api_key:
-            self.fields["api_key"].help_text = "A key is stored. Leave empty to keep it."
+            self.fields["api_key"].help_text = _("A key is stored. Leave empty to keep it.")
 
 
 class AgentForm(forms.ModelForm[Agent]):
@@ -49,43 +68,59 @@ class AgentForm(forms.ModelForm[Agent]):
         model = Agent
         fields: ClassVar = ["name", "slug", "instructions", "memory_allowed", "may_propose"]
         labels: ClassVar = {
-            "memory_allowed": "Allow the Memory add-on for this agent",
-            "may_propose": "Allow it to propose memory changes",
+            "name": gettext_lazy("Name"),
+            "slug": gettext_lazy("Short name (slug)"),
+            "instructions": gettext_lazy("Instructions"),
+            "memory_allowed": gettext_lazy("Allow the Memory add-on for this agent"),
+            "may_propose": gettext_lazy("Allow it to propose memory changes"),
         }
         help_texts: ClassVar = {
-            "slug": "Names the agent's memory folder: Memory/agents/<slug>/.",
-            "memory_allowed": "Without this, the agent's chats read no notes at all.",
-            "may_propose": "Proposals still follow your save mode; an agent cannot widen it.",
+            "slug": gettext_lazy("Names the agent's memory folder: Memory/agents/<slug>/."),
+            "memory_allowed": gettext_lazy("Without this, the agent's chats read no notes at all."),
+            "may_propose": gettext_lazy(
+                "Proposals still follow your save mode; an agent cannot widen it."
+            ),
         }
 
     def __init__(self, *args: Any, owner: User, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.owner = owner
+        self.fields["slug"].required = False
+        self.fields["slug"].help_text = gettext_lazy(
+            "Names the agent's memory folder: Memory/agents/<slug>/. "
+            "Leave empty to derive it from the name."
+        )
 
     def clean_slug(self) -> str:
-        slug = str(self.cleaned_data["slug"])
+        slug = str(self.cleaned_data.get("slug") or "") or slugify(str(self.data.get("name", "")))[
+            :80
+        ].strip("-")
+        if not slug:
+            raise forms.ValidationError(_("Give the agent a name with letters or digits."))
         clash = Agent.objects.filter(owner=self.owner, slug=slug).exclude(pk=self.instance.pk)
         if clash.exists():
-            raise forms.ValidationError("You already have an agent with this slug.")
+            raise forms.ValidationError(_("You already have an agent with this slug."))
         return slug
 
 
 class ApiTokenForm(forms.Form):
     name = forms.CharField(
         max_length=100,
-        help_text="Where you will use it, e.g. “laptop coding agent”.",
+        help_text=gettext_lazy("Where you will use it, e.g. “laptop coding agent”."),
     )
     scope = forms.ChoiceField(
-        label="Access",
+        label=gettext_lazy("Access"),
         choices=ApiToken.Scope.choices,
         initial=ApiToken.Scope.READ_WRITE,
-        help_text="Read only: nothing can be written. Project banks only: nothing else.",
+        help_text=gettext_lazy(
+            "Read only: nothing can be written. Project banks only: nothing else."
+        ),
     )
     expires_on = forms.DateField(
-        label="Expires on (optional)",
+        label=gettext_lazy("Expires on (optional)"),
         required=False,
         widget=forms.DateInput(attrs={"type": "date"}),
-        help_text="The token stops working at the start of this day (server time).",
+        help_text=gettext_lazy("The token stops working at the start of this day (server time)."),
     )
 
     def expires_at(self) -> datetime | None:
@@ -97,5 +132,5 @@ class ApiTokenForm(forms.Form):
     def clean_expires_on(self) -> date | None:
         day: date | None = self.cleaned_data.get("expires_on")
         if day is not None and day <= timezone.localdate():
-            raise forms.ValidationError("Pick a day after today.")
+            raise forms.ValidationError(_("Pick a day after today."))
         return day

@@ -10,6 +10,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models.functions import Lower
+from django.utils.translation import gettext_lazy
 
 from accounts import crypto
 from memory_addon.core.secret_guard import find_secret
@@ -31,9 +32,9 @@ class User(AbstractUser):
 
 class Organization(models.Model):
     class MemoryMode(models.TextChoices):
-        ON = "on", "On"
-        READ_ONLY = "read_only", "Read-only"
-        OFF = "off", "Off"
+        ON = "on", gettext_lazy("On")
+        READ_ONLY = "read_only", gettext_lazy("Read-only")
+        OFF = "off", gettext_lazy("Off")
 
     name = models.CharField(max_length=200)
     slug = models.SlugField(max_length=80, unique=True)
@@ -66,8 +67,8 @@ class Organization(models.Model):
 
 class Membership(models.Model):
     class Role(models.TextChoices):
-        MEMBER = "member", "Member"
-        ADMIN = "admin", "Admin"
+        MEMBER = "member", gettext_lazy("Member")
+        ADMIN = "admin", gettext_lazy("Admin")
 
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE)
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
@@ -139,9 +140,9 @@ class MessagingBinding(models.Model):
     """
 
     class Kind(models.TextChoices):
-        STANDARD = "standard", "Standard Webhooks"
-        TELEGRAM = "telegram", "Telegram"
-        SLACK = "slack", "Slack"
+        STANDARD = "standard", gettext_lazy("Standard Webhooks")
+        TELEGRAM = "telegram", gettext_lazy("Telegram")
+        SLACK = "slack", gettext_lazy("Slack")
 
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="messaging_bindings"
@@ -197,9 +198,9 @@ class AIProfile(models.Model):
     """An OpenAI-compatible server and model the user's chats or collections use."""
 
     class Role(models.TextChoices):
-        TEXT = "text", "Text"
-        CODING = "coding", "Coding"
-        EMBEDDING = "embedding", "Embedding"
+        TEXT = "text", gettext_lazy("Text")
+        CODING = "coding", gettext_lazy("Coding")
+        EMBEDDING = "embedding", gettext_lazy("Embedding")
 
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="ai_profiles"
@@ -260,9 +261,9 @@ class ApiToken(models.Model):
     """A personal API token; only its hash is stored, the token is shown once."""
 
     class Scope(models.TextChoices):
-        READ_WRITE = "read_write", "Read and write"
-        READ_ONLY = "read_only", "Read only"
-        BANK_ONLY = "bank_only", "Project banks only"
+        READ_WRITE = "read_write", gettext_lazy("Read and write")
+        READ_ONLY = "read_only", gettext_lazy("Read only")
+        BANK_ONLY = "bank_only", gettext_lazy("Project banks only")
 
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"

@@ -9,12 +9,18 @@ app_name = "accounts"
 
 urlpatterns = [
     path("sign-in/", views.SignInView.as_view(), name="login"),
-    path("sign-out/", auth_views.LogoutView.as_view(), name="logout"),
+    path(
+        "sign-out/",
+        auth_views.LogoutView.as_view(next_page="accounts:signed_out"),
+        name="logout",
+    ),
+    path("signed-out/", views.signed_out, name="signed_out"),
     path("sign-up/", views.signup, name="signup"),
     path("settings/", views.settings_page, name="settings"),
     path("agents/", views.agent_list, name="agents"),
     path("agents/new/", views.agent_edit, name="agent_new"),
     path("agents/<int:agent_id>/", views.agent_edit, name="agent_edit"),
+    path("agents/<int:agent_id>/delete/", views.agent_delete, name="agent_delete"),
     path("settings/api-tokens/", views.api_tokens_page, name="api_tokens"),
     path(
         "settings/api-tokens/<int:token_id>/revoke/",

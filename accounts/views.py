@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
@@ -11,12 +12,14 @@ from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods
 from django_ratelimit.core import is_ratelimited
 
 from accounts.auth import signed_in_user
 from accounts.forms import AgentForm, AIProfileForm, ApiTokenForm, SignupForm
 from accounts.models import Agent, AIProfile, ApiToken
+from accounts.probe import ConnectionProblem, server_models
 from accounts.services import (
     ai_profile_save,
     api_token_create,
@@ -47,8 +50,10 @@ def signup(request: HttpRequest) -> HttpResponse:
         if _signups_exhausted(request):
             form.add_error(
                 None,
-                "Too many accounts were created from your network recently. "
-                "Try again in an hour or ask an administrator.",
+                _(
+                    "Too many accounts were created from your network recently. "
+                    "Try again in an hour or ask an administrator."
+                ),
             )
             return render(request, "accounts/signup.html", {"form": form}, status=429)
         user = form.save()
@@ -91,15 +96,46 @@ def ai_profile_edit(request: HttpRequest, profile_id: int | None = None) -> Http
         else AIProfile(owner=owner)
     )
     form = AIProfileForm(request.POST or None, instance=profile)
+    if request.method == "POST" and request.POST.get("action") == "test":
+        return _ai_profile_test(request, form, profile)
     if request.method == "POST" and form.is_valid():
         try:
             ai_profile_save(profile=form.save(commit=False), api_key=form.cleaned_data["api_key"])
         except ValidationError as error:
             form.add_error(None, error)
         else:
-            messages.success(request, f"Saved the AI profile “{profile.name}”.")
+            messages.success(
+                request, _("Saved the AI profile “%(name)s”.") % {"name": profile.name}
+            )
             return redirect("accounts:settings")
     return render(request, "accounts/ai_profile_form.html", {"form": form, "profile": profile})
+
+
+def _ai_profile_test(request: HttpRequest, form: AIProfileForm, profile: AIProfile) -> HttpResponse:
+    """Test connection: list the server's models with the address and key in the form."""
+    base_url = str(request.POST.get("base_url", "")).strip()
+    api_key = str(request.POST.get("api_key", "")).strip() or (
+        profile.api_key if profile.pk else ""
+    )
+    context: dict[str, Any] = {"form": form, "profile": profile, "tested": True}
+    if not base_url:
+        context["test_error"] = _("Enter the server address first.")
+    else:
+        try:
+            names = server_models(base_url=base_url, api_key=api_key)
+        except ConnectionProblem as problem:
+            context["test_error"] = str(problem)
+        else:
+            context["server_models"] = names
+            if names:  # the model field becomes a list of what the server offers
+                typed = str(request.POST.get("model", "")).strip()
+                choices = [(name, name) for name in names]
+                if typed and typed not in names:
+                    choices.insert(0, (typed, typed))
+                form.fields["model"].widget = forms.Select(choices=choices)
+    form.errors.clear()  # a test is not a save: no "this field is required" yet
+    status = 200 if "server_models" in context else 400
+    return render(request, "accounts/ai_profile_form.html", context, status=status)
 
 
 @login_required
@@ -108,7 +144,7 @@ def ai_profile_delete(request: HttpRequest, profile_id: int) -> HttpResponse:
     profile = get_object_or_404(AIProfile, pk=profile_id, owner=signed_in_user(request))
     name = profile.name
     profile.delete()
-    messages.success(request, f"Deleted the AI profile “{name}”.")
+    messages.success(request, _("Deleted the AI profile “%(name)s”.") % {"name": name})
     return redirect("accounts:settings")
 
 
@@ -126,9 +162,33 @@ def agent_edit(request: HttpRequest, agent_id: int | None = None) -> HttpRespons
     form = AgentForm(request.POST or None, instance=agent, owner=owner)
     if request.method == "POST" and form.is_valid():
         saved = form.save()
-        messages.success(request, f"Saved the agent “{saved.name}”.")
+        # Its memory exists from the start, so the Memory tab and the API can show it.
+        from memory_addon.services.scopes import agent_scope
+
+        agent_scope(saved)
+        messages.success(request, _("Saved the agent “%(name)s”.") % {"name": saved.name})
         return redirect("accounts:agent_edit", agent_id=saved.pk)
     return render(request, "accounts/agent_form.html", {"form": form, "agent": agent})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def agent_delete(request: HttpRequest, agent_id: int) -> HttpResponse:
+    """Asks first (a page, not only a dialog); deleting removes the agent and its memory."""
+    agent = get_object_or_404(Agent, pk=agent_id, owner=signed_in_user(request))
+    if request.method == "POST":
+        name = agent.name
+        agent.delete()
+        messages.success(
+            request, _("Deleted the agent “%(name)s” and its memory.") % {"name": name}
+        )
+        return redirect("accounts:agents")
+    return render(request, "accounts/agent_delete.html", {"agent": agent})
+
+
+def signed_out(request: HttpRequest) -> HttpResponse:
+    messages.success(request, _("You are signed out."))
+    return redirect("accounts:login")
 
 
 @login_required
@@ -176,5 +236,7 @@ def api_tokens_page(request: HttpRequest) -> HttpResponse:
 def api_token_revoke_page(request: HttpRequest, token_id: int) -> HttpResponse:
     token = get_object_or_404(ApiToken, pk=token_id, user=signed_in_user(request))
     api_token_revoke(token=token)
-    messages.success(request, f"Revoked the token “{token.name}”. It no longer works.")
+    messages.success(
+        request, _("Revoked the token “%(name)s”. It no longer works.") % {"name": token.name}
+    )
     return redirect("accounts:api_tokens")

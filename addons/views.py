@@ -9,6 +9,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -86,17 +87,23 @@ def library(request: HttpRequest) -> HttpResponse:
 def install_upload(request: HttpRequest) -> HttpResponse:
     upload = request.FILES.get("package")
     if upload is None:
-        messages.error(request, "Choose an add-on package (.zip) to install.")
+        messages.error(request, _("Choose an add-on package (.zip) to install."))
         return redirect("addons:library")
     if upload.size is not None and upload.size > MAX_PACKAGE_BYTES:
-        messages.error(request, f"The package is larger than {MAX_PACKAGE_BYTES // 1024} KiB.")
+        messages.error(
+            request,
+            _("The package is larger than %(value)s KiB.") % {"value": MAX_PACKAGE_BYTES // 1024},
+        )
         return redirect("addons:library")
     try:
         row = addon_install_zip(user=signed_in_user(request), data=upload.read())
     except MemoryRefusal as refusal:
-        messages.error(request, f"Not installed: {refusal.message}")
+        messages.error(request, _("Not installed: %(message)s") % {"message": refusal.message})
         return redirect("addons:library")
-    messages.success(request, f"Installed {row.addon_id}. It is off until you turn it on.")
+    messages.success(
+        request,
+        _("Installed %(addon_id)s. It is off until you turn it on.") % {"addon_id": row.addon_id},
+    )
     return redirect("addons:detail", addon_id=row.addon_id)
 
 
@@ -108,9 +115,12 @@ def install_entry_point(request: HttpRequest) -> HttpResponse:
             user=signed_in_user(request), name=request.POST.get("name", "")[:200]
         )
     except MemoryRefusal as refusal:
-        messages.error(request, f"Not installed: {refusal.message}")
+        messages.error(request, _("Not installed: %(message)s") % {"message": refusal.message})
         return redirect("addons:library")
-    messages.success(request, f"Installed {row.addon_id}. It is off until you turn it on.")
+    messages.success(
+        request,
+        _("Installed %(addon_id)s. It is off until you turn it on.") % {"addon_id": row.addon_id},
+    )
     return redirect("addons:detail", addon_id=row.addon_id)
 
 
@@ -147,7 +157,7 @@ def set_enabled(request: HttpRequest, addon_id: str) -> HttpResponse:
         return _back(request, addon_id)
     messages.success(
         request,
-        "The add-on is on for this server."
+        _("The add-on is on for this server.")
         if enabled
         else "The add-on is off for everyone: nothing of it is read; its files are kept.",
     )
@@ -167,7 +177,7 @@ def set_enabled_for_me(request: HttpRequest, addon_id: str) -> HttpResponse:
         return _back(request, addon_id)
     messages.success(
         request,
-        "The add-on is on for you."
+        _("The add-on is on for you.")
         if enabled
         else "The add-on is off for you: nothing of it is read; its files and your settings "
         "are kept.",
@@ -194,8 +204,15 @@ def remove(request: HttpRequest, addon_id: str) -> HttpResponse:
             return _back(request, addon_id)
         messages.success(
             request,
-            f"Removed {plan.name}. Kept: {plan.kept_settings} setting value(s), "
-            f"{plan.kept_rules} skill rule set(s) and everyone's files.",
+            _(
+                "Removed %(name)s. Kept: %(kept_settings)s setting value(s), "
+                "%(kept_rules)s skill rule set(s) and everyone's files."
+            )
+            % {
+                "name": plan.name,
+                "kept_settings": plan.kept_settings,
+                "kept_rules": plan.kept_rules,
+            },
         )
         return redirect("addons:library")
     return render(
@@ -216,9 +233,9 @@ def rules_save(request: HttpRequest, addon_id: str, skill: str) -> HttpResponse:
     except MemoryRefusal as refusal:
         if refusal.status == 404:
             raise Http404 from None
-        messages.error(request, f"Rules not saved: {refusal.message}")
+        messages.error(request, _("Rules not saved: %(message)s") % {"message": refusal.message})
         return _back(request, addon_id)
-    messages.success(request, f"Saved the learned rules of {skill}.")
+    messages.success(request, _("Saved the learned rules of %(skill)s.") % {"skill": skill})
     return _back(request, addon_id)
 
 

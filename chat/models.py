@@ -7,6 +7,7 @@ from typing import ClassVar
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext_lazy
 
 STALLED_AFTER_SECONDS = 30
 
@@ -50,14 +51,14 @@ class Conversation(models.Model):
 
 class Message(models.Model):
     class Role(models.TextChoices):
-        USER = "user", "You"
-        ASSISTANT = "assistant", "Assistant"
+        USER = "user", gettext_lazy("You")
+        ASSISTANT = "assistant", gettext_lazy("Assistant")
 
     class State(models.TextChoices):
-        STREAMING = "streaming", "Answering"
-        COMPLETE = "complete", "Complete"
-        FAILED = "failed", "Failed"
-        STOPPED = "stopped", "Stopped"
+        STREAMING = "streaming", gettext_lazy("Answering")
+        COMPLETE = "complete", gettext_lazy("Complete")
+        FAILED = "failed", gettext_lazy("Failed")
+        STOPPED = "stopped", gettext_lazy("Stopped")
 
     conversation = models.ForeignKey(
         Conversation, on_delete=models.CASCADE, related_name="messages"

@@ -12,6 +12,7 @@ from django.http.response import HttpResponseBase
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.text import slugify
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.auth import signed_in_user
@@ -234,7 +235,7 @@ def conversation_settings(request: HttpRequest, conversation_id: int) -> HttpRes
     except MemoryRefusal as refusal:
         messages.error(request, refusal.message)
     else:
-        messages.success(request, "Saved. The next answer uses these settings.")
+        messages.success(request, _("Saved. The next answer uses these settings."))
     return _back(conversation)
 
 
@@ -256,7 +257,7 @@ def conversation_delete(request: HttpRequest, conversation_id: int) -> HttpRespo
     if request.method == "POST":
         title = str(conversation)
         services.conversation_delete(conversation=conversation)
-        messages.success(request, f"Deleted “{title}”.")
+        messages.success(request, _("Deleted “%(title)s”.") % {"title": title})
         return redirect("chat")
     return render(request, "chat/delete_confirm.html", {"conversation": conversation})
 
@@ -303,7 +304,7 @@ def schedules_page(request: HttpRequest) -> HttpResponse:
             text = error.message if isinstance(error, MemoryRefusal) else "Give a valid time."
             messages.error(request, text)
         else:
-            messages.success(request, "Schedule created.")
+            messages.success(request, _("Schedule created."))
         return redirect("chat_schedules")
     context = {
         "schedules": list(
@@ -331,5 +332,5 @@ def schedule_run_now(request: HttpRequest, schedule_id: int) -> HttpResponse:
 @require_POST
 def schedule_delete(request: HttpRequest, schedule_id: int) -> HttpResponse:
     schedules.schedule_delete(schedule=_owned_schedule(request, schedule_id))
-    messages.success(request, "Schedule deleted.")
+    messages.success(request, _("Schedule deleted."))
     return redirect("chat_schedules")

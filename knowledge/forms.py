@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.utils.translation import gettext_lazy
 
 from accounts.models import AIProfile, User
 from knowledge.core.scanning import folder_path_problem
@@ -12,19 +13,25 @@ from knowledge.models import Source, Store
 class StoreForm(forms.Form):
     name = forms.CharField(max_length=120)
     embedding = forms.ChoiceField(
-        label="Embedding model",
-        help_text="Fixed once the collection exists; changing it later needs a rebuild.",
+        label=gettext_lazy("Embedding model"),
+        help_text=gettext_lazy(
+            "Fixed once the collection exists; changing it later needs a rebuild."
+        ),
     )
     language = forms.ChoiceField(
-        label="Language of the documents",
+        label=gettext_lazy("Language of the documents"),
         choices=Store.Language.choices,
         initial=Store.Language.ENGLISH,
-        help_text="Keyword search matches word forms of this language (running, runs → run).",
+        help_text=gettext_lazy(
+            "Keyword search matches word forms of this language (running, runs → run)."
+        ),
     )
-    role_text = forms.BooleanField(label="Use with text chats", required=False, initial=True)
-    role_coding = forms.BooleanField(label="Use with coding chats", required=False)
+    role_text = forms.BooleanField(
+        label=gettext_lazy("Use with text chats"), required=False, initial=True
+    )
+    role_coding = forms.BooleanField(label=gettext_lazy("Use with coding chats"), required=False)
     autonomous_opt_in = forms.BooleanField(
-        label="Allow background and scheduled runs to search it", required=False
+        label=gettext_lazy("Allow background and scheduled runs to search it"), required=False
     )
 
     def __init__(
@@ -53,20 +60,22 @@ class StoreForm(forms.Form):
 
 
 class FolderSourceForm(forms.Form):
-    path = forms.CharField(label="Folder on the server", max_length=1024)
+    path = forms.CharField(label=gettext_lazy("Folder on the server"), max_length=1024)
     include = forms.CharField(
-        label="Only include (globs, one per line)",
+        label=gettext_lazy("Only include (globs, one per line)"),
         required=False,
         widget=forms.Textarea(attrs={"rows": 2}),
     )
     exclude = forms.CharField(
-        label="Exclude (globs, one per line)",
+        label=gettext_lazy("Exclude (globs, one per line)"),
         required=False,
         widget=forms.Textarea(attrs={"rows": 2}),
     )
-    use_gitignore = forms.BooleanField(label="Respect .gitignore", required=False, initial=True)
+    use_gitignore = forms.BooleanField(
+        label=gettext_lazy("Respect .gitignore"), required=False, initial=True
+    )
     max_file_mib = forms.IntegerField(
-        label="Largest file (MiB)", min_value=1, max_value=1024, initial=50
+        label=gettext_lazy("Largest file (MiB)"), min_value=1, max_value=1024, initial=50
     )
     sync_mode = forms.ChoiceField(choices=Source.SyncMode.choices, initial=Source.SyncMode.MANUAL)
 
@@ -97,11 +106,14 @@ class MultipleFileField(forms.FileField):
 
 
 class UploadForm(forms.Form):
-    documents = MultipleFileField(label="Files")
+    documents = MultipleFileField(label=gettext_lazy("Files"))
 
 
 class SearchForm(forms.Form):
-    query = forms.CharField(label="Question or search words", max_length=2000)
+    query = forms.CharField(label=gettext_lazy("Question or search words"), max_length=2000)
     context_window = forms.IntegerField(
-        label="Model context window (tokens)", min_value=512, max_value=10_000_000, initial=8192
+        label=gettext_lazy("Model context window (tokens)"),
+        min_value=512,
+        max_value=10_000_000,
+        initial=8192,
     )

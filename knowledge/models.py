@@ -12,6 +12,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Case, Func, IntegerField, Q, When
+from django.utils.translation import gettext_lazy
 from pgvector.django import VectorField
 
 from knowledge.core.scanning import folder_path_problem
@@ -23,14 +24,14 @@ class Store(models.Model):
     """A collection. Its embedding provider, model and dimension are fixed at creation."""
 
     class Provider(models.TextChoices):
-        FASTEMBED = "fastembed", "Local model (fastembed)"
-        OPENAI = "openai", "OpenAI-compatible server"
-        NONE = "none", "None (keyword search only)"
+        FASTEMBED = "fastembed", gettext_lazy("Local model (fastembed)")
+        OPENAI = "openai", gettext_lazy("OpenAI-compatible server")
+        NONE = "none", gettext_lazy("None (keyword search only)")
 
     class Language(models.TextChoices):
         # PostgreSQL text search configurations: stemming and stop words per language.
-        ENGLISH = "english", "English"
-        GERMAN = "german", "German"
+        ENGLISH = "english", gettext_lazy("English")
+        GERMAN = "german", gettext_lazy("German")
 
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="knowledge_stores"
@@ -75,19 +76,19 @@ class Store(models.Model):
 
 class Source(models.Model):
     class Kind(models.TextChoices):
-        FOLDER = "folder", "Folder"
-        UPLOAD = "upload", "Uploaded files"
+        FOLDER = "folder", gettext_lazy("Folder")
+        UPLOAD = "upload", gettext_lazy("Uploaded files")
 
     class SyncMode(models.TextChoices):
-        MANUAL = "manual", "Manual"
-        WATCH = "watch", "Watch"
+        MANUAL = "manual", gettext_lazy("Manual")
+        WATCH = "watch", gettext_lazy("Watch")
 
     class Status(models.TextChoices):
-        NEW = "new", "Not indexed yet"
-        OK = "ok", "OK"
-        INDEXING = "indexing", "Indexing"
-        MISSING = "missing", "Missing"
-        ERROR = "error", "Error"
+        NEW = "new", gettext_lazy("Not indexed yet")
+        OK = "ok", gettext_lazy("OK")
+        INDEXING = "indexing", gettext_lazy("Indexing")
+        MISSING = "missing", gettext_lazy("Missing")
+        ERROR = "error", gettext_lazy("Error")
 
     store = models.ForeignKey(Store, on_delete=models.CASCADE, related_name="sources")
     kind = models.CharField(max_length=16, choices=Kind.choices)
@@ -244,17 +245,17 @@ class StagedChunk(models.Model):
 
 class Job(models.Model):
     class Kind(models.TextChoices):
-        SCAN = "scan", "Scan"
-        INDEX = "index", "Index"
+        SCAN = "scan", gettext_lazy("Scan")
+        INDEX = "index", gettext_lazy("Index")
 
     class State(models.TextChoices):
-        QUEUED = "queued", "Queued"
-        RUNNING = "running", "Running"
-        REVIEW = "review", "Waiting for your review"
-        SUCCEEDED = "succeeded", "Done"
-        FAILED = "failed", "Failed"
-        CANCELLED = "cancelled", "Cancelled"
-        DISMISSED = "dismissed", "Dismissed"
+        QUEUED = "queued", gettext_lazy("Queued")
+        RUNNING = "running", gettext_lazy("Running")
+        REVIEW = "review", gettext_lazy("Waiting for your review")
+        SUCCEEDED = "succeeded", gettext_lazy("Done")
+        FAILED = "failed", gettext_lazy("Failed")
+        CANCELLED = "cancelled", gettext_lazy("Cancelled")
+        DISMISSED = "dismissed", gettext_lazy("Dismissed")
 
     ACTIVE_STATES = (State.QUEUED, State.RUNNING)
 

@@ -9,6 +9,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.auth import signed_in_user
@@ -108,7 +109,9 @@ def store_delete(request: HttpRequest, store_id: int) -> HttpResponse:
     store = _store(request, store_id)
     services.store_delete(store=store)
     messages.success(
-        request, f"Deleted the collection “{store.name}”. Your original files are untouched."
+        request,
+        _("Deleted the collection “%(name)s”. Your original files are untouched.")
+        % {"name": store.name},
     )
     return redirect("knowledge")
 
@@ -123,7 +126,7 @@ def store_rebuild(request: HttpRequest, store_id: int) -> HttpResponse:
         messages.error(request, refusal.message)
     else:
         messages.success(
-            request, "The old index is gone. Run Update now on each source to index it again."
+            request, _("The old index is gone. Run Update now on each source to index it again.")
         )
     return redirect("knowledge_store", store_id=store.pk)
 
@@ -149,7 +152,7 @@ def source_add_folder(request: HttpRequest, store_id: int) -> HttpResponse:
             form.add_error("path", refusal.message)
         else:
             messages.success(
-                request, "Checking the folder… The review appears here when the scan is done."
+                request, _("Checking the folder… The review appears here when the scan is done.")
             )
             return redirect("knowledge_store", store_id=store.pk)
     return render(
@@ -168,7 +171,7 @@ def source_upload(request: HttpRequest, store_id: int) -> HttpResponse:
         except MemoryRefusal as refusal:
             form.add_error("documents", refusal.message)
         else:
-            messages.success(request, "Checking the uploaded files…")
+            messages.success(request, _("Checking the uploaded files…"))
             return redirect("knowledge_store", store_id=store.pk)
     return render(
         request, "knowledge/store.html", _store_context(store, upload_form=form), status=400
@@ -191,15 +194,18 @@ def source_action(request: HttpRequest, source_id: int, action: str) -> HttpResp
         if action == "update":
             services.source_update_now(source=source)
             messages.success(
-                request, "Checking for changes… The review appears here when the scan is done."
+                request, _("Checking for changes… The review appears here when the scan is done.")
             )
         elif action in ("enable", "disable"):
             services.source_set_enabled(source=source, enabled=action == "enable")
-            messages.success(request, f"Source {'enabled' if action == 'enable' else 'disabled'}.")
+            messages.success(
+                request,
+                _("Source enabled.") if action == "enable" else _("Source disabled."),
+            )
         elif action == "remove":
             services.source_remove(source=source)
             messages.success(
-                request, "Source removed with its excerpts. The original files are untouched."
+                request, _("Source removed with its excerpts. The original files are untouched.")
             )
     except MemoryRefusal as refusal:
         messages.error(request, refusal.message)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -10,6 +12,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.auth import signed_in_user
@@ -22,6 +25,7 @@ from learning.services import cleanup as cleanup_service
 from learning.services import references, rules
 from memory_addon.core import entries
 from memory_addon.core.diffs import unified_diff
+from memory_addon.core.readable_diff import readable_diff
 from memory_addon.errors import ChangeRefused, LimitExceeded, MemoryRefusal
 from memory_addon.models import ChangeSet, MemoryFile, MemoryScope
 from memory_addon.selectors import scopes_for_user
@@ -41,9 +45,11 @@ def rule_save(request: HttpRequest, suggestion_id: int) -> HttpResponse:
     try:
         rules.rule_save(user=user, suggestion=suggestion, text=request.POST.get("text", ""))
     except MemoryRefusal as refusal:
-        messages.error(request, f"The rule was not saved: {refusal.message}")
+        messages.error(
+            request, _("The rule was not saved: %(message)s") % {"message": refusal.message}
+        )
     else:
-        messages.success(request, "Rule saved. You can undo it for 30 seconds.")
+        messages.success(request, _("Rule saved. You can undo it for 30 seconds."))
     return _back_to_chat(suggestion.conversation_id)
 
 
@@ -57,7 +63,7 @@ def rule_postpone(request: HttpRequest, suggestion_id: int) -> HttpResponse:
     except MemoryRefusal as refusal:
         messages.error(request, refusal.message)
     else:
-        messages.success(request, "Not now: this rule is suggested again in 7 days.")
+        messages.success(request, _("Not now: this rule is suggested again in 7 days."))
     return _back_to_chat(suggestion.conversation_id)
 
 
@@ -71,7 +77,7 @@ def rule_never(request: HttpRequest, suggestion_id: int) -> HttpResponse:
     except MemoryRefusal as refusal:
         messages.error(request, refusal.message)
     else:
-        messages.success(request, "This rule will not be suggested again.")
+        messages.success(request, _("This rule will not be suggested again."))
     return _back_to_chat(suggestion.conversation_id)
 
 
@@ -85,7 +91,7 @@ def rule_undo(request: HttpRequest, suggestion_id: int) -> HttpResponse:
     except MemoryRefusal as refusal:
         messages.error(request, refusal.message)
     else:
-        messages.success(request, "Rule removed again.")
+        messages.success(request, _("Rule removed again."))
     return _back_to_chat(suggestion.conversation_id)
 
 
@@ -97,9 +103,11 @@ def remember(request: HttpRequest, message_id: int) -> HttpResponse:
     try:
         rules.rule_remember(user=user, message=message, text=request.POST.get("text", ""))
     except MemoryRefusal as refusal:
-        messages.error(request, f"The rule was not saved: {refusal.message}")
+        messages.error(
+            request, _("The rule was not saved: %(message)s") % {"message": refusal.message}
+        )
     else:
-        messages.success(request, "Rule saved. You can undo it for 30 seconds.")
+        messages.success(request, _("Rule saved. You can undo it for 30 seconds."))
     return _back_to_chat(message.conversation_id)
 
 
@@ -143,11 +151,13 @@ def reference_add(request: HttpRequest) -> HttpResponse:
         elif path.strip():
             ref = references.reference_add_folder_file(user=user, path=path)
         else:
-            raise ChangeRefused("Choose a file to upload, or give the path of an allowed file.")
+            raise ChangeRefused(_("Choose a file to upload, or give the path of an allowed file."))
     except MemoryRefusal as refusal:
-        messages.error(request, f"Not added: {refusal.message}")
+        messages.error(request, _("Not added: %(message)s") % {"message": refusal.message})
         return redirect("learning_references")
-    messages.success(request, f"Added {ref.name}. Read it and approve it to have it sent.")
+    messages.success(
+        request, _("Added %(name)s. Read it and approve it to have it sent.") % {"name": ref.name}
+    )
     return redirect("learning_reference", reference_id=ref.pk)
 
 
@@ -160,9 +170,12 @@ def reference_page(request: HttpRequest, reference_id: int) -> HttpResponse:
         try:
             references.reference_approve(user=user, ref=ref, sha256=request.POST.get("sha256", ""))
         except MemoryRefusal as refusal:
-            messages.error(request, f"Not approved: {refusal.message}")
+            messages.error(request, _("Not approved: %(message)s") % {"message": refusal.message})
         else:
-            messages.success(request, f"{ref.name} is approved and sent while it stays unchanged.")
+            messages.success(
+                request,
+                _("%(name)s is approved and sent while it stays unchanged.") % {"name": ref.name},
+            )
             return redirect("learning_references")
     review = references.reference_review(ref)
     return render(request, "learning/reference.html", {"review": review})
@@ -174,7 +187,11 @@ def reference_send(request: HttpRequest, reference_id: int) -> HttpResponse:
     ref = _owned_reference(request, reference_id)
     send = request.POST.get("send") == "on"
     references.reference_set_send(user=signed_in_user(request), ref=ref, send=send)
-    messages.success(request, f"{ref.name} is {'sent' if send else 'not sent'} with requests.")
+    messages.success(
+        request,
+        (_("%(name)s is sent with requests.") if send else _("%(name)s is not sent with requests."))
+        % {"name": ref.name},
+    )
     return redirect("learning_references")
 
 
@@ -183,7 +200,7 @@ def reference_send(request: HttpRequest, reference_id: int) -> HttpResponse:
 def reference_remove(request: HttpRequest, reference_id: int) -> HttpResponse:
     ref = _owned_reference(request, reference_id)
     references.reference_remove(user=signed_in_user(request), ref=ref)
-    messages.success(request, f"Removed {ref.name} from your reference files.")
+    messages.success(request, _("Removed %(name)s from your reference files.") % {"name": ref.name})
     return redirect("learning_references")
 
 
@@ -199,9 +216,11 @@ def _job_view(job: CleanupJob | None) -> dict[str, object] | None:
         return None
     current = MemoryFile.objects.filter(scope=job.scope, path=INDEX_PATH).first()
     diff = ""
+    notes: list[Any] = []
     if job.state == CleanupJob.State.READY:
         diff = unified_diff(current.content if current else "", job.proposed, path=INDEX_PATH)
-    return {"job": job, "diff": diff}
+        notes = readable_diff(current.content if current else "", job.proposed)
+    return {"job": job, "diff": diff, "notes": notes}
 
 
 @login_required
@@ -265,16 +284,16 @@ def cleanup_action(request: HttpRequest, scope_id: int, action: str) -> HttpResp
     try:
         if action in ("merge", "shorten"):
             cleanup_service.cleanup_start(user=user, scope=scope, kind=action)
-            messages.success(request, "Asking the AI; the result shows here as a diff first.")
+            messages.success(request, _("Asking the AI; the result shows here as a diff first."))
         elif action == "archive":
             cleanup_service.archive_entries(user=user, scope=scope, ids=ids)
-            messages.success(request, "Archived into Memory/archive.md.")
+            messages.success(request, _("Archived into Memory/archive.md."))
         elif action == "restore":
             cleanup_service.archive_restore(user=user, scope=scope, ids=ids)
-            messages.success(request, "Restored at the end of the index.")
+            messages.success(request, _("Restored at the end of the index."))
         elif action == "delete":
             cleanup_service.archive_delete(user=user, scope=scope, ids=ids)
-            messages.success(request, "Deleted from the archive.")
+            messages.success(request, _("Deleted from the archive."))
         else:
             raise Http404("No such clean-up step.")
     except MemoryRefusal as refusal:
@@ -290,10 +309,10 @@ def cleanup_decide(request: HttpRequest, job_id: int, decision: str) -> HttpResp
     try:
         if decision == "apply":
             cleanup_service.cleanup_apply(user=user, job=job)
-            messages.success(request, "Clean-up applied. You can undo it below.")
+            messages.success(request, _("Clean-up applied. You can undo it below."))
         else:
             cleanup_service.cleanup_dismiss(user=user, job=job)
-            messages.success(request, "Dismissed; nothing was changed.")
+            messages.success(request, _("Dismissed; nothing was changed."))
     except MemoryRefusal as refusal:
         messages.error(request, refusal.message)
     return redirect(_cleanup_url(job.scope))

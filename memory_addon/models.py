@@ -8,6 +8,7 @@ from typing import ClassVar
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext_lazy
 from pgvector.django import VectorField
 
 
@@ -18,10 +19,10 @@ class MemoryScope(models.Model):
     """
 
     class Kind(models.TextChoices):
-        USER = "user", "My memory"
-        AGENT = "agent", "Agent memory"
-        CHANNEL = "channel", "Conversation memory"
-        PROJECT = "project", "Project memory bank"
+        USER = "user", gettext_lazy("My memory")
+        AGENT = "agent", gettext_lazy("Agent memory")
+        CHANNEL = "channel", gettext_lazy("Conversation memory")
+        PROJECT = "project", gettext_lazy("Project memory bank")
 
     kind = models.CharField(max_length=16, choices=Kind.choices)
     owner = models.ForeignKey(
@@ -106,19 +107,19 @@ class ChangeSet(models.Model):
     """One change of one or more files of a scope, applied in one transaction."""
 
     class Origin(models.TextChoices):
-        PERSON = "person", "You"
-        ASSISTANT = "assistant", "Assistant (confirmed)"
-        AUTOMATIC = "automatic", "Automatic"
-        RESTORE = "restore", "Restore"
-        UNDO = "undo", "Undo"
+        PERSON = "person", gettext_lazy("You")
+        ASSISTANT = "assistant", gettext_lazy("Assistant (confirmed)")
+        AUTOMATIC = "automatic", gettext_lazy("Automatic")
+        RESTORE = "restore", gettext_lazy("Restore")
+        UNDO = "undo", gettext_lazy("Undo")
 
     class Source(models.TextChoices):
-        PAGE = "page", "Page"
-        API = "api", "API"
-        CHAT = "chat", "Chat"
-        BRIDGE = "bridge", "Messaging bridge"
-        LEARNING = "learning", "Rule learning"
-        CLEANUP = "cleanup", "Clean-up"
+        PAGE = "page", gettext_lazy("Page")
+        API = "api", gettext_lazy("API")
+        CHAT = "chat", gettext_lazy("Chat")
+        BRIDGE = "bridge", gettext_lazy("Messaging bridge")
+        LEARNING = "learning", gettext_lazy("Rule learning")
+        CLEANUP = "cleanup", gettext_lazy("Clean-up")
 
     scope = models.ForeignKey(MemoryScope, on_delete=models.CASCADE, related_name="change_sets")
     user = models.ForeignKey(
@@ -174,10 +175,10 @@ class Proposal(models.Model):
     """A change the model asked for; waits for the person to confirm it."""
 
     class State(models.TextChoices):
-        PENDING = "pending", "Pending"
-        CONFIRMED = "confirmed", "Confirmed"
-        REJECTED = "rejected", "Rejected"
-        EXPIRED = "expired", "Expired"
+        PENDING = "pending", gettext_lazy("Pending")
+        CONFIRMED = "confirmed", gettext_lazy("Confirmed")
+        REJECTED = "rejected", gettext_lazy("Rejected")
+        EXPIRED = "expired", gettext_lazy("Expired")
 
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_proposals"

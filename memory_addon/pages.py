@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from django.conf import settings
+from django.utils.translation import gettext
 
 from accounts.models import User
 from memory_addon.core import entries
@@ -69,8 +70,12 @@ class ScopePage:
     def capacity(self) -> list[Capacity]:
         content = self.index.content if self.index else ""
         return [
-            Capacity("lines", entries.count_lines(content), settings.MEMORY_INDEX_MAX_LINES),
-            Capacity("bytes", entries.sent_bytes(content), settings.MEMORY_INDEX_MAX_BYTES),
+            Capacity(
+                gettext("lines"), entries.count_lines(content), settings.MEMORY_INDEX_MAX_LINES
+            ),
+            Capacity(
+                gettext("bytes"), entries.sent_bytes(content), settings.MEMORY_INDEX_MAX_BYTES
+            ),
         ]
 
     @property
@@ -131,15 +136,14 @@ class Banners:
     @property
     def policy_message(self) -> str:
         if self.policy.memory_mode == "off":
-            return (
-                f"{self.policy.organization_name} has turned memory off: "
-                "the assistant reads and saves nothing."
-            )
+            return gettext(
+                "%(organization)s has turned memory off: the assistant reads and saves nothing."
+            ) % {"organization": self.policy.organization_name}
         if self.policy.memory_mode == "read_only":
-            return (
-                f"{self.policy.organization_name} made memory read-only: "
+            return gettext(
+                "%(organization)s made memory read-only: "
                 "the assistant reads your notes but cannot save new ones."
-            )
+            ) % {"organization": self.policy.organization_name}
         return ""
 
 

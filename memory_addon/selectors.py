@@ -9,6 +9,7 @@ from django.db.models import Exists, OuterRef, QuerySet
 
 from accounts.models import User
 from memory_addon.core.diffs import unified_diff
+from memory_addon.core.readable_diff import readable_diff
 from memory_addon.errors import MemoryRefusal
 from memory_addon.models import ChangeSet, FileChange, MemoryFile, MemoryScope, Proposal
 from memory_addon.services.proposals import plan_proposal
@@ -76,6 +77,7 @@ def versions_for_scope(scope: MemoryScope, *, limit: int = 100) -> list[dict[str
             "diff_to_current": unified_diff(
                 version.after or "", current.get(version.path, ""), path=version.path
             ),
+            "notes_to_current": readable_diff(version.after or "", current.get(version.path, "")),
         }
         for version in versions
     ]
@@ -86,6 +88,7 @@ def proposals_with_diffs(proposals: list[Proposal]) -> list[dict[str, Any]]:
     files_by_scope: dict[int, dict[str, MemoryFile]] = defaultdict(dict)
     for row in MemoryFile.objects.filter(scope_id__in={p.scope_id for p in proposals}):
         files_by_scope[row.scope_id][row.path] = row
+    conversations = _chat_titles(proposals)
     result = []
     for proposal in proposals:
         scope_files = files_by_scope[proposal.scope_id]
@@ -98,7 +101,7 @@ def proposals_with_diffs(proposals: list[Proposal]) -> list[dict[str, Any]]:
                 scope_files=scope_files,
             )
         except MemoryRefusal as refusal:
-            diffs = [
+            diffs: list[dict[str, Any]] = [
                 {
                     "path": "",
                     "diff": f"Cannot be applied any more: {refusal.message}",
@@ -118,6 +121,9 @@ def proposals_with_diffs(proposals: list[Proposal]) -> list[dict[str, Any]]:
                             write.content or "",
                             path=write.path,
                         ),
+                        "notes": readable_diff(
+                            before_row.content if before_row else "", write.content or ""
+                        ),
                         "before_sha256": before_row.sha256 if before_row else "",
                         "after_sha256": "",
                     }
@@ -135,14 +141,53 @@ def proposals_with_diffs(proposals: list[Proposal]) -> list[dict[str, Any]]:
                 "created_at": proposal.created_at,
                 "expires_at": proposal.expires_at,
                 "diffs": diffs,
+                "origin": _origin(proposal, conversations),
+                "forget_text": "\n".join(
+                    row.before
+                    for diff in diffs
+                    for row in diff.get("notes", [])
+                    if row.kind == "removed"
+                ),
             }
         )
     return result
 
 
+def _chat_titles(proposals: list[Proposal]) -> dict[str, str]:
+    """Titles of the host's own chat conversations the proposals came from (one query)."""
+    from chat.models import Conversation  # chat builds on memory_addon, not the reverse
+
+    refs = {
+        (p.user_id, int(p.conversation_ref))
+        for p in proposals
+        if p.source == ChangeSet.Source.CHAT and p.conversation_ref.isdigit()
+    }
+    if not refs:
+        return {}
+    rows = Conversation.objects.filter(
+        pk__in={pk for _, pk in refs}, owner_id__in={user for user, _ in refs}
+    )
+    return {str(c.pk): str(c) for c in rows if (c.owner_id, c.pk) in refs}
+
+
+def _origin(proposal: Proposal, conversations: dict[str, str]) -> dict[str, Any]:
+    """Where a proposal came from, for the Inbox card: chat, agent, conversation, when."""
+    scope = proposal.scope
+    chat_title = conversations.get(proposal.conversation_ref, "")
+    return {
+        "source": proposal.get_source_display(),
+        "agent": proposal.agent.name if proposal.agent else "",
+        "chat_title": chat_title,
+        "chat_id": proposal.conversation_ref if chat_title else "",
+        "conversation_ref": "" if chat_title else proposal.conversation_ref,
+        "binding": scope.binding.title if scope.binding_id and scope.binding else "",
+        "created_at": proposal.created_at,
+    }
+
+
 def pending_proposals(user: User) -> list[Proposal]:
     return list(
         Proposal.objects.filter(user=user, state=Proposal.State.PENDING)
-        .select_related("scope__agent", "scope__binding")
+        .select_related("scope__agent", "scope__binding", "agent")
         .order_by("-created_at", "-id")
     )

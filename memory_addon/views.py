@@ -11,6 +11,7 @@ from django.http.response import HttpResponseBase
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -21,6 +22,7 @@ from memory_addon.addons import MEMORY_ADDON
 from memory_addon.core.diffs import unified_diff
 from memory_addon.core.entries import MAX_ENTRY_CHARS
 from memory_addon.core.markdown import render_markdown
+from memory_addon.core.readable_diff import readable_diff
 from memory_addon.errors import MemoryRefusal, StaleBase
 from memory_addon.models import ChangeSet, FileChange, MemoryFile, MemoryScope, Proposal
 from memory_addon.pages import banners_for, notes_matching, scope_page
@@ -179,7 +181,7 @@ def memory_entry_add(request: HttpRequest, scope_id: int) -> HttpResponse:
     except MemoryRefusal as refusal:
         # The text stays in the field, with the reason beside it.
         return _tab_with(request, scope, entry_text=text, entry_error=refusal.message)
-    messages.success(request, "Note added.")
+    messages.success(request, _("Note added."))
     return _back_to_tab(scope, change_set)
 
 
@@ -207,7 +209,7 @@ def memory_note_edit(request: HttpRequest, scope_id: int) -> HttpResponse:
             edit_text=request.POST.get("text", ""),
             edit_error=refusal.message,
         )
-    messages.success(request, "Note deleted." if delete else "Note saved.")
+    messages.success(request, _("Note deleted.") if delete else _("Note saved."))
     return _back_to_tab(scope, change_set)
 
 
@@ -229,13 +231,14 @@ def memory_clear(request: HttpRequest, scope_id: int) -> HttpResponse:
         except MemoryRefusal as refusal:
             messages.error(request, refusal.message)
             return redirect(reverse("memory_clear", args=[scope.pk]))
-        messages.success(request, "This memory is cleared.")
+        messages.success(request, _("This memory is cleared."))
         return _back_to_tab(scope, change_set)
     text = row.content if row else ""
     context = {
         "scope": scope,
         "folder": scope_folder(scope),
         "diff": unified_diff(text, "", path=index_path(scope)) if text.strip() else "",
+        "notes": readable_diff(text, ""),
         "base_sha256": row.sha256 if row else "",
     }
     return render(request, "memory/clear_confirm.html", context)
@@ -293,14 +296,21 @@ def version_restore_page(request: HttpRequest, version_id: int) -> HttpResponse:
         diff = unified_diff(
             current.content if current else "", version.after or "", path=version.path
         )
-        return render(request, "memory/restore_confirm.html", {"version": version, "diff": diff})
+        notes = readable_diff(current.content if current else "", version.after or "")
+        return render(
+            request,
+            "memory/restore_confirm.html",
+            {"version": version, "diff": diff, "notes": notes},
+        )
     try:
         version_restore(user=signed_in_user(request), version=version, source=ChangeSet.Source.PAGE)
     except MemoryRefusal as refusal:
         messages.error(request, refusal.message)
     else:
         messages.success(
-            request, f"Restored {version.path}. The text it replaced stays in the history."
+            request,
+            _("Restored %(path)s. The text it replaced stays in the history.")
+            % {"path": version.path},
         )
     return redirect("memory_history", scope_id=version.scope_id)
 
@@ -317,7 +327,7 @@ def change_set_undo_page(request: HttpRequest, change_set_id: int) -> HttpRespon
     except MemoryRefusal as refusal:
         messages.error(request, refusal.message)
     else:
-        messages.success(request, "Change undone.")
+        messages.success(request, _("Change undone."))
     back = request.POST.get("next", "")
     safe = url_has_allowed_host_and_scheme(
         back, allowed_hosts={request.get_host()}, require_https=request.is_secure()
@@ -391,7 +401,9 @@ def file_page(request: HttpRequest, scope_id: int) -> HttpResponse:
                     base_sha256=base,
                     source=ChangeSet.Source.PAGE,
                 )
-                messages.success(request, f"Deleted {path}. It stays in the history.")
+                messages.success(
+                    request, _("Deleted %(path)s. It stays in the history.") % {"path": path}
+                )
                 return redirect("memory_files")
             text = request.POST.get("content", "").replace("\r\n", "\n")
             context |= {"text": text, "editing": True}
@@ -408,7 +420,7 @@ def file_page(request: HttpRequest, scope_id: int) -> HttpResponse:
         except MemoryRefusal as refusal:
             context["error"] = refusal.message
         else:
-            messages.success(request, f"Saved {path}.")
+            messages.success(request, _("Saved %(path)s.") % {"path": path})
             return redirect(f"{reverse('memory_file', args=[scope.pk])}?path={path}")
     if request.GET.get("confirm") == "delete":
         context["confirm_delete"] = True
@@ -421,10 +433,14 @@ def file_page(request: HttpRequest, scope_id: int) -> HttpResponse:
 @login_required
 @require_GET
 def inbox_page(request: HttpRequest) -> HttpResponse:
-    proposals = proposals_with_diffs(pending_proposals(signed_in_user(request)))
-    return render(
-        request, "memory/inbox.html", {"proposals": proposals, "max_entry_chars": MAX_ENTRY_CHARS}
-    )
+    user = signed_in_user(request)
+    proposals = proposals_with_diffs(pending_proposals(user))
+    context = {
+        "proposals": proposals,
+        "max_entry_chars": MAX_ENTRY_CHARS,
+        "banners": banners_for(user),
+    }
+    return render(request, "memory/inbox.html", context)
 
 
 @login_required
@@ -435,11 +451,11 @@ def inbox_decide(request: HttpRequest, proposal_id: int, decision: str) -> HttpR
     try:
         if decision == "reject":
             proposal_reject(user=user, proposal=proposal)
-            messages.success(request, "Proposal rejected; nothing was saved.")
+            messages.success(request, _("Proposal rejected; nothing was saved."))
         else:
             edited = request.POST.get("text") if decision == "confirm-edited" else None
             proposal_confirm(user=user, proposal=proposal, edited_text=edited)
-            messages.success(request, "Saved to memory.")
+            messages.success(request, _("Saved to memory."))
     except MemoryRefusal as refusal:
         messages.error(request, refusal.message)
     # The same card sits under a chat answer; it sends people back to where they were.
@@ -470,6 +486,7 @@ def addon_page(request: HttpRequest) -> HttpResponse:
             **addon_details(user, state),
             "enabled": addon_enabled(user=user, addon=MEMORY_ADDON),
             "is_admin": user.is_superuser,
+            "banners": banners_for(user),
         },
     )
 
@@ -481,7 +498,7 @@ def addon_toggle(request: HttpRequest) -> HttpResponse:
     addon_set_enabled(user=signed_in_user(request), addon=MEMORY_ADDON, enabled=enabled)
     messages.success(
         request,
-        "Short memory is on."
+        _("Short memory is on.")
         if enabled
         else "Short memory is off: the assistant reads nothing; your files are kept.",
     )
@@ -513,10 +530,10 @@ def memory_export_download(request: HttpRequest) -> HttpResponseBase:
 def memory_restore_upload(request: HttpRequest) -> HttpResponse:
     upload = request.FILES.get("archive")
     if upload is None:
-        messages.error(request, "Choose a memory export (.zip) to restore.")
+        messages.error(request, _("Choose a memory export (.zip) to restore."))
         return redirect("memory_files")
     if upload.size and upload.size > MAX_ARCHIVE_BYTES:
-        messages.error(request, "The archive is too large to be a memory export.")
+        messages.error(request, _("The archive is too large to be a memory export."))
         return redirect("memory_files")
     try:
         report = memory_restore(user=signed_in_user(request), archive_bytes=upload.read())
@@ -525,9 +542,14 @@ def memory_restore_upload(request: HttpRequest) -> HttpResponse:
         return redirect("memory_files")
     messages.success(
         request,
-        f"Restored {len(report.added)} file(s); kept {len(report.kept)} that already existed "
-        "(current memory is never replaced).",
+        _(
+            "Restored %(added)s file(s); kept %(kept)s that already existed "
+            "(current memory is never replaced)."
+        )
+        % {"added": len(report.added), "kept": len(report.kept)},
     )
     for name, reason in report.refused[:20]:
-        messages.error(request, f"Not restored: {name} — {reason}")
+        messages.error(
+            request, _("Not restored: %(name)s — %(reason)s") % {"name": name, "reason": reason}
+        )
     return redirect("memory_files")

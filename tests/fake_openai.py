@@ -60,6 +60,7 @@ class FakeOpenAI:
         self.chat_replies: list[dict[str, Any]] = []
         self.default_reply: dict[str, Any] = {"content": "ok"}  # once chat_replies is empty
         self.chat_requests: list[dict[str, Any]] = []
+        self.models: list[str] = ["test-model", "other-model"]  # GET /v1/models
         self.chat_gate = threading.Event()
         self.first_content_at: dict[str, float] = {}
         self.reached_gate = threading.Event()
@@ -106,6 +107,13 @@ class FakeOpenAI:
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
+
+            def do_GET(self) -> None:
+                if self.path.endswith("/models"):
+                    models = [{"id": name, "object": "model"} for name in fake.models]
+                    self._reply(200, {"object": "list", "data": models})
+                else:
+                    self._reply(404, {"error": {"message": "unknown path"}})
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))

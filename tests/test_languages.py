@@ -3,6 +3,8 @@ a German catalogue that is complete and compiled."""
 
 from __future__ import annotations
 
+import ast
+import gettext
 import re
 from pathlib import Path
 
@@ -10,30 +12,87 @@ import pytest
 from django.conf import settings
 from django.utils import translation
 
-CATALOGUE = Path(settings.BASE_DIR) / "locale" / "de" / "LC_MESSAGES" / "django.po"
-ENTRY = re.compile(r'^msgid "(.+)"\nmsgstr "(.*)"$', re.MULTILINE)
+ROOT = Path(settings.BASE_DIR)
+SKIP = {".venv", ".data", "node_modules"}
+CATALOGUES = sorted(
+    path
+    for path in ROOT.rglob("locale/de/LC_MESSAGES/django.po")
+    if not SKIP.intersection(path.relative_to(ROOT).parts)
+)
+PLACEHOLDER = re.compile(r"%\((\w+)\)[sdr]")
 
 
-def _entries() -> list[tuple[str, str]]:
-    text = CATALOGUE.read_text(encoding="utf-8")
-    return [(msgid, msgstr) for msgid, msgstr in ENTRY.findall(text)]
+def _unquote(line: str) -> str:
+    return ast.literal_eval(line)  # a .po string is a C string, close enough to Python's
 
 
-def test_every_german_string_is_translated():
-    missing = [msgid for msgid, msgstr in _entries() if not msgstr]
-    assert _entries(), "the German catalogue is empty"
+def _entries(path: Path) -> list[tuple[str, list[str]]]:
+    """(msgid, [msgstr, ...]) of every message; plural forms give several msgstr."""
+    entries = []
+    for block in path.read_text(encoding="utf-8").split("\n\n"):
+        msgid: str | None = None
+        strings: list[str] = []
+        fuzzy = False
+        for line in block.splitlines():
+            if line.startswith("#,") and "fuzzy" in line:
+                fuzzy = True
+            elif line.startswith("msgid "):
+                msgid = _unquote(line[6:])
+            elif line.startswith("msgstr"):
+                strings.append(_unquote(line.split(" ", 1)[1]))
+            elif line.startswith('"') and strings:
+                strings[-1] += _unquote(line)
+        if msgid:
+            entries.append((msgid, [] if fuzzy else strings))
+    return entries
+
+
+def test_every_catalogue_of_the_repo_is_found():
+    names = {str(path.relative_to(ROOT)) for path in CATALOGUES}
+    assert "locale/de/LC_MESSAGES/django.po" in names
+    assert "bridges/locale/de/LC_MESSAGES/django.po" in names
+
+
+@pytest.mark.parametrize("catalogue", CATALOGUES, ids=lambda path: str(path.relative_to(ROOT)))
+def test_every_german_string_is_translated(catalogue: Path):
+    entries = _entries(catalogue)
+    assert entries, "the German catalogue is empty"
+    missing = [msgid for msgid, strings in entries if not strings or not all(strings)]
     assert missing == []
 
 
-def test_the_compiled_catalogue_matches_the_source():
+@pytest.mark.parametrize("catalogue", CATALOGUES, ids=lambda path: str(path.relative_to(ROOT)))
+def test_translations_keep_every_placeholder(catalogue: Path):
+    """A German text that drops or renames %(name)s would crash or lose the value."""
+    broken = [
+        msgid
+        for msgid, strings in _entries(catalogue)
+        for text in strings
+        if set(PLACEHOLDER.findall(text)) - set(PLACEHOLDER.findall(msgid))
+        or (len(strings) == 1 and set(PLACEHOLDER.findall(msgid)) != set(PLACEHOLDER.findall(text)))
+    ]
+    assert broken == []
+
+
+@pytest.mark.parametrize("catalogue", CATALOGUES, ids=lambda path: str(path.relative_to(ROOT)))
+def test_the_compiled_catalogue_matches_the_source(catalogue: Path):
     """The .mo is committed (no gettext tools needed to run): it must not lag the .po."""
-    with translation.override("de"):
-        stale = [
-            msgid
-            for msgid, msgstr in _entries()
-            if "\\" not in msgid and translation.gettext(msgid) != msgstr
-        ]
+    with catalogue.with_suffix(".mo").open("rb") as compiled:
+        table = gettext.GNUTranslations(compiled)
+    stale = [
+        msgid
+        for msgid, strings in _entries(catalogue)
+        if len(strings) == 1 and table.gettext(msgid) != strings[0]
+    ]
     assert stale == []
+
+
+def test_the_site_speaks_german_with_the_root_catalogue():
+    with translation.override("de"):
+        assert translation.gettext("Find a note") == "Notiz suchen"
+        assert translation.ngettext(
+            "%(n)s saved setting value", "%(n)s saved setting values", 2
+        ) == ("%(n)s gespeicherte Einstellungswerte")
 
 
 @pytest.mark.django_db

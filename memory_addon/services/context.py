@@ -9,6 +9,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db.models import OuterRef, Q, Subquery
+from django.utils.translation import gettext
 
 from memory_addon.core import entries
 from memory_addon.core.budget import Candidate, pack
@@ -119,14 +120,14 @@ def readable_scopes(turn: Turn) -> list[tuple[str, MemoryScope]]:
 def memory_readable(turn: Turn, policy: Policy | None = None) -> str:
     """Empty when this turn may read the person's memory, else the reason it may not."""
     if kill_switch_on():
-        return "Memory is off on this server (MEMORY_AI_MEMORY=off)."
+        return gettext("Memory is off on this server (MEMORY_AI_MEMORY=off).")
     if turn.memory_off:
-        return "Memory is off for this request."
+        return gettext("Memory is off for this request.")
     policy = policy or policy_for(turn.user)
     if policy.memory_mode == "off":
-        return "Your organization has turned memory off."
+        return gettext("Your organization has turned memory off.")
     if not policy.addon_enabled:
-        return "The Short memory add-on is disabled; your notes are kept but not read."
+        return gettext("The Short memory add-on is disabled; your notes are kept but not read.")
     return ""
 
 

@@ -7,6 +7,8 @@ refused instead of overwriting someone else's edit.
 
 from __future__ import annotations
 
+from django.utils.translation import gettext as _
+
 from accounts.models import User
 from memory_addon.core import entries
 from memory_addon.errors import ChangeRefused
@@ -27,9 +29,9 @@ def _index(scope: MemoryScope) -> MemoryFile | None:
 def _person_text(text: str) -> str:
     cleaned = "\n".join(line.rstrip() for line in text.replace("\r\n", "\n").split("\n")).strip()
     if not cleaned:
-        raise ChangeRefused("Write the note first.")
+        raise ChangeRefused(_("Write the note first."))
     if "<!--" in cleaned or "-->" in cleaned:
-        raise ChangeRefused("A note cannot contain HTML comment markers (<!-- or -->).")
+        raise ChangeRefused(_("A note cannot contain HTML comment markers (<!-- or -->)."))
     if len(cleaned) > entries.MAX_ENTRY_CHARS:
         raise ChangeRefused(
             f"A note holds at most {entries.MAX_ENTRY_CHARS} characters; this one has "
@@ -67,10 +69,10 @@ def note_edit(
     id, origin and date, so history and the model's own references still match."""
     row = _index(scope)
     if row is None or row.sha256 != base_sha256:
-        raise ChangeRefused("These notes changed elsewhere; reload the page and try again.")
+        raise ChangeRefused(_("These notes changed elsewhere; reload the page and try again."))
     item = next((i for i in entries.parse_items(row.content) if note_key(i) == key), None)
     if item is None:
-        raise ChangeRefused("This note is no longer there; reload the page.")
+        raise ChangeRefused(_("This note is no longer there; reload the page."))
     if item.is_machine:
         block = None
         if text is not None:
@@ -110,9 +112,9 @@ def notes_clear(*, user: User, scope: MemoryScope, base_sha256: str, source: str
     """Empty the index (topic files stay); undone like any change."""
     row = _index(scope)
     if row is None or not row.content.strip():
-        raise ChangeRefused("There is nothing to clear in this memory.")
+        raise ChangeRefused(_("There is nothing to clear in this memory."))
     if row.sha256 != base_sha256:
-        raise ChangeRefused("These notes changed elsewhere; look at the new version first.")
+        raise ChangeRefused(_("These notes changed elsewhere; look at the new version first."))
     return file_write(
         user=user,
         scope=scope,

@@ -9,23 +9,25 @@ function refreshStreaming() {
 }
 document.addEventListener("htmx:wsOpen", refreshStreaming);
 
+const texts = document.body.dataset;
+
 function addCopyButtons(root) {
   root.querySelectorAll(".md pre").forEach((pre) => {
     if (pre.querySelector("button.copy")) return;
     const button = document.createElement("button");
     button.type = "button";
     button.className = "copy";
-    button.textContent = "Copy";
-    button.setAttribute("aria-label", "Copy code");
+    button.textContent = texts.textCopy || "Copy";
+    button.setAttribute("aria-label", texts.textCopyCode || "Copy code");
     button.addEventListener("click", async () => {
       const code = pre.querySelector("code");
       try {
         await navigator.clipboard.writeText(code ? code.innerText : pre.innerText);
-        button.textContent = "Copied";
+        button.textContent = texts.textCopied || "Copied";
       } catch (error) {
-        button.textContent = "Copy failed";
+        button.textContent = texts.textCopyFailed || "Copy failed";
       }
-      setTimeout(() => { button.textContent = "Copy"; }, 1500);
+      setTimeout(() => { button.textContent = texts.textCopy || "Copy"; }, 1500);
     });
     pre.prepend(button);
   });

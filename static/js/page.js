@@ -44,3 +44,31 @@ function hideExpired() {
   });
 }
 setInterval(hideExpired, 1000);
+
+// Narrow screens: the navigation folds into a menu behind one button (CSS decides when).
+document.addEventListener("DOMContentLoaded", () => {
+  const toggle = document.querySelector(".menu-toggle");
+  const bar = toggle?.closest(".topbar");
+  if (!toggle || !bar) return;
+  toggle.hidden = false;
+  bar.classList.add("menu-ready");
+  toggle.addEventListener("click", () => {
+    const open = toggle.getAttribute("aria-expanded") !== "true";
+    toggle.setAttribute("aria-expanded", String(open));
+    bar.classList.toggle("menu-open", open);
+  });
+});
+
+// Narrow screens show each table row as a card: every cell is labelled with its column.
+function labelCells(root) {
+  root.querySelectorAll?.("table.table").forEach((table) => {
+    const heads = Array.from(table.querySelectorAll("thead th")).map((th) => th.textContent.trim());
+    table.querySelectorAll("tbody tr").forEach((row) => {
+      Array.from(row.children).forEach((cell, index) => {
+        if (heads[index] && !cell.dataset.label) cell.dataset.label = heads[index];
+      });
+    });
+  });
+}
+document.addEventListener("DOMContentLoaded", () => labelCells(document));
+document.addEventListener("htmx:afterSettle", (event) => labelCells(event.target));

@@ -123,6 +123,7 @@ def test_an_endpoint_is_registered_with_event_types_and_its_secret_once(client_f
 
 def test_the_pages_speak_german(client_for, settings):
     client = client_for(UserFactory())
+    # The locale middleware picks the language per request, from the browser's header.
     german = {"accept-language": "de-DE,de;q=0.9"}
     messaging = client.get("/bridges/messaging/", headers=german).content.decode()
     events = client.get("/bridges/events/", headers=german).content.decode()
