@@ -11,6 +11,7 @@ from django.db.models import Exists, OuterRef, Subquery
 
 from accounts.models import Membership, User
 from addons.models import InstalledAddon
+from addons.selectors import TurnAddons, turn_addon_columns, turn_addons_from
 from memory_addon.addons import MEMORY_ADDON
 from memory_addon.models import AddonInstallation
 
@@ -24,14 +25,20 @@ class Policy:
     rules: str
     organization_name: str
     addon_enabled: bool = True  # the person's own on/off of the Short memory add-on
+    # The person's add-on state, when read with the policy (policy_for(with_addons=True)).
+    addons: TurnAddons | None = None
 
 
 def kill_switch_on() -> bool:
     return bool(settings.MEMORY_AI_MEMORY == "off")
 
 
-def policy_for(user: User) -> Policy:
-    """One query: the organization's policy fields and the add-on switch of the person."""
+def policy_for(user: User, *, with_addons: bool = False) -> Policy:
+    """One query: the organization's policy fields and the add-on switch of the person.
+
+    with_addons: the same query also reads the person's add-on state for a turn
+    (installed add-ons, switches, skill rules, settings) for addon_context_build.
+    """
     membership = Membership.objects.filter(user=OuterRef("pk"))
     row: Mapping[str, Any] = (
         User.objects.filter(pk=user.pk)
@@ -51,13 +58,15 @@ def policy_for(user: User) -> Policy:
             ),
             rules=Subquery(membership.values("organization__rules")[:1]),
             organization_name=Subquery(membership.values("organization__name")[:1]),
+            **(turn_addon_columns() if with_addons else {}),
         )
         .first()
     ) or {}
     # No row: the built-in default, on. An administrator may switch it off for everyone.
     addon_enabled = row.get("addon") is not False and not row.get("server_off")
+    addons = turn_addons_from(row) if with_addons else None
     if not row.get("has_organization"):
-        return Policy("on", True, None, True, "", "", addon_enabled)
+        return Policy("on", True, None, True, "", "", addon_enabled, addons)
     return Policy(
         memory_mode=row["memory_mode"],
         learning=row["learning"],
@@ -66,4 +75,5 @@ def policy_for(user: User) -> Policy:
         rules=(row["rules"] or "").strip(),
         organization_name=row["organization_name"],
         addon_enabled=addon_enabled,
+        addons=addons,
     )
