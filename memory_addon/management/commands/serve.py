@@ -27,6 +27,7 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from accounts.services import first_admin_ensure
 from memory_addon.core.supervise import RestartPolicy
+from memory_addon.web import uvicorn_command
 
 STOP_GRACE_SECONDS = 15
 POLL_SECONDS = 0.2
@@ -76,6 +77,12 @@ class Command(BaseCommand):
             type=int,
             default=settings.CHAT_WORKER_CONCURRENCY,
             help="Threads of the chat worker (CHAT_WORKER_CONCURRENCY).",
+        )
+        parser.add_argument(
+            "--web-workers",
+            type=int,
+            default=None,
+            help="Web server processes (WEB_WORKERS; default one per core).",
         )
         parser.add_argument("--no-worker", action="store_true", help="Serve the web app only.")
 
@@ -164,19 +171,10 @@ class Command(BaseCommand):
         python = sys.executable
         celery = [python, "-m", "celery", "-A", "memory_addon"]
         quiet = ["--without-gossip", "--without-mingle"]
-        web = [
-            python,
-            "-m",
-            "uvicorn",
-            "memory_addon.asgi:application",
-            "--host",
-            options["host"],
-            "--port",
-            str(options["port"]),
-            "--no-access-log",
-            "--ws",
-            "websockets-sansio",
-        ]
+        web = uvicorn_command(
+            ["--host", options["host"], "--port", str(options["port"]), "--no-access-log"],
+            workers=options["web_workers"],
+        )
         commands = [("web", web, env)]
         if options["no_worker"]:
             return commands
