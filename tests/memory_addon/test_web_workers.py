@@ -23,6 +23,8 @@ def test_the_default_is_one_worker_per_usable_core(monkeypatch):
     assert web_workers() == 3
     command = uvicorn_command(["--port", "1"])
     assert command[command.index("--workers") + 1] == "3"
+    command = uvicorn_command(["--workers", "5"])
+    assert command.count("--workers") == 1 and command[-1] == "5"
     monkeypatch.setenv("WEB_WORKERS", "many")
     with pytest.raises(SystemExit, match="whole number"):
         web_workers()

@@ -27,7 +27,7 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from accounts.services import first_admin_ensure
 from memory_addon.core.supervise import RestartPolicy
-from memory_addon.web import uvicorn_command
+from memory_addon.web import web_workers
 
 STOP_GRACE_SECONDS = 15
 POLL_SECONDS = 0.2
@@ -171,10 +171,9 @@ class Command(BaseCommand):
         python = sys.executable
         celery = [python, "-m", "celery", "-A", "memory_addon"]
         quiet = ["--without-gossip", "--without-mingle"]
-        web = uvicorn_command(
-            ["--host", options["host"], "--port", str(options["port"]), "--no-access-log"],
-            workers=options["web_workers"],
-        )
+        workers = options["web_workers"] or web_workers()
+        web = [python, "-m", "memory_addon.web", "--workers", str(workers)]
+        web += ["--host", options["host"], "--port", str(options["port"]), "--no-access-log"]
         commands = [("web", web, env)]
         if options["no_worker"]:
             return commands
