@@ -897,7 +897,8 @@ def _commit(job: Job, source: Source, rows: list[dict[str, Any]], outcome: dict[
                 """,
                 [by_path, job.store_id, locked.pk, job.pk, by_path],
             )
-        if job.store.semantic:
+            inserted = cursor.rowcount
+        if job.store.semantic and inserted > 0:  # the graph is built from the first rows
             _ensure_vector_index(job.store)
         StagedChunk.objects.filter(job=job).delete()
         hashes = {path: sha for path, sha in locked.hashes.items() if path not in replaced_paths}
