@@ -18,14 +18,13 @@ from django.conf import settings
 from django.db.models import Q
 
 from accounts.models import User
-from addons.models import AddonFile, SkillRule
-from addons.selectors import AddonState, active_addons
+from addons.models import AddonFile
+from addons.selectors import AddonState, TurnAddons, turn_addons
 from memory_addon.addons import MEMORY_ADDON
 from memory_addon.core.budget import Candidate, pack
 from memory_addon.core.secret_guard import mask_outbound
 from memory_addon.core.tokens import estimate_tokens
 from memory_addon.core.untrusted import normalise_untrusted
-from memory_addon.models import AddonSetting
 
 CONTEXT_HEADER = (
     "Context files from add-ons the person turned on. They may shape style and format; "
@@ -108,50 +107,24 @@ def addon_context_build(
     context_window: int,
     tools: set[str],
     memory_readable: bool,
+    preloaded: TurnAddons | None = None,
 ) -> AddonContext:
     """What the person's active add-ons add to one turn.
 
     tools: the tool names the model is offered in this turn; a skill that needs a tool
     the turn does not offer is not used. memory_readable: the built-in memory add-on's
-    skills go only when the memory block may be read.
+    skills go only when the memory block may be read. preloaded: the person's add-on
+    state when the caller read it already (with the policy); else one query reads it.
     """
-    active = sorted(active_addons(user), key=lambda state: state.id)
+    person = preloaded if preloaded is not None else turn_addons(user)
+    active = sorted(person.active(), key=lambda addon: addon.id)
     if not memory_readable:
-        active = [state for state in active if state.id != MEMORY_ADDON]
+        active = [addon for addon in active if addon.id != MEMORY_ADDON]
     budget = min(settings.ADDON_TURN_BUDGET_TOKENS, max(1, context_window // 6))
     context = AddonContext(budget=budget)
     if not active:
         return context
-    ids = [state.id for state in active]
-    used_skills = any(
-        set(skill.allowed_tools) <= tools for state in active for skill in state.manifest.skills
-    )
-    rules = (
-        {
-            (addon, skill): text
-            for addon, skill, text in SkillRule.objects.filter(
-                user=user, addon_id__in=ids
-            ).values_list("addon_id", "skill", "text")
-        }
-        if used_skills
-        else {}
-    )
-    # Settings are read only when a context file depends on one.
-    templated = [
-        state.id
-        for state in active
-        if not state.builtin and any("{" in p for p in state.manifest.capabilities.context_files)
-    ]
-    stored = (
-        {
-            (addon, key): value
-            for addon, key, value in AddonSetting.objects.filter(
-                user=user, addon__in=templated
-            ).values_list("addon", "key", "value")
-        }
-        if templated
-        else {}
-    )
+    rules, stored = person.rules, person.settings
     candidates: list[Candidate[SentSkill | SentFile]] = []
     for state in active:
         for skill in state.manifest.skills:

@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points
+from typing import Any
+
+from django.contrib.postgres.expressions import ArraySubquery
+from django.db.models import OuterRef
+from django.db.models.functions import JSONObject
 
 from accounts.models import User
 from addons.core.manifest import Manifest, ManifestError, manifest_parse
 from addons.core.package import package_of_entry_point
 from addons.models import InstalledAddon, SkillRule
 from memory_addon.addons import BUILTIN_MANIFESTS
-from memory_addon.models import AddonInstallation
+from memory_addon.models import AddonInstallation, AddonSetting
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +56,11 @@ def _state(row: InstalledAddon) -> AddonState | None:
 
 def installed_addons() -> list[AddonState]:
     """Every installed add-on, built-in ones first; one query."""
-    rows = {row.addon_id: row for row in InstalledAddon.objects.all()}
+    return _states(InstalledAddon.objects.all())
+
+
+def _states(installed: Iterable[InstalledAddon]) -> list[AddonState]:
+    rows = {row.addon_id: row for row in installed}
     states = []
     for addon_id, manifest in BUILTIN_MANIFESTS.items():
         row = rows.pop(addon_id, None)
@@ -93,6 +103,74 @@ def active_addons(user: User) -> list[AddonState]:
     """The add-ons whose skills, context files and pages this person's turns may use."""
     off = switched_off_by(user)
     return [state for state in installed_addons() if user_enabled(state, off)]
+
+
+@dataclass(frozen=True)
+class TurnAddons:
+    """Everything a turn reads about add-ons for one person, fetched in one query."""
+
+    installed: list[InstalledAddon]
+    switched_off: set[str]
+    rules: dict[tuple[str, str], str] = field(default_factory=dict)  # (add-on, skill) -> rules
+    settings: dict[tuple[str, str], Any] = field(default_factory=dict)  # (add-on, key) -> value
+
+    def active(self) -> list[AddonState]:
+        return [
+            state for state in _states(self.installed) if user_enabled(state, self.switched_off)
+        ]
+
+
+_INSTALLED_FIELDS = ("addon_id", "source", "entry_point", "manifest", "enabled")
+
+
+def turn_addon_columns() -> dict[str, Any]:
+    """Columns to add to a query on the User table (the person is its row): the installed
+    add-ons, the person's switches, learned skill rules and add-on settings, each as an
+    array, so a turn reads them with whatever else it reads about the person."""
+    return {
+        "addons_installed": ArraySubquery(
+            InstalledAddon.objects.order_by()
+            .annotate(j=JSONObject(pk="pk", **{name: name for name in _INSTALLED_FIELDS}))
+            .values("j")
+        ),
+        "addons_off": ArraySubquery(
+            AddonInstallation.objects.filter(user=OuterRef("pk"), enabled=False)
+            .order_by()
+            .values("addon")
+        ),
+        "addons_rules": ArraySubquery(
+            SkillRule.objects.filter(user=OuterRef("pk"))
+            .order_by()
+            .annotate(j=JSONObject(addon="addon_id", skill="skill", text="text"))
+            .values("j")
+        ),
+        "addons_settings": ArraySubquery(
+            AddonSetting.objects.filter(user=OuterRef("pk"))
+            .order_by()
+            .annotate(j=JSONObject(addon="addon", key="key", value="value"))
+            .values("j")
+        ),
+    }
+
+
+def turn_addons_from(row: Mapping[str, Any]) -> TurnAddons:
+    """TurnAddons from a row that has the columns of `turn_addon_columns`."""
+    installed = [
+        InstalledAddon(pk=item["pk"], **{name: item[name] for name in _INSTALLED_FIELDS})
+        for item in row.get("addons_installed") or []
+    ]
+    return TurnAddons(
+        installed=installed,
+        switched_off=set(row.get("addons_off") or []),
+        rules={(r["addon"], r["skill"]): r["text"] for r in row.get("addons_rules") or []},
+        settings={(r["addon"], r["key"]): r["value"] for r in row.get("addons_settings") or []},
+    )
+
+
+def turn_addons(user: User) -> TurnAddons:
+    """The person's add-on state for a turn: one query."""
+    row = User.objects.filter(pk=user.pk).values(**turn_addon_columns()).first() or {}
+    return turn_addons_from(row)
 
 
 @dataclass(frozen=True)

@@ -192,6 +192,9 @@ Model-initiated changes, 200 each, one transaction per change, sequential:
     from benchmarks.knowledge_bench import run as knowledge_run
 
     print(knowledge_run(write_section, machine))
+    from benchmarks.vector_bench import run as vector_run
+
+    print(vector_run(write_section, machine))
     print(retrieval_run(write_section, machine))
     from benchmarks.secret_guard_bench import run as secret_guard_run
 
@@ -202,6 +205,9 @@ Model-initiated changes, 200 each, one transaction per change, sequential:
     from benchmarks.bridges_bench import run as bridges_run
 
     print(bridges_run(write_section, machine))
+    from benchmarks.http_bench import run as http_run
+
+    print(http_run(write_section, machine))
 
 
 if __name__ == "__main__":

@@ -15,16 +15,19 @@ from learning.selectors import RuleCard, learning_off_reason, rule_cards_for
 from memory_addon.core.markdown import render_markdown
 from memory_addon.models import ChangeSet, Proposal
 from memory_addon.selectors import proposals_with_diffs
+from memory_addon.services.policy import Policy
 
 
 def conversation_for_user(user: User, conversation_id: int) -> Conversation:
     """The one owner check for a conversation; a foreign or missing id is a 404."""
     try:
-        return Conversation.objects.select_related("ai_profile", "agent").get(
+        conversation = Conversation.objects.select_related("ai_profile", "agent").get(
             pk=conversation_id, owner=user
         )
     except (Conversation.DoesNotExist, ValueError, TypeError):
         raise Http404("No such conversation.") from None
+    conversation.owner = user  # known already: no second read of the person
+    return conversation
 
 
 def message_for_user(user: User, message_id: int) -> Message:
@@ -88,8 +91,12 @@ def message_html(message: Message) -> str:
     return render_markdown(message.content, anchor_prefix=f"cite-{message.pk}-", markers=markers)
 
 
-def message_views(conversation: Conversation, messages: list[Message]) -> list[MessageView]:
-    """Messages with their proposals and automatic saves; a fixed number of queries."""
+def message_views(
+    conversation: Conversation, messages: list[Message], policy: Policy | None = None
+) -> list[MessageView]:
+    """Messages with their proposals and automatic saves; a fixed number of queries.
+
+    policy: the owner's policy when the caller read it already."""
     refs = [str(m.pk) for m in messages if m.role == Message.Role.ASSISTANT]
     ref = str(conversation.pk)
     proposals = list(
@@ -112,7 +119,7 @@ def message_views(conversation: Conversation, messages: list[Message]) -> list[M
         .order_by("created_at", "id")
     )
     cards = rule_cards_for(conversation.owner_id, [m.pk for m in messages])
-    learning_reason = learning_off_reason(conversation.owner, conversation)
+    learning_reason = learning_off_reason(conversation.owner, conversation, policy)
     rule_folder = "Memory/agents/" + conversation.agent.slug if conversation.agent else "Memory"
     views = []
     for message in messages:

@@ -33,6 +33,7 @@ from memory_addon import filestore
 from memory_addon.core.entries import MAX_ENTRY_CHARS
 from memory_addon.errors import MemoryRefusal
 from memory_addon.services.context import memory_readable
+from memory_addon.services.policy import policy_for
 from memory_addon.turns import Turn
 
 LIST_LIMIT = 100
@@ -67,7 +68,8 @@ def _page_context(request: HttpRequest, conversation: Conversation | None) -> di
     }
     if conversation is not None:
         rows = list(conversation.messages.all())
-        views = message_views(conversation, rows)
+        policy = policy_for(user)  # read once for the memory and the learning notes
+        views = message_views(conversation, rows, policy)
         last_user = max((m.pk for m in rows if m.role == Message.Role.USER), default=None)
         last_answer = max((m.pk for m in rows if m.role == Message.Role.ASSISTANT), default=None)
         context.update(
@@ -78,7 +80,10 @@ def _page_context(request: HttpRequest, conversation: Conversation | None) -> di
                 "busy": any(m.state == Message.State.STREAMING for m in rows),
                 "attached": set(conversation.stores.values_list("pk", flat=True)),
                 "memory_reason": memory_readable(
-                    Turn(user=user, agent=conversation.agent, memory_off=not conversation.memory_on)
+                    Turn(
+                        user=user, agent=conversation.agent, memory_off=not conversation.memory_on
+                    ),
+                    policy,
                 ),
                 "last_user_text": next(
                     (m.content for m in reversed(rows) if m.role == Message.Role.USER), ""

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import random
@@ -134,6 +135,32 @@ def _fastembed_model(model_name: str) -> Any:
                 _failures[key] = (time.monotonic(), message)
                 raise EmbeddingUnavailable(message) from error
         return _models[key]
+
+
+def fastembed_dimension(model_name: str) -> int:
+    """The local model's dimension, read from its folder's config.json without loading it.
+
+    Creating a collection needs only the name and dimension: the web process must not
+    load the ONNX model (hundreds of MB) for that. A folder without a readable
+    config.json falls back to loading the model once.
+    """
+    key = (model_name, settings.EMBEDDING_MODEL_PATH or str(default_model_folder()))
+    with _models_lock:
+        loaded = _models.get(key)
+    if loaded is not None:
+        return int(loaded.embedding_size)
+    folder = Path(_model_folder(model_name))
+    if not (folder / "model.onnx").is_file() and not any(folder.glob("*.onnx")):
+        raise EmbeddingUnavailable(
+            f"The local embedding model {model_name!r} has no ONNX file in {folder}. Set "
+            "EMBEDDING_MODEL_PATH to a folder with the model files "
+            "(`manage.py knowledge_local_model` builds one)."
+        )
+    try:
+        config = json.loads((folder / "config.json").read_text())
+        return int(config["hidden_size"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return FastembedEmbedder(model_name).dimension
 
 
 class FastembedEmbedder:

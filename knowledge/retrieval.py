@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection
 
 from knowledge.core import blocks
 from knowledge.embeddings import EmbeddingUnavailable
-from knowledge.models import Chunk, Source, Store
+from knowledge.models import Chunk, Store
 from knowledge.services import store_embedder
 from memory_addon.core.fulltext import or_query, query_words
 from memory_addon.outbound import release_db_connection
@@ -39,8 +39,15 @@ class Retrieval:
         ]
 
 
-def _enabled_sources(store: Store) -> list[Source]:
-    return list(store.sources.filter(enabled=True))
+def _enabled_sources(store: Store) -> tuple[list[int], tuple[int, int]]:
+    """The enabled source ids and (their chunks, all chunks): one small query, without
+    the sources' file lists."""
+    rows = list(store.sources.values_list("pk", "enabled", "chunk_count"))
+    enabled = [(pk, chunks) for pk, on, chunks in rows if on]
+    return [pk for pk, _ in enabled], (
+        sum(chunks for _, chunks in enabled),
+        sum(chunks for _, _, chunks in rows),
+    )
 
 
 def vector_ranking(
@@ -51,36 +58,50 @@ def vector_ranking(
 
 
 def vector_scored(
-    store: Store, vector: list[float], source_ids: list[int], limit: int = CANDIDATES
+    store: Store,
+    vector: list[float],
+    source_ids: list[int],
+    limit: int = CANDIDATES,
+    *,
+    chunk_counts: tuple[int, int] | None = None,
 ) -> list[tuple[int, float]]:
     """(chunk id, cosine similarity) nearest first, always up to `limit` of them.
 
     pgvector applies WHERE filters after the HNSW scan, so a filtered index query can
     return fewer rows than asked; small or mostly-disabled sets use an exact scan, and
-    an index query that comes back short falls back to one.
+    an index query that comes back short falls back to one. `chunk_counts` is
+    (chunks in `source_ids`, chunks in the store) when the caller already has the
+    sources; without it they are read first.
+
+    One round trip: `SET LOCAL hnsw.ef_search` and the query go as one statement
+    string, which PostgreSQL runs as one (implicit) transaction.
     """
     if not source_ids or not store.dimension:
         return []
-    counts = dict(store.sources.values_list("pk", "chunk_count"))
-    enabled_chunks = sum(counts.get(pk, 0) for pk in source_ids)
-    total_chunks = sum(counts.values())
+    if chunk_counts is None:
+        counts = dict(store.sources.values_list("pk", "chunk_count"))
+        chunk_counts = (sum(counts.get(pk, 0) for pk in source_ids), sum(counts.values()))
+    enabled_chunks, total_chunks = chunk_counts
     literal = "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
     dim = int(store.dimension)
     exact = (
         enabled_chunks <= settings.KNOWLEDGE_EXACT_SEARCH_MAX_CHUNKS
         or enabled_chunks < total_chunks / 2
     )
-    with transaction.atomic(), connection.cursor() as cursor:
+    with connection.cursor() as cursor:
         if not exact:
-            ef_search = max(settings.KNOWLEDGE_HNSW_EF_SEARCH, 2 * limit)
-            cursor.execute("SET LOCAL hnsw.ef_search = %s", [ef_search])
+            ef_search = int(max(settings.KNOWLEDGE_HNSW_EF_SEARCH, 2 * limit))
+            # Every source on: the store's own (partial) index needs no further filter.
+            every = enabled_chunks >= total_chunks
             cursor.execute(
-                f"""SELECT id, (embedding::vector({dim})) <=> %s::vector({dim}) AS distance
+                f"""SET LOCAL hnsw.ef_search = {ef_search};
+                    SELECT id, (embedding::vector({dim})) <=> %s::vector({dim}) AS distance
                     FROM knowledge_chunk
-                    WHERE store_id = %s AND source_id = ANY(%s) AND embedding IS NOT NULL
+                    WHERE store_id = %s {"" if every else "AND source_id = ANY(%s)"}
                     ORDER BY distance LIMIT %s""",  # noqa: S608
-                [literal, store.pk, source_ids, limit],
+                [literal, store.pk, limit] if every else [literal, store.pk, source_ids, limit],
             )
+            cursor.nextset()
             rows = cursor.fetchall()
             if len(rows) >= min(limit, enabled_chunks):
                 return [(chunk_id, 1.0 - float(distance)) for chunk_id, distance in rows]
@@ -211,7 +232,7 @@ def rank(
     Hybrid fuses the two lists with the fusion settings (or `weights` = (keyword,
     vector) and `method` given by the caller, e.g. the benchmark choosing them).
     """
-    source_ids = [s.pk for s in _enabled_sources(store)]
+    source_ids, chunk_counts = _enabled_sources(store)
     lists: list[tuple[list[tuple[int, float]], float]] = []
     keyword_weight, vector_weight = weights or (
         settings.KNOWLEDGE_FUSION_KEYWORD_WEIGHT,
@@ -231,7 +252,9 @@ def rank(
             logger.warning("Embedding the query failed for store %s; keyword search only", store.pk)
             embedder = None
         else:
-            scored = above_floor(vector_scored(store, vector, source_ids, limit))
+            scored = above_floor(
+                vector_scored(store, vector, source_ids, limit, chunk_counts=chunk_counts)
+            )
             similarity = dict(scored)
             lists.append((scored, vector_weight))
     if mode in ("hybrid", "keyword") or embedder is None:

@@ -8,6 +8,7 @@ import logging
 import os
 import re
 import shutil
+import time
 from collections.abc import Iterable
 from datetime import timedelta
 from pathlib import Path
@@ -24,13 +25,14 @@ from bridges.outbox import knowledge_indexed_event
 from knowledge import events
 from knowledge.core import scanning
 from knowledge.core.chunking import chunk_pages
-from knowledge.core.extract import Unreadable
+from knowledge.core.extract import Page, Unreadable
 from knowledge.embeddings import (
     BATCH_SIZE,
     Embedder,
     EmbeddingUnavailable,
     FastembedEmbedder,
     OpenAIEmbedder,
+    fastembed_dimension,
 )
 from knowledge.errors import IndexMismatch, JobBusy, KnowledgeRefusal
 from knowledge.models import Chunk, Document, FolderGrant, Job, Source, StagedChunk, Store
@@ -99,9 +101,10 @@ def store_embedder(store: Store, *, for_query: bool = False) -> Embedder | None:
 
 
 def semantic_status() -> str:
-    """Empty when the local model loads; otherwise why semantic search is off and how to fix it."""
+    """Empty when the local model is there; otherwise why semantic search is off and how to
+    fix it. Does not load the model (see fastembed_dimension)."""
     try:
-        FastembedEmbedder(settings.EMBEDDING_MODEL)
+        fastembed_dimension(settings.EMBEDDING_MODEL)
     except EmbeddingUnavailable as error:
         return str(error)
     return ""
@@ -131,7 +134,14 @@ def store_create(
     if ai_profile is not None and ai_profile.owner_id != owner.pk:
         raise KnowledgeRefusal("That AI profile is not yours.")
     dimension = None
-    if provider != Store.Provider.NONE:
+    if provider == Store.Provider.FASTEMBED:
+        # The name and dimension only: the model itself is loaded by the indexing worker.
+        model_name = model_name or settings.EMBEDDING_MODEL
+        try:
+            dimension = fastembed_dimension(model_name)
+        except EmbeddingUnavailable as error:
+            raise KnowledgeRefusal(str(error)) from error
+    elif provider != Store.Provider.NONE:
         release_db_connection()  # the probe below may wait on an outside server
         try:
             embedder = embedder_build(
@@ -153,9 +163,31 @@ def store_create(
             autonomous_opt_in=autonomous_opt_in,
             language=language,
         )
-        if store.semantic:
-            _create_vector_index(store)
+    # No vector index yet: the first index job builds it after loading its chunks
+    # (_ensure_vector_index), in the commit that makes them visible.
     return store
+
+
+def _ensure_vector_index(store: Store) -> bool:
+    """Build the store's HNSW index if it has none yet; True when it was built now.
+
+    Called in the commit that inserts a job's chunks, after the insert: the first
+    (bulk) load of a collection builds its graph once from all its rows instead of
+    inserting them into the graph one by one, and stays atomic (PostgreSQL's DDL is
+    transactional). Later jobs add their rows to the existing graph.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT to_regclass(%s) IS NULL", [store.index_name])
+        row = cursor.fetchone()
+    if not (row and row[0]):
+        return False
+    with connection.cursor() as cursor:
+        # The insert's deferred foreign-key checks must run first: PostgreSQL builds no
+        # index on a table with pending trigger events. They run now instead of at commit.
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        _create_vector_index(store)
+        cursor.execute("SET CONSTRAINTS ALL DEFERRED")
+    return True
 
 
 def _create_vector_index(store: Store) -> None:
@@ -548,8 +580,50 @@ def _finish(job: Job, state: str, *, error: str = "", **fields: Any) -> None:
     events.job_changed_on_commit(job)
 
 
+# PDF text the scan extracted, kept by content hash for the index job (read once, then
+# removed), so a PDF is extracted once. Left-overs of dismissed scans expire.
+EXTRACTED_KEEP_SECONDS = 24 * 3600
+
+
+def _extracted_folder() -> Path:
+    return Path(settings.DATA_DIR) / "extracted"
+
+
+def _keep_pages(digest: str, pages: list[Page]) -> None:
+    folder = _extracted_folder()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        partial = folder / f"{digest}.json.{os.getpid()}.part"
+        partial.write_text(json.dumps([[page.number, page.text] for page in pages]))
+        partial.replace(folder / f"{digest}.json")
+    except OSError:
+        logger.warning("Could not keep the text of %s; the index extracts it again", digest)
+
+
+def _kept_pages(digest: str) -> list[Page] | None:
+    """The pages the scan extracted from the file with this hash (and forget them)."""
+    path = _extracted_folder() / f"{digest}.json"
+    try:
+        data = json.loads(path.read_text())
+        path.unlink()
+    except (OSError, ValueError):
+        return None
+    return [Page(number, text) for number, text in data]
+
+
+def _expire_kept_pages() -> None:
+    cutoff = time.time() - EXTRACTED_KEEP_SECONDS
+    try:
+        for entry in os.scandir(_extracted_folder()):
+            if entry.stat().st_mtime < cutoff:
+                Path(entry.path).unlink(missing_ok=True)
+    except OSError:
+        return
+
+
 def _spec(source: Source) -> scanning.ScanSpec:
     return scanning.ScanSpec(
+        keep_pages=_keep_pages,
         root=Path(source.path),
         include=tuple(source.include_globs),
         exclude=tuple(source.exclude_globs),
@@ -584,6 +658,7 @@ def _scan_claimed(job: Job) -> None:
             return True
         return False
 
+    _expire_kept_pages()
     try:
         _upload_fetch(source)
         result = scanning.scan(_spec(source), should_stop=should_stop)
@@ -722,6 +797,7 @@ def _index_open(
     pending: list[StagedChunk] = []
     total = max(1, len(to_index))
     staged_chunks = 0
+    last_beat = float("-inf")  # the first file reports at once
 
     def flush() -> None:
         nonlocal pending, staged_chunks
@@ -739,7 +815,7 @@ def _index_open(
     for done, row in enumerate(to_index, start=1):
         try:
             data, digest = _read_reviewed(root_fd, source, row)
-            pages = scanning.document_pages(
+            pages = _kept_pages(digest) or scanning.document_pages(
                 data, row["format"], max_chars=scanning.MAX_EXTRACTED_CHARS
             )
         except (Unreadable, scanning.UnsafePath) as error:
@@ -766,19 +842,22 @@ def _index_open(
             )
             if len(pending) >= BATCH_SIZE:
                 flush()
-                _beat(
-                    job, progress=min(99, int(90 * done / total)), counts={"chunks": staged_chunks}
-                )
-        _beat(
-            job,
-            progress=min(99, int(90 * done / total)),
-            counts={
-                "documents": done,
-                "of": len(to_index),
-                "chunks": staged_chunks + len(pending),
-                "problems": len(problems),
-            },
-        )
+        # Progress, heartbeat and the cancel check at most every
+        # KNOWLEDGE_PROGRESS_INTERVAL_SECONDS, not per file: each beat is two queries,
+        # a template render and a push to the page.
+        now = time.monotonic()
+        if now - last_beat >= settings.KNOWLEDGE_PROGRESS_INTERVAL_SECONDS:
+            last_beat = now
+            _beat(
+                job,
+                progress=min(99, int(90 * done / total)),
+                counts={
+                    "documents": done,
+                    "of": len(to_index),
+                    "chunks": staged_chunks + len(pending),
+                    "problems": len(problems),
+                },
+            )
     flush()
     return {"documents": documents, "problems": problems}
 
@@ -818,6 +897,9 @@ def _commit(job: Job, source: Source, rows: list[dict[str, Any]], outcome: dict[
                 """,
                 [by_path, job.store_id, locked.pk, job.pk, by_path],
             )
+            inserted = cursor.rowcount
+        if job.store.semantic and inserted > 0:  # the graph is built from the first rows
+            _ensure_vector_index(job.store)
         StagedChunk.objects.filter(job=job).delete()
         hashes = {path: sha for path, sha in locked.hashes.items() if path not in replaced_paths}
         hashes |= {path: meta["sha256"] for path, meta in documents.items()}
@@ -927,13 +1009,16 @@ def store_rebuild(*, store: Store) -> Store:
         raise KnowledgeRefusal("A keyword-only collection has no vectors to rebuild.")
     release_db_connection()
     try:
-        embedder = embedder_build(
-            provider=store.provider,
-            model_name=settings.EMBEDDING_MODEL
-            if store.provider == Store.Provider.FASTEMBED
-            else (store.ai_profile.model if store.ai_profile else ""),
-            ai_profile=store.ai_profile,
-        )
+        if store.provider == Store.Provider.FASTEMBED:  # name and dimension, no model load
+            model_name = settings.EMBEDDING_MODEL
+            dimension = fastembed_dimension(model_name)
+        else:
+            embedder = embedder_build(
+                provider=store.provider,
+                model_name=store.ai_profile.model if store.ai_profile else "",
+                ai_profile=store.ai_profile,
+            )
+            model_name, dimension = embedder.model_name, embedder.dimension
     except EmbeddingUnavailable as error:
         raise KnowledgeRefusal(str(error)) from error
     with transaction.atomic(durable=True):
@@ -949,7 +1034,7 @@ def store_rebuild(*, store: Store) -> Store:
             status=Source.Status.NEW,
             status_message="Rebuilt for a new model: run Update now to index it again.",
         )
-        store.model_name, store.dimension = embedder.model_name, embedder.dimension
+        store.model_name, store.dimension = model_name, dimension
         store.save(update_fields=["model_name", "dimension"])
-        _create_vector_index(store)
+        # The next index job builds the new index after loading (_ensure_vector_index).
     return store

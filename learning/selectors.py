@@ -14,15 +14,17 @@ from accounts.models import User
 from chat.models import Conversation
 from learning.models import RuleSuggestion
 from memory_addon.models import MemoryScope
-from memory_addon.services.policy import kill_switch_on, policy_for
+from memory_addon.services.policy import Policy, kill_switch_on, policy_for
 from memory_addon.services.scopes import scope_folder
 
 
-def learning_off_reason(user: User, conversation: Conversation | None = None) -> str:
+def learning_off_reason(
+    user: User, conversation: Conversation | None = None, policy: Policy | None = None
+) -> str:
     """Empty when rules may be learned and saved for this person (and chat), else why not."""
     if kill_switch_on():
         return "Rule learning is off on this server (MEMORY_AI_MEMORY=off)."
-    policy = policy_for(user)
+    policy = policy or policy_for(user)
     if not policy.learning:
         return f"{policy.organization_name or 'Your organization'} has turned rule learning off."
     if policy.memory_mode == "off":

@@ -58,6 +58,7 @@ from memory_addon.services.context import (
     turn_context_build,
 )
 from memory_addon.services.memory_tool import memory_tool_execute
+from memory_addon.services.policy import policy_for
 from memory_addon.services.proposals import proposal_confirm, proposal_reject
 from memory_addon.services.scopes import (
     bank_find,
@@ -214,7 +215,9 @@ def version_restore_endpoint(request: HttpRequest, version_id: int) -> dict[str,
 )
 def turn_context(request: HttpRequest, payload: TurnIn) -> dict[str, Any]:
     turn = turn_from(signed_in_user(request), payload)
-    context = turn_context_build(turn)
+    # One query for the policy and the add-on state, one for the scopes' indexes.
+    policy = policy_for(turn.user, with_addons=True)
+    context = turn_context_build(turn, policy)
     # A caller of this endpoint offers the memory tools unless memory is off for the turn.
     offered = set() if context.reason_off else {t["function"]["name"] for t in tool_schemas()}
     addons = addon_context_build(
@@ -222,6 +225,7 @@ def turn_context(request: HttpRequest, payload: TurnIn) -> dict[str, Any]:
         context_window=turn.context_window,
         tools=offered,
         memory_readable=not context.reason_off,
+        preloaded=policy.addons,
     )
     return {
         "block": context.block,

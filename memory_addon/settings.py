@@ -422,6 +422,8 @@ EMBEDDING_THREADS = env_int("EMBEDDING_THREADS", 2)
 EMBEDDING_QUERY_TIMEOUT_SECONDS = env_float("EMBEDDING_QUERY_TIMEOUT_SECONDS", 10.0)
 KNOWLEDGE_WATCH_INTERVAL_SECONDS = env_int("KNOWLEDGE_WATCH_INTERVAL_SECONDS", 600)
 KNOWLEDGE_JOB_STALE_SECONDS = env_int("KNOWLEDGE_JOB_STALE_SECONDS", 300)
+# An index job reports progress (heartbeat, cancel check, live push) at most this often.
+KNOWLEDGE_PROGRESS_INTERVAL_SECONDS = env_float("KNOWLEDGE_PROGRESS_INTERVAL_SECONDS", 0.25)
 # A job whose worker died is sent again this many times, then failed with a reason.
 KNOWLEDGE_JOB_MAX_REQUEUES = env_int("KNOWLEDGE_JOB_MAX_REQUEUES", 1)
 KNOWLEDGE_JOB_REAP_INTERVAL_SECONDS = env_int("KNOWLEDGE_JOB_REAP_INTERVAL_SECONDS", 60)
@@ -433,8 +435,11 @@ CELERY_BEAT_SCHEDULE["knowledge-watch-sources"] = {
     "task": "knowledge.watch_sources",
     "schedule": float(KNOWLEDGE_WATCH_INTERVAL_SECONDS),
 }
-# Below this many enabled chunks an exact scan is cheap and always returns k rows.
-KNOWLEDGE_EXACT_SEARCH_MAX_CHUNKS = env_int("KNOWLEDGE_EXACT_SEARCH_MAX_CHUNKS", 20_000)
+# Below this many enabled chunks an exact scan is as fast as the HNSW index and always
+# returns k rows. Measured on real MiniLM embeddings (docs/benchmarks.md, vector
+# section): an exact scan costs ~1.3 us a chunk (13 ms at 10k), the index at ef_search
+# 100 ~4 ms, so above ~3k chunks the index wins.
+KNOWLEDGE_EXACT_SEARCH_MAX_CHUNKS = env_int("KNOWLEDGE_EXACT_SEARCH_MAX_CHUNKS", 2_000)
 KNOWLEDGE_MAX_EXCERPTS = env_int("KNOWLEDGE_MAX_EXCERPTS", 6)
 KNOWLEDGE_MAX_EXCERPTS_PER_SOURCE = env_int("KNOWLEDGE_MAX_EXCERPTS_PER_SOURCE", 2)
 KNOWLEDGE_MAX_RETRIEVED_TOKENS = env_int("KNOWLEDGE_MAX_RETRIEVED_TOKENS", 4000)
@@ -457,12 +462,16 @@ KNOWLEDGE_FUSION_VECTOR_WEIGHT = env_float("KNOWLEDGE_FUSION_VECTOR_WEIGHT", 0.3
 KNOWLEDGE_RRF_K = env_int("KNOWLEDGE_RRF_K", 60)
 KNOWLEDGE_CHUNK_TOKENS = env_int("KNOWLEDGE_CHUNK_TOKENS", 800)
 KNOWLEDGE_CHUNK_OVERLAP_TOKENS = env_int("KNOWLEDGE_CHUNK_OVERLAP_TOKENS", 120)
-# HNSW parameters (pgvector). Measured on 100k clustered 384-d vectors with m 16 and
-# ef_construction 128: recall@10 0.82 / 0.95 / 0.997 at ef_search 200 / 400 / 800,
-# p50 8.5 / 13.6 / 26.4 ms. 400 keeps recall near 0.95 at about 14 ms.
+# HNSW parameters (pgvector). Tuned on real question embeddings (LoCoMo questions with
+# the packaged MiniLM model, passages plus noise; docs/benchmarks.md, vector section):
+# with m 16 and ef_construction 128, recall@10 at 100k chunks is 0.943 / 0.970 / 0.984
+# / 0.998 at ef_search 40 / 64 / 100 / 200 (filtered 0.924 / 0.958 / 0.978 / 0.997);
+# at 10k 0.992 at 40 and 0.998 at 100. 100 is the smallest value with recall >= 0.98 at
+# 100k, and what fusion's 50 candidates need anyway (ef_search >= 2 x limit). The
+# synthetic uniform vectors that once chose 400 are no model's embeddings.
 KNOWLEDGE_HNSW_M = env_int("KNOWLEDGE_HNSW_M", 16)
 KNOWLEDGE_HNSW_EF_CONSTRUCTION = env_int("KNOWLEDGE_HNSW_EF_CONSTRUCTION", 128)
-KNOWLEDGE_HNSW_EF_SEARCH = env_int("KNOWLEDGE_HNSW_EF_SEARCH", 400)
+KNOWLEDGE_HNSW_EF_SEARCH = env_int("KNOWLEDGE_HNSW_EF_SEARCH", 100)
 
 # --- Chat (SPEC H3, H9) --------------------------------------------------------
 # Chat turns wait on the model most of the time: their own queue, served by a

@@ -56,6 +56,9 @@ class ScanSpec:
     use_gitignore: bool = True
     max_file_bytes: int = 50 * 1024 * 1024
     known_hashes: dict[str, str] = field(default_factory=dict)
+    # Called with (sha256, pages) for each PDF the scan extracted, so the index job
+    # can reuse the text instead of extracting the same file a second time.
+    keep_pages: Callable[[str, list[Page]], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -366,6 +369,10 @@ def _scan_open(
                     chars = sum(len(page.text) for page in pages)
                     if result.extracted_chars + chars > MAX_EXTRACTED_CHARS:
                         raise Unreadable("the scan reached 100 MiB of extracted text")
+                    # Kept only when whole: text cut at the scan's remaining budget is not.
+                    whole = chars < MAX_EXTRACTED_CHARS - result.extracted_chars
+                    if fmt == PDF and spec.keep_pages is not None and whole:
+                        spec.keep_pages(digest, pages)
                     result.extracted_chars += chars
                     status = CHANGED if relative in spec.known_hashes else NEW
             except UnsafePath:

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Exists, OuterRef, Subquery
+from django.db import connection
+from django.db.models import Exists, OuterRef, QuerySet, Subquery
 
 from accounts.models import Membership, User
 from addons.models import InstalledAddon
+from addons.selectors import TurnAddons, turn_addon_columns, turn_addons_from
 from memory_addon.addons import MEMORY_ADDON
 from memory_addon.models import AddonInstallation
 
@@ -24,17 +27,18 @@ class Policy:
     rules: str
     organization_name: str
     addon_enabled: bool = True  # the person's own on/off of the Short memory add-on
+    # The person's add-on state, when read with the policy (policy_for(with_addons=True)).
+    addons: TurnAddons | None = None
 
 
 def kill_switch_on() -> bool:
     return bool(settings.MEMORY_AI_MEMORY == "off")
 
 
-def policy_for(user: User) -> Policy:
-    """One query: the organization's policy fields and the add-on switch of the person."""
+def _policy_query(user_pk: int, with_addons: bool) -> QuerySet[User, Any]:
     membership = Membership.objects.filter(user=OuterRef("pk"))
-    row: Mapping[str, Any] = (
-        User.objects.filter(pk=user.pk)
+    return (
+        User.objects.filter(pk=user_pk)
         .values(
             addon=Subquery(
                 AddonInstallation.objects.filter(user=OuterRef("pk"), addon=MEMORY_ADDON).values(
@@ -51,13 +55,57 @@ def policy_for(user: User) -> Policy:
             ),
             rules=Subquery(membership.values("organization__rules")[:1]),
             organization_name=Subquery(membership.values("organization__name")[:1]),
+            **(turn_addon_columns() if with_addons else {}),
         )
-        .first()
-    ) or {}
+        .order_by()[:1]
+    )
+
+
+# The query is the same for everyone but the person's id: it is compiled once per process
+# (building it through the ORM cost several times the database's own time per request).
+_SENTINEL = -7_700_000_000_077
+_compiled: dict[tuple[str, bool], tuple[str, tuple[Any, ...], tuple[int, ...]]] = {}
+_JSON_ARRAYS = ("addons_installed", "addons_rules", "addons_settings")
+
+
+def _policy_row(user_pk: int, with_addons: bool) -> dict[str, Any]:
+    key = (connection.alias, with_addons)
+    if key not in _compiled:
+        query = _policy_query(_SENTINEL, with_addons).query
+        sql, params = query.get_compiler(connection.alias).as_sql()
+        slots = tuple(i for i, value in enumerate(params) if value == _SENTINEL)
+        _compiled[key] = (sql, tuple(params), slots)
+    sql, template, slots = _compiled[key]
+    params = list(template)
+    for slot in slots:
+        params[slot] = user_pk
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        values = cursor.fetchone()
+        names = [column.name for column in cursor.description or ()]
+    if values is None:
+        return {}
+    row = dict(zip(names, values, strict=True))
+    for name in _JSON_ARRAYS:  # jsonb items arrive as text, as for a JSONField
+        if name in row:
+            row[name] = [
+                json.loads(item) if isinstance(item, str) else item for item in row[name] or []
+            ]
+    return row
+
+
+def policy_for(user: User, *, with_addons: bool = False) -> Policy:
+    """One query: the organization's policy fields and the add-on switch of the person.
+
+    with_addons: the same query also reads the person's add-on state for a turn
+    (installed add-ons, switches, skill rules, settings) for addon_context_build.
+    """
+    row: Mapping[str, Any] = _policy_row(user.pk, with_addons)
     # No row: the built-in default, on. An administrator may switch it off for everyone.
     addon_enabled = row.get("addon") is not False and not row.get("server_off")
+    addons = turn_addons_from(row) if with_addons else None
     if not row.get("has_organization"):
-        return Policy("on", True, None, True, "", "", addon_enabled)
+        return Policy("on", True, None, True, "", "", addon_enabled, addons)
     return Policy(
         memory_mode=row["memory_mode"],
         learning=row["learning"],
@@ -66,4 +114,5 @@ def policy_for(user: User) -> Policy:
         rules=(row["rules"] or "").strip(),
         organization_name=row["organization_name"],
         addon_enabled=addon_enabled,
+        addons=addons,
     )

@@ -5,11 +5,15 @@ from dataclasses import replace
 import pytest
 
 from accounts.models import Membership, Organization
+from addons.models import SkillRule
+from addons.services import addon_install_zip, addon_set_enabled, addon_user_set_enabled
 from memory_addon.core import entries
 from memory_addon.services.changes import file_write
 from memory_addon.services.context import turn_context_build
 from memory_addon.services.scopes import agent_scope, channel_scope
-from tests.factories import AgentFactory, OrganizationFactory
+from memory_addon.services.user_settings import addon_setting_put
+from tests.addons.conftest import example_zip
+from tests.factories import AgentFactory, OrganizationFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -224,19 +228,42 @@ def test_reading_the_turn_context_creates_no_scope(user):
     assert not MemoryScope.objects.exists()
 
 
-def test_the_turn_context_api_answers_in_few_queries(
-    api, user, scope, django_assert_max_num_queries
-):
+def test_the_turn_context_api_answers_in_few_queries(api, user, scope, django_assert_num_queries):
     file_write(user=user, scope=scope, path="index.md", content="Mine.\n", base_sha256="")
-    # Session and user (2), the turn context itself (2), then the add-ons: installed ones,
-    # the person's switches and the learned rules of the memory skills (3).
-    with django_assert_max_num_queries(7):
+    # Session and user (2), the policy with the person's add-on state (1), the readable
+    # scopes with their indexes (1).
+    with django_assert_num_queries(4):
         response = api.post("/api/memory/turn-context", {})
     body = response.json()
     assert "Mine." in body["block"] and body["sent_along"]["tokens"] > 0
     assert body["sent_along"]["items"] == [
         {"origin": "user", "scope": "Memory", "kind": "person", "entry_id": "", "tokens": 2}
     ]
+    assert [s["name"] for s in body["addons"]["skills"]] == ["memory", "memory-check-own-files"]
+
+
+def test_the_turn_context_api_with_an_add_on_context_file_adds_one_query(
+    api, user, scope, django_assert_num_queries
+):
+    admin = UserFactory(is_superuser=True, is_staff=True)
+    addon_install_zip(user=admin, data=example_zip())
+    addon_set_enabled(user=admin, addon_id="tone-of-voice", enabled=True)
+    addon_setting_put(user=user, addon="tone-of-voice", key="tone", value="brief")
+    SkillRule.objects.create(user=user, addon_id="memory", skill="memory", text="Say when saved.")
+    file_write(user=user, scope=scope, path="index.md", content="Mine.\n", base_sha256="")
+    # The four above, and the context file's content (1): rules and settings come with
+    # the policy, whatever their number.
+    with django_assert_num_queries(5):
+        response = api.post("/api/memory/turn-context", {})
+    body = response.json()
+    assert body["addons"]["context_files"][0]["path"] == "context/brief.md"
+    assert "Tone: brief" in body["addons_block"]
+    assert "- Say when saved." in body["addons_block"]
+    assert [s["rules"] for s in body["addons"]["skills"]] == [1, 0]
+    addon_user_set_enabled(user=user, addon_id="tone-of-voice", enabled=False)
+    with django_assert_num_queries(4):  # switched off: no file read at all
+        body = api.post("/api/memory/turn-context", {}).json()
+    assert body["addons"]["context_files"] == []
 
 
 def test_the_turn_block_never_exceeds_the_per_turn_byte_cap(turn, user, binding, scope, settings):

@@ -27,6 +27,7 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from accounts.services import first_admin_ensure
 from memory_addon.core.supervise import RestartPolicy
+from memory_addon.web import web_workers
 
 STOP_GRACE_SECONDS = 15
 POLL_SECONDS = 0.2
@@ -76,6 +77,12 @@ class Command(BaseCommand):
             type=int,
             default=settings.CHAT_WORKER_CONCURRENCY,
             help="Threads of the chat worker (CHAT_WORKER_CONCURRENCY).",
+        )
+        parser.add_argument(
+            "--web-workers",
+            type=int,
+            default=None,
+            help="Web server processes (WEB_WORKERS; default one per core).",
         )
         parser.add_argument("--no-worker", action="store_true", help="Serve the web app only.")
 
@@ -164,19 +171,9 @@ class Command(BaseCommand):
         python = sys.executable
         celery = [python, "-m", "celery", "-A", "memory_addon"]
         quiet = ["--without-gossip", "--without-mingle"]
-        web = [
-            python,
-            "-m",
-            "uvicorn",
-            "memory_addon.asgi:application",
-            "--host",
-            options["host"],
-            "--port",
-            str(options["port"]),
-            "--no-access-log",
-            "--ws",
-            "websockets-sansio",
-        ]
+        workers = options["web_workers"] or web_workers()
+        web = [python, "-m", "memory_addon.web", "--workers", str(workers)]
+        web += ["--host", options["host"], "--port", str(options["port"]), "--no-access-log"]
         commands = [("web", web, env)]
         if options["no_worker"]:
             return commands

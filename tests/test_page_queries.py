@@ -1,0 +1,125 @@
+"""The hot pages answer in a fixed number of queries, whatever the number of items on them.
+
+Each page is loaded with a few items and again with more; the query count is pinned and
+must not grow with the items (no query per note, proposal, message or source).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from chat.models import Conversation, Message
+from knowledge.models import Job, Source
+from knowledge.services import store_create
+from memory_addon.services.changes import file_write
+from memory_addon.services.proposals import memory_change_request
+from memory_addon.services.scopes import user_scope
+from memory_addon.turns import Turn
+from tests.factories import AIProfileFactory, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def person(client):
+    user = UserFactory()
+    client.force_login(user)
+    return user
+
+
+def _count(client, url: str) -> int:
+    with CaptureQueriesContext(connection) as queries:
+        response = client.get(url)
+    assert response.status_code == 200
+    return len(queries)
+
+
+def _pinned(
+    client, url: str, add: Callable[[int, int], None], expected: int, assert_num_queries
+) -> None:
+    add(0, 3)
+    few = _count(client, url)
+    add(3, 12)
+    many = _count(client, url)
+    assert few == many, f"{url}: {few} queries with 3 items, {many} with 12"
+    with assert_num_queries(expected):
+        assert client.get(url).status_code == 200
+
+
+def test_memory_tab(client, person, django_assert_num_queries):
+    scope = user_scope(person)
+
+    def add(start: int, stop: int) -> None:
+        for i in range(start, stop):  # a note linking to a topic file, and the file
+            file_write(
+                user=person, scope=scope, path=f"t{i}.md", content=f"topic {i}\n", base_sha256=""
+            )
+        index = scope.files.filter(path="index.md").first()
+        lines = "".join(f"- note {i}: fact {i} -> t{i}.md\n" for i in range(stop))
+        file_write(
+            user=person,
+            scope=scope,
+            path="index.md",
+            content=lines,
+            base_sha256=index.sha256 if index else "",
+        )
+
+    _pinned(client, reverse("memory"), add, 12, django_assert_num_queries)
+
+
+def test_inbox(client, person, django_assert_num_queries):
+    def add(start: int, stop: int) -> None:
+        for i in range(start, stop):
+            result = memory_change_request(
+                turn=Turn(user=person, message_ref=f"m{i}", reply_ref_trusted=True),
+                operation={"action": "add", "text": f"- item {i}: likes tea {i} -> tea{i}.md"},
+            )
+            assert result.proposal is not None
+
+    _pinned(client, reverse("inbox"), add, 5, django_assert_num_queries)
+
+
+def test_chat_conversation_page(client, person, django_assert_num_queries):
+    conversation = Conversation.objects.create(
+        owner=person, ai_profile=AIProfileFactory(owner=person), title="Busy chat"
+    )
+
+    def add(start: int, stop: int) -> None:
+        for i in range(start, stop):
+            Message.objects.create(conversation=conversation, role="user", content=f"q{i}")
+            Message.objects.create(
+                conversation=conversation,
+                role="assistant",
+                content=f"a{i}",
+                sent_along={"memory": {"items": [], "tokens": 0}},
+                citations=[{"marker": 1, "path": f"f{i}.md", "source_id": 1}],
+            )
+            Conversation.objects.create(owner=person, title=f"other {i}")
+
+    url = reverse("chat_conversation", args=[conversation.pk])
+    _pinned(client, url, add, 14, django_assert_num_queries)
+
+
+def test_knowledge_collection_page(client, person, django_assert_num_queries, tmp_path):
+    store = store_create(owner=person, name="docs", provider="none")
+
+    def add(start: int, stop: int) -> None:
+        for i in range(start, stop):
+            source = Source.objects.create(
+                store=store,
+                kind=Source.Kind.FOLDER,
+                path=str(tmp_path / f"s{i}"),
+                status=Source.Status.OK,
+                chunk_count=i,
+            )
+            Job.objects.create(
+                store=store, source=source, kind=Job.Kind.SCAN, state=Job.State.SUCCEEDED
+            )
+
+    url = reverse("knowledge_store", args=[store.pk])
+    _pinned(client, url, add, 9, django_assert_num_queries)
