@@ -9,6 +9,7 @@ from typing import Any
 from django.conf import settings
 from django.db import connection, transaction
 
+from knowledge import qdrant
 from knowledge.core import blocks, bm25
 from knowledge.embeddings import EmbeddingUnavailable
 from knowledge.models import Chunk, Source, Store
@@ -262,9 +263,19 @@ def rank(
             logger.warning("Embedding the query failed for store %s; keyword search only", store.pk)
             embedder = None
         else:
-            scored = above_floor(vector_scored(store, vector, source_ids, limit))
-            similarity = dict(scored)
-            lists.append((scored, vector_weight))
+            try:
+                nearest = (
+                    qdrant.vector_scored(store, vector, source_ids, limit)
+                    if store.in_qdrant
+                    else vector_scored(store, vector, source_ids, limit)
+                )
+            except qdrant.QdrantUnavailable:
+                logger.warning("Qdrant did not answer for store %s; keyword search only", store.pk)
+                embedder = None
+            else:
+                scored = above_floor(nearest)
+                similarity = dict(scored)
+                lists.append((scored, vector_weight))
     if mode in ("hybrid", "keyword") or embedder is None:
         lists.append((keyword_scored(store, query, source_ids, limit), keyword_weight))
     if len(lists) == 1:  # one list keeps its own order, whatever its weight
