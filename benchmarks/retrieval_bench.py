@@ -9,6 +9,7 @@ CPython ships (benchmarks/pydoc_questions.py) checks them. The reference BM25 is
 from __future__ import annotations
 
 import math
+import os
 import random
 import time
 import uuid
@@ -370,7 +371,9 @@ def run(write_section: Callable[[str, str], None], machine: str) -> str:
         "## Retrieval quality: BM25 keyword ranking and weighted fusion (B3)",
         "",
         "Command: `python -m benchmarks.run retrieval` (also part of `make bench`). "
-        f"Machine: {machine}. Measured {time.strftime('%Y-%m-%d')}. Embeddings: "
+        f"Machine: {machine}. Measured {time.strftime('%Y-%m-%d')}, load average "
+        f"{os.getloadavg()[2]:.1f} over the last 15 minutes of the run (a shared machine: "
+        "the latencies are higher than on an idle one). Embeddings: "
         + (f"{settings.EMBEDDING_MODEL} (the packaged local model)" if embedder else "none")
         + f". BM25 k1 {settings.KNOWLEDGE_BM25_K1}, b {settings.KNOWLEDGE_BM25_B} for both the "
         "product and the reference.",

@@ -90,6 +90,7 @@ def client(store: Store) -> QdrantClient:
         api_key=store.qdrant_api_key or None,
         timeout=settings.KNOWLEDGE_QDRANT_TIMEOUT_SECONDS,
         prefer_grpc=False,
+        check_compatibility=False,  # no extra version request before every search
     )
 
 

@@ -187,3 +187,20 @@ def test_a_keyword_only_collection_cannot_live_in_qdrant(user):
         services.store_create(
             owner=user, name="kw", provider="none", backend="qdrant", qdrant_url=URL
         )
+
+
+def test_search_answers_from_keywords_when_qdrant_does_not(
+    user, embedding_profile, allowed_root, fake_openai, settings, django_capture_on_commit_callbacks
+):
+    folder = allowed_root / "docs"
+    folder.mkdir()
+    (folder / "alpacas.txt").write_text("Alpacas are calm animals that live in the Andes.")
+    store = _qdrant_store(user, embedding_profile)
+    _index_folder(store, folder, django_capture_on_commit_callbacks)
+    settings.KNOWLEDGE_QDRANT_LOCAL = ""  # now the real client, to a port nobody listens on
+    settings.KNOWLEDGE_QDRANT_TIMEOUT_SECONDS = 2
+    Store.objects.filter(pk=store.pk).update(qdrant_url="http://127.0.0.1:9")
+    store.refresh_from_db()
+    found = rank(store, "calm alpacas", mode="hybrid")
+    assert not found.semantic
+    assert found.ids == [Chunk.objects.get(store=store).pk]
