@@ -47,7 +47,9 @@ def store_list(request: HttpRequest) -> list[Store]:
     return list(Store.objects.filter(owner=signed_in_user(request)))
 
 
-@router.post("/stores", response={201: StoreOut, **ERRORS}, summary="Create a collection")
+@router.post(
+    "/stores", response={201: StoreOut, **ERRORS, 503: ErrorOut}, summary="Create a collection"
+)
 def store_new(request: HttpRequest, payload: StoreIn) -> Status[Store]:
     owner = signed_in_user(request)
     profile = (
@@ -64,6 +66,9 @@ def store_new(request: HttpRequest, payload: StoreIn) -> Status[Store]:
         role_coding=payload.role_coding,
         autonomous_opt_in=payload.autonomous_opt_in,
         language=payload.language,
+        backend=payload.backend,
+        qdrant_url=payload.qdrant_url,
+        qdrant_api_key=payload.qdrant_api_key,
     )
     return Status(201, store)
 
@@ -74,7 +79,9 @@ def store_get(request: HttpRequest, store_id: int) -> Store:
 
 
 @router.delete(
-    "/stores/{store_id}", response={204: None, 404: ErrorOut}, summary="Delete a collection"
+    "/stores/{store_id}",
+    response={204: None, 404: ErrorOut, 503: ErrorOut},
+    summary="Delete a collection",
 )
 def store_remove(request: HttpRequest, store_id: int) -> Status[None]:
     services.store_delete(store=_store(request, store_id))

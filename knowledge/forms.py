@@ -33,6 +33,25 @@ class StoreForm(forms.Form):
     autonomous_opt_in = forms.BooleanField(
         label=gettext_lazy("Allow background and scheduled runs to search it"), required=False
     )
+    backend = forms.ChoiceField(
+        label="Where the vectors live",
+        choices=Store.Backend.choices,
+        initial=Store.Backend.POSTGRES,
+        help_text="Texts and keyword search always stay on this server.",
+    )
+    qdrant_url = forms.CharField(
+        label="Qdrant address",
+        required=False,
+        max_length=500,
+        help_text="https://host:6333 (plain http:// only for this machine).",
+    )
+    qdrant_api_key = forms.CharField(
+        label="Qdrant API key",
+        required=False,
+        max_length=500,
+        widget=forms.PasswordInput(render_value=False),
+        help_text="Stored encrypted.",
+    )
 
     def __init__(
         self, *args: Any, owner: User, local_model: str, local_ok: bool, **kwargs: Any

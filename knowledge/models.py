@@ -15,6 +15,7 @@ from django.db.models import Case, Func, IntegerField, Q, When
 from django.utils.translation import gettext_lazy
 from pgvector.django import VectorField
 
+from accounts import crypto
 from knowledge.core.scanning import folder_path_problem
 
 MIB = 1024 * 1024
@@ -27,6 +28,10 @@ class Store(models.Model):
         FASTEMBED = "fastembed", gettext_lazy("Local model (fastembed)")
         OPENAI = "openai", gettext_lazy("OpenAI-compatible server")
         NONE = "none", gettext_lazy("None (keyword search only)")
+
+    class Backend(models.TextChoices):
+        POSTGRES = "postgres", "This server's database (pgvector)"
+        QDRANT = "qdrant", "A Qdrant service"
 
     class Language(models.TextChoices):
         # PostgreSQL text search configurations: stemming and stop words per language.
@@ -49,6 +54,11 @@ class Store(models.Model):
         default=Language.ENGLISH,
         help_text="Stemming and stop words of keyword search; fixed when the collection is made.",
     )
+    # Where the vectors live; chunk texts, keyword search and statistics stay in PostgreSQL.
+    backend = models.CharField(max_length=16, choices=Backend.choices, default=Backend.POSTGRES)
+    qdrant_url = models.CharField(max_length=500, blank=True)
+    qdrant_collection = models.CharField(max_length=100, blank=True, editable=False)
+    qdrant_api_key_encrypted = models.TextField(blank=True, editable=False)
     role_text = models.BooleanField(default=True)
     role_coding = models.BooleanField(default=False)
     autonomous_opt_in = models.BooleanField(
@@ -72,6 +82,20 @@ class Store(models.Model):
     @property
     def index_name(self) -> str:
         return f"knowledge_chunk_hnsw_{self.pk}"
+
+    @property
+    def in_qdrant(self) -> bool:
+        return self.backend == self.Backend.QDRANT
+
+    @property
+    def qdrant_api_key(self) -> str:
+        return (
+            crypto.decrypt(self.qdrant_api_key_encrypted) if self.qdrant_api_key_encrypted else ""
+        )
+
+    @qdrant_api_key.setter
+    def qdrant_api_key(self, value: str) -> None:
+        self.qdrant_api_key_encrypted = crypto.encrypt(value) if value else ""
 
 
 class Source(models.Model):
@@ -233,6 +257,9 @@ class StagedChunk(models.Model):
     text = models.TextField()
     token_count = models.PositiveIntegerField()
     embedding = VectorField(null=True, blank=True)
+    # For a store in Qdrant: the Chunk id taken before the commit, so the vector can be
+    # written under it first (it is only found once the commit makes the chunk exist).
+    chunk_id = models.BigIntegerField(null=True, blank=True)
 
     class Meta:
         constraints: ClassVar = [

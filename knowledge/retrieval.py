@@ -9,7 +9,8 @@ from typing import Any
 from django.conf import settings
 from django.db import connection
 
-from knowledge.core import blocks
+from knowledge import qdrant
+from knowledge.core import blocks, bm25
 from knowledge.embeddings import EmbeddingUnavailable
 from knowledge.models import Chunk, Store
 from knowledge.services import store_embedder
@@ -131,36 +132,34 @@ def above_floor(scored: list[tuple[int, float]]) -> list[tuple[int, float]]:
     return [(chunk_id, similarity) for chunk_id, similarity in scored if similarity >= floor]
 
 
-# BM25 over the chunks the GIN index finds, with idf and average length from the
-# store's statistics (knowledge_keywordterm / knowledge_keywordstats, kept by triggers),
-# so a chunk's score is the one it has in the whole store, not among the candidates.
-# Lucene's idf, which is never negative. tf is the number of positions of the lexeme.
-_BM25 = """
-WITH q AS (
-    SELECT DISTINCT lexeme AS term FROM unnest(to_tsvector(%(config)s::regconfig, %(words)s))
-), totals AS (
-    SELECT greatest(chunks, 1)::float8 AS n,
-           greatest(tokens, 1)::float8 / greatest(chunks, 1) AS avgdl
-    FROM knowledge_keywordstats WHERE store_id = %(store)s
-), w AS (
-    SELECT t.term, ln(1 + (totals.n - t.df + 0.5) / (t.df + 0.5)) AS idf, totals.avgdl
-    FROM knowledge_keywordterm t JOIN q ON q.term = t.term CROSS JOIN totals
-    WHERE t.store_id = %(store)s
-), hits AS (
-    SELECT c.id, c.search, c.search_length FROM knowledge_chunk c
-    WHERE c.store_id = %(store)s AND c.source_id = ANY(%(sources)s)
-      AND c.search @@ to_tsquery(%(config)s::regconfig, %(query)s)
-)
-SELECT h.id,
-       sum(w.idf * x.tf * (%(k1)s + 1)
-           / (x.tf + %(k1)s * (1 - %(b)s + %(b)s * h.search_length / w.avgdl))) AS score
-FROM hits h
-CROSS JOIN LATERAL (
-    SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1)::float8 AS tf FROM unnest(h.search) u
-) x
-JOIN w ON w.term = x.lexeme
-GROUP BY h.id
-ORDER BY score DESC, h.id
+# BM25 with the store's statistics (knowledge_keywordterm / knowledge_keywordstats, kept
+# by triggers), so a chunk's score is the one it has in the whole store, not among the
+# candidates. Which chunks are scored is knowledge.core.bm25's plan: those holding the
+# query's rarer terms, found through the GIN index, so a term in every chunk does not
+# make every chunk a candidate.
+_TERMS = """
+SELECT t.term, t.df, s.chunks, s.tokens
+FROM knowledge_keywordterm t JOIN knowledge_keywordstats s ON s.store_id = t.store_id
+WHERE t.store_id = %(store)s
+  AND t.term IN (SELECT lexeme FROM unnest(to_tsvector(%(config)s::regconfig, %(words)s)))
+"""
+
+# tf is the number of positions of a lexeme; setweight + ts_filter cut each candidate's
+# tsvector down to the query's lexemes before it is unnested. {cap} bounds the candidates
+# when even the rarest term is in more chunks than the budget.
+_SCORE = """
+SELECT c.id,
+       (SELECT sum((%(idfs)s::float8[])[array_position(%(terms)s::text[], u.lexeme)]
+                   * x.tf * (%(k1)s + 1)
+                   / (x.tf + %(k1)s * (1 - %(b)s + %(b)s * c.search_length / %(avgdl)s)))
+        FROM unnest(ts_filter(setweight(c.search, 'A', %(terms)s::text[]), '{a}')) u,
+             LATERAL (SELECT coalesce(array_length(u.positions, 1), 1)::float8 AS tf) x
+       ) AS score
+FROM (SELECT id, search, search_length FROM knowledge_chunk
+      WHERE store_id = %(store)s AND source_id = ANY(%(sources)s)
+        AND search @@ %(candidates)s::tsquery
+      {cap}) c
+ORDER BY score DESC, c.id
 LIMIT %(limit)s
 """
 
@@ -180,14 +179,15 @@ def keyword_scored(
 
     Natural questions rarely match every word, so any query word finds a chunk, and
     BM25's idf makes the rare words of the question count more than the common ones.
+    At most KNOWLEDGE_BM25_MAX_CANDIDATES chunks are scored (see knowledge.core.bm25);
+    when the rarer terms' chunks cannot fill `limit`, chunks holding only the common
+    terms are added, again within the budget.
     """
-    ts_query = or_query(query)
-    if not ts_query or not source_ids:
+    if not or_query(query) or not source_ids:
         return []
     params: dict[str, Any] = {
         "config": store.language,
         "words": " ".join(query_words(query)),
-        "query": ts_query,
         "store": store.pk,
         "sources": source_ids,
         "limit": limit,
@@ -195,14 +195,46 @@ def keyword_scored(
         "b": float(settings.KNOWLEDGE_BM25_B),
     }
     with connection.cursor() as cursor:
-        cursor.execute(_BM25, params)
-        rows = cursor.fetchall()
-        if not rows:
+        cursor.execute(_TERMS, params)
+        stats = cursor.fetchall()
+        if stats:
+            rows = _bm25(cursor, params, stats)
+        else:
+            rows = []
             prefixes = or_query(query, prefix=True, min_length=4)
             if prefixes:
                 cursor.execute(_PREFIX, {**params, "query": prefixes})
-                rows = cursor.fetchall()
-    return [(chunk_id, float(score)) for chunk_id, score in rows]
+                rows = [(chunk_id, float(score)) for chunk_id, score in cursor.fetchall()]
+    return rows
+
+
+def _bm25(
+    cursor: Any, params: dict[str, Any], stats: list[tuple[str, int, int, int]]
+) -> list[tuple[int, float]]:
+    chunks = max(int(stats[0][2]), 1)
+    terms = [bm25.Term(term, int(df), bm25.idf(chunks, int(df))) for term, df, _, _ in stats]
+    budget = int(settings.KNOWLEDGE_BM25_MAX_CANDIDATES)
+    plan = bm25.plan(terms, budget)
+    params = {
+        **params,
+        "terms": [term.lexeme for term in terms],
+        "idfs": [term.idf for term in terms],
+        "avgdl": max(int(stats[0][3]), 1) / chunks,
+        "budget": budget,
+    }
+
+    def score(candidates: list[bm25.Term], cap: bool) -> list[tuple[int, float]]:
+        sql = _SCORE.replace("{cap}", "LIMIT %(budget)s" if cap else "")
+        cursor.execute(sql, {**params, "candidates": bm25.tsquery(candidates)})
+        return [(chunk_id, float(value)) for chunk_id, value in cursor.fetchall()]
+
+    rows = score(plan.essential, plan.capped)
+    if len(rows) < params["limit"] and plan.rest and not plan.capped:
+        # Too few chunks hold a rarer term: fill from the chunks of the common ones.
+        found = dict(rows)
+        found.update(score(plan.rest, True))
+        rows = sorted(found.items(), key=lambda row: (-row[1], row[0]))[: params["limit"]]
+    return rows
 
 
 def keyword_ranking(
@@ -252,11 +284,19 @@ def rank(
             logger.warning("Embedding the query failed for store %s; keyword search only", store.pk)
             embedder = None
         else:
-            scored = above_floor(
-                vector_scored(store, vector, source_ids, limit, chunk_counts=chunk_counts)
-            )
-            similarity = dict(scored)
-            lists.append((scored, vector_weight))
+            try:
+                nearest = (
+                    qdrant.vector_scored(store, vector, source_ids, limit)
+                    if store.in_qdrant
+                    else vector_scored(store, vector, source_ids, limit, chunk_counts=chunk_counts)
+                )
+            except qdrant.QdrantUnavailable:
+                logger.warning("Qdrant did not answer for store %s; keyword search only", store.pk)
+                embedder = None
+            else:
+                scored = above_floor(nearest)
+                similarity = dict(scored)
+                lists.append((scored, vector_weight))
     if mode in ("hybrid", "keyword") or embedder is None:
         lists.append((keyword_scored(store, query, source_ids, limit), keyword_weight))
     if len(lists) == 1:  # one list keeps its own order, whatever its weight

@@ -23,6 +23,16 @@ class StoreIn(Schema):
     language: Literal["english", "german"] = Field(
         "english", description="Stemming and stop words of keyword search; fixed at creation."
     )
+    backend: Literal["postgres", "qdrant"] = Field(
+        "postgres", description="Where the vectors live: this server's database or Qdrant."
+    )
+    qdrant_url: str = Field(
+        "",
+        max_length=500,
+        description="For backend 'qdrant': https://host:port (http:// only to this machine).",
+        examples=["https://qdrant.example.org:6333"],
+    )
+    qdrant_api_key: str = Field("", max_length=500, description="Stored encrypted; never shown.")
 
 
 class StoreOut(Schema):
@@ -36,6 +46,8 @@ class StoreOut(Schema):
     autonomous_opt_in: bool
     language: str
     semantic: bool
+    backend: str
+    qdrant_url: str
 
 
 class FolderSourceIn(Schema):

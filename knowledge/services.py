@@ -22,7 +22,7 @@ from django.utils import timezone
 
 from accounts.models import AIProfile, Membership, User
 from bridges.outbox import knowledge_indexed_event
-from knowledge import events
+from knowledge import events, qdrant
 from knowledge.core import scanning
 from knowledge.core.chunking import chunk_pages
 from knowledge.core.extract import Page, Unreadable
@@ -121,8 +121,18 @@ def store_create(
     role_coding: bool = False,
     autonomous_opt_in: bool = False,
     language: str = Store.Language.ENGLISH,
+    backend: str = Store.Backend.POSTGRES,
+    qdrant_url: str = "",
+    qdrant_api_key: str = "",
 ) -> Store:
     name = name.strip()
+    if backend not in Store.Backend.values:
+        raise KnowledgeRefusal("Choose where the vectors live: postgres or qdrant.")
+    in_qdrant = backend == Store.Backend.QDRANT
+    if in_qdrant:
+        if provider == Store.Provider.NONE:
+            raise KnowledgeRefusal("A keyword-only collection has no vectors to keep in Qdrant.")
+        qdrant_url = qdrant.check_url(qdrant_url)
     if language not in Store.Language.values:
         raise KnowledgeRefusal(
             "Choose the keyword search language: " + ", ".join(Store.Language.values) + "."
@@ -150,21 +160,66 @@ def store_create(
         except EmbeddingUnavailable as error:
             raise KnowledgeRefusal(str(error)) from error
         model_name, dimension = embedder.model_name, embedder.dimension
-    with transaction.atomic(durable=True):
-        store = Store.objects.create(
-            owner=owner,
+    pending = Store(
+        owner=owner,
+        backend=backend,
+        dimension=dimension,
+        qdrant_url=qdrant_url if in_qdrant else "",
+        qdrant_collection=qdrant.new_collection_name() if in_qdrant else "",
+    )
+    pending.qdrant_api_key = qdrant_api_key if in_qdrant else ""
+    if in_qdrant:
+        qdrant.collection_create(pending)  # first: a store never points at nothing
+    try:
+        store = _store_insert(
+            pending,
             name=name,
             provider=provider,
             model_name=model_name,
-            dimension=dimension,
             ai_profile=ai_profile,
             role_text=role_text,
             role_coding=role_coding,
             autonomous_opt_in=autonomous_opt_in,
             language=language,
         )
-    # No vector index yet: the first index job builds it after loading its chunks
-    # (_ensure_vector_index), in the commit that makes them visible.
+    except BaseException:
+        if in_qdrant:
+            qdrant.collection_delete(pending)
+        raise
+    return store
+
+
+def _store_insert(
+    store: Store,
+    *,
+    name: str,
+    provider: str,
+    model_name: str,
+    ai_profile: AIProfile | None,
+    role_text: bool,
+    role_coding: bool,
+    autonomous_opt_in: bool,
+    language: str,
+) -> Store:
+    with transaction.atomic(durable=True):
+        store = Store.objects.create(
+            owner=store.owner,
+            backend=store.backend,
+            qdrant_url=store.qdrant_url,
+            qdrant_collection=store.qdrant_collection,
+            qdrant_api_key_encrypted=store.qdrant_api_key_encrypted,
+            name=name,
+            provider=provider,
+            model_name=model_name,
+            dimension=store.dimension,
+            ai_profile=ai_profile,
+            role_text=role_text,
+            role_coding=role_coding,
+            autonomous_opt_in=autonomous_opt_in,
+            language=language,
+        )
+        # No vector index yet: the first index job builds it after loading its chunks
+        # (_ensure_vector_index), in the commit that makes them visible.
     return store
 
 
@@ -206,6 +261,8 @@ def _create_vector_index(store: Store) -> None:
 def store_delete(*, store: Store) -> None:
     """Delete a collection and its chunks; the original files are never touched."""
     uploads = list(store.sources.filter(kind=Source.Kind.UPLOAD))
+    if store.in_qdrant:  # its vectors first: a failure leaves the collection whole
+        qdrant.collection_delete(store)
     with transaction.atomic(durable=True):
         with connection.cursor() as cursor:
             cursor.execute(f"DROP INDEX IF EXISTS {store.index_name}")
@@ -485,6 +542,8 @@ def source_remove(*, source: Source) -> None:
         if Job.objects.filter(source=source, state__in=Job.ACTIVE_STATES).exists():
             raise JobBusy("A job is running for this source; cancel it first.")
         source.delete()
+    if source.store.in_qdrant:
+        qdrant.source_points_delete(source.store, source_pk)
     if source.kind == Source.Kind.UPLOAD:
         source.pk = source_pk  # delete() cleared it; the storage prefix is named after it
         _upload_delete(source)
@@ -730,6 +789,8 @@ def _index_claimed(job: Job) -> None:
     try:
         embedder = store_embedder(store)
         outcome = _index_rows(job, source, embedder, rows)
+        if store.in_qdrant:
+            qdrant.stage_points(store, job.pk, source.pk)
     except _Stop:
         StagedChunk.objects.filter(job=job).delete()
         Source.objects.filter(pk=source.pk).update(status=previous_status)
@@ -873,6 +934,8 @@ def _commit(job: Job, source: Source, rows: list[dict[str, Any]], outcome: dict[
         if not Job.objects.select_for_update().filter(_ours(job)).exists():
             raise _Lost
         if Job.objects.filter(pk=job.pk, cancel_requested=True).exists():
+            if job.store.in_qdrant:
+                _points_delete_on_commit(job.store, _staged_chunk_ids(job))
             StagedChunk.objects.filter(job=job).delete()
             Source.objects.filter(pk=source.pk).update(
                 status=Source.Status.OK if locked.hashes else Source.Status.NEW
@@ -880,6 +943,15 @@ def _commit(job: Job, source: Source, rows: list[dict[str, Any]], outcome: dict[
             _finish(job, Job.State.CANCELLED)
             return
         removed = Document.objects.filter(source=locked, path__in=removed_paths).count()
+        if job.store.in_qdrant:  # the replaced chunks' vectors go once they are gone
+            _points_delete_on_commit(
+                job.store,
+                list(
+                    Chunk.objects.filter(
+                        source=locked, document__path__in=replaced_paths
+                    ).values_list("pk", flat=True)
+                ),
+            )
         Document.objects.filter(source=locked, path__in=replaced_paths).delete()
         created = Document.objects.bulk_create(
             [Document(source=locked, path=path, **meta) for path, meta in documents.items()]
@@ -888,17 +960,20 @@ def _commit(job: Job, source: Source, rows: list[dict[str, Any]], outcome: dict[
         with connection.cursor() as cursor:
             cursor.execute(
                 """
-                INSERT INTO knowledge_chunk (document_id, store_id, source_id, ordinal, page, text,
-                                             token_count, embedding)
-                SELECT (%s::jsonb ->> s.path)::bigint, %s, %s, s.ordinal, s.page, s.text,
-                       s.token_count, s.embedding
+                INSERT INTO knowledge_chunk (id, document_id, store_id, source_id, ordinal, page,
+                                             text, token_count, embedding)
+                SELECT coalesce(s.chunk_id,
+                                nextval(pg_get_serial_sequence('knowledge_chunk', 'id'))),
+                       (%s::jsonb ->> s.path)::bigint, %s, %s, s.ordinal, s.page, s.text,
+                       s.token_count, CASE WHEN %s THEN NULL ELSE s.embedding END
                 FROM knowledge_stagedchunk s
                 WHERE s.job_id = %s AND %s::jsonb ? s.path
                 """,
-                [by_path, job.store_id, locked.pk, job.pk, by_path],
+                [by_path, job.store_id, locked.pk, job.store.in_qdrant, job.pk, by_path],
             )
             inserted = cursor.rowcount
-        if job.store.semantic and inserted > 0:  # the graph is built from the first rows
+        if job.store.semantic and not job.store.in_qdrant and inserted > 0:
+            # The graph is built from the first rows (Qdrant stores keep no graph here).
             _ensure_vector_index(job.store)
         StagedChunk.objects.filter(job=job).delete()
         hashes = {path: sha for path, sha in locked.hashes.items() if path not in replaced_paths}
@@ -932,6 +1007,16 @@ def _commit(job: Job, source: Source, rows: list[dict[str, Any]], outcome: dict[
             job_id=job.pk,
             counts=counts,
         )
+
+
+def _staged_chunk_ids(job: Job) -> list[int]:
+    staged = StagedChunk.objects.filter(job=job).values_list("chunk_id", flat=True)
+    return [int(i) for i in staged if i is not None]
+
+
+def _points_delete_on_commit(store: Store, chunk_ids: list[int]) -> None:
+    if chunk_ids:
+        transaction.on_commit(lambda: qdrant.points_delete(store, chunk_ids))
 
 
 def _stale_jobs() -> Q:
@@ -1007,6 +1092,11 @@ def store_rebuild(*, store: Store) -> Store:
     """Start over with the configured model: drop the old vectors; sources then re-index."""
     if store.provider == Store.Provider.NONE:
         raise KnowledgeRefusal("A keyword-only collection has no vectors to rebuild.")
+    if store.in_qdrant:
+        raise KnowledgeRefusal(
+            "A collection in Qdrant cannot be rebuilt for a new model yet; create a new "
+            "collection with that model and delete this one."
+        )
     release_db_connection()
     try:
         if store.provider == Store.Provider.FASTEMBED:  # name and dimension, no model load

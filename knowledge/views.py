@@ -55,6 +55,9 @@ def store_new(request: HttpRequest) -> HttpResponse:
                 role_coding=form.cleaned_data["role_coding"],
                 autonomous_opt_in=form.cleaned_data["autonomous_opt_in"],
                 language=form.cleaned_data["language"],
+                backend=form.cleaned_data["backend"],
+                qdrant_url=form.cleaned_data["qdrant_url"],
+                qdrant_api_key=form.cleaned_data["qdrant_api_key"],
             )
         except MemoryRefusal as refusal:
             form.add_error(None, refusal.message)

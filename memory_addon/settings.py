@@ -453,6 +453,16 @@ KNOWLEDGE_RELATIVE_SIMILARITY = env_float("KNOWLEDGE_RELATIVE_SIMILARITY", 0.5)
 # BM25 keyword ranking (B3): term-frequency saturation and length normalisation.
 KNOWLEDGE_BM25_K1 = env_float("KNOWLEDGE_BM25_K1", 1.2)
 KNOWLEDGE_BM25_B = env_float("KNOWLEDGE_BM25_B", 0.75)
+# Chunks scored per keyword query at most: candidates come from the query's rarest terms
+# (knowledge/core/bm25.py), so a term in nearly every chunk does not make each a candidate.
+KNOWLEDGE_BM25_MAX_CANDIDATES = env_int("KNOWLEDGE_BM25_MAX_CANDIDATES", 4000)
+# Collections whose vectors live in a Qdrant service (K1). Plain http:// is refused
+# except to this machine or to the hosts named here (e.g. "qdrant", the compose
+# service on the private network). KNOWLEDGE_QDRANT_LOCAL (":memory:" or a folder)
+# makes every Qdrant collection use qdrant-client's local mode instead: tests only.
+KNOWLEDGE_QDRANT_PLAIN_HTTP_HOSTS = env_list("KNOWLEDGE_QDRANT_PLAIN_HTTP_HOSTS", [])
+KNOWLEDGE_QDRANT_TIMEOUT_SECONDS = env_int("KNOWLEDGE_QDRANT_TIMEOUT_SECONDS", 10)
+KNOWLEDGE_QDRANT_LOCAL = env_str("KNOWLEDGE_QDRANT_LOCAL", "")
 # Hybrid fusion (B3): "rrf" (weighted reciprocal rank) or "score" (weighted sum of
 # min-max normalised scores). Weights chosen on LoCoMo, checked on a second set
 # (docs/benchmarks.md, retrieval section).

@@ -124,4 +124,6 @@ def test_backups_are_scheduled_with_retention_and_s3_is_an_optional_profile():
     script = backup["command"][0]
     assert "pg_dump --format custom" in script and "-mtime +$BACKUP_KEEP_DAYS -delete" in script
     assert services["minio"]["profiles"] == ["s3"]
+    assert services["qdrant"]["profiles"] == ["qdrant"]
+    assert services["qdrant"]["image"].startswith("qdrant/qdrant:")
     assert "profiles" not in services["web"]

@@ -6,6 +6,8 @@ import math
 
 import pytest
 from django.db import connection
+from django.test import override_settings
+from django.test.utils import CaptureQueriesContext
 
 from knowledge import services
 from knowledge.models import Chunk, Document, KeywordStats, KeywordTerm, Source
@@ -190,3 +192,41 @@ def test_keyword_only_collections_rank_by_bm25_through_rank(user):
     store = _store(user)
     _source, ids = _add(store, ["kerberos ticket", "server " + _filler(3)])
     assert rank(store, "kerberos server").ids == ids
+
+
+def _reference_top(store, terms, count):
+    expected = _reference_bm25(store, terms)
+    return sorted(expected, key=lambda chunk_id: (-expected[chunk_id], chunk_id))[:count], expected
+
+
+@override_settings(KNOWLEDGE_BM25_MAX_CANDIDATES=40)
+def test_a_term_in_every_chunk_leaves_the_top_hits_right_within_the_candidate_budget(user):
+    store = _store(user)
+    texts = [f"server {_filler(6 + i % 5, i)}" for i in range(300)]
+    texts[7] = "server kerberos ticket renewal " + _filler(4)
+    texts[150] = "kerberos " + _filler(30, 2)
+    texts[299] = "server server kerberos kerberos " + _filler(3, 1)
+    source, ids = _add(store, texts)
+    top, expected = _reference_top(store, ["server", "kerbero"], 10)  # lexemes
+    with CaptureQueriesContext(connection) as queries:
+        scored = keyword_scored(store, "server kerberos", [source.pk], limit=10)
+    # The three kerberos chunks first, in BM25 order, then server-only chunks to fill ten.
+    assert [chunk_id for chunk_id, _ in scored[:3]] == top[:3]
+    assert {ids[7], ids[150], ids[299]} == set(top[:3])
+    assert len(scored) == 10
+    for chunk_id, score in scored:
+        assert score == pytest.approx(expected[chunk_id], rel=1e-9)
+    # Candidates were the kerberos chunks, then at most the budget of server ones.
+    assert "LIMIT 40" in queries.captured_queries[-1]["sql"]
+
+
+@override_settings(KNOWLEDGE_BM25_MAX_CANDIDATES=60)
+def test_when_rare_terms_fill_the_list_the_top_hits_are_the_whole_stores(user):
+    store = _store(user)
+    texts = [f"server {_filler(6 + i % 7, i)}" for i in range(400)]
+    for i in range(0, 400, 10):  # 40 chunks also hold the rare word, some twice
+        texts[i] = f"kerberos {'kerberos ' * (i % 3)}{texts[i]}"
+    source, _ = _add(store, texts)
+    top, _ = _reference_top(store, ["server", "kerbero"], 10)  # lexemes
+    found = keyword_ranking(store, "server kerberos", [source.pk], limit=10)
+    assert found == top  # the ranked kerberos chunks outscore any chunk with only "server"
