@@ -81,7 +81,9 @@ def test_inbox(client, person, django_assert_num_queries):
             )
             assert result.proposal is not None
 
-    _pinned(client, reverse("inbox"), add, 5, django_assert_num_queries)
+    # Session, user, proposals, their files, the policy (kill-switch and policy banners),
+    # the Inbox count.
+    _pinned(client, reverse("inbox"), add, 6, django_assert_num_queries)
 
 
 def test_chat_conversation_page(client, person, django_assert_num_queries):

@@ -7,8 +7,10 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
+import time
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -40,8 +42,22 @@ def _start(data_dir: Path, port: int) -> tuple[subprocess.Popen[str], list[str]]
     for line in process.stdout:
         lines.append(line)
         if READY_LINE in line:
+            _wait_until_listening(port)
             return process, lines
     raise AssertionError("serve exited before it was ready:\n" + "".join(lines))
+
+
+def _wait_until_listening(port: int, seconds: float = 30.0) -> None:
+    """uvicorn logs "running" from inside its bind, a moment before the socket listens."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)  # polling a condition with a deadline, not a fixed wait
 
 
 def _stop(process: subprocess.Popen[str]) -> None:
