@@ -7,6 +7,7 @@ from django.template.loader import render_to_string
 from chat.models import Message
 from chat.selectors import message_view
 from memory_addon.events import push_fragment
+from memory_addon.services.policy import Policy
 
 
 def body_fragment(message_id: int, html: str) -> str:
@@ -18,10 +19,11 @@ def push_body(user_id: int, message_id: int, html: str) -> None:
     push_fragment(user_id, body_fragment(message_id, html))
 
 
-def push_message(user_id: int, message: Message) -> None:
+def push_message(user_id: int, message: Message, policy: Policy | None = None) -> None:
     """The whole message (state, cards, Sent along), replacing the one on the page."""
     # Pushed messages are the conversation's newest answer: they carry its actions.
-    context = {"view": message_view(message), "oob": True, "last_answer_id": message.pk}
+    view = message_view(message, policy)
+    context = {"view": view, "oob": True, "last_answer_id": message.pk}
     html = render_to_string("chat/_message.html", context)
     push_fragment(user_id, html)
 

@@ -33,6 +33,7 @@ from memory_addon.core.storable import storable, storable_value
 from memory_addon.core.tokens import estimate_tokens
 from memory_addon.outbound import OutboundRefused, check_outbound_url, release_db_connection
 from memory_addon.services.context import turn_context_build
+from memory_addon.services.policy import Policy, policy_for
 from memory_addon.services.tools import tool_call_execute, tool_schemas
 from memory_addon.turns import Turn
 
@@ -71,6 +72,7 @@ def message_finish(
     first_token_at: datetime | None = None,
     sent_along: dict[str, Any] | None = None,
     citations: list[dict[str, Any]] | None = None,
+    policy: Policy | None = None,
 ) -> bool:
     """Store the end state of an answer and show it on every open page."""
     now = timezone.now()
@@ -101,7 +103,7 @@ def message_finish(
             setattr(message, name, value)
     Conversation.objects.filter(pk=message.conversation_id).update(updated_at=now)
     try:
-        events.push_message(message.conversation.owner_id, message)
+        events.push_message(message.conversation.owner_id, message, policy)
     except Exception:  # a page update must never turn an answer into a failure
         logger.exception("Could not push the end of message %s", message.pk)
     release_db_connection()
@@ -135,6 +137,7 @@ class _Streamer:
         self.done = threading.Event()
         self.thread: threading.Thread | None = None
         self.announce: Callable[[], None] | None = None
+        self.policy: Policy | None = None  # the turn's policy, read once, for its pushes
 
     @property
     def text(self) -> str:
@@ -243,6 +246,7 @@ class Prepared:
     tools: list[dict[str, Any]] | None
     sent_along: dict[str, Any] = field(default_factory=dict)
     citations: list[dict[str, Any]] = field(default_factory=list)
+    policy: Policy | None = None
 
 
 def _endpoint(conversation: Conversation) -> client.Endpoint:
@@ -265,7 +269,7 @@ def _retrieved(
 ) -> tuple[str, list[dict[str, Any]], dict[str, Any]]:
     from knowledge.retrieval import retrieve
 
-    stores = list(conversation.stores.all())
+    stores = list(conversation.stores.select_related("ai_profile"))
     if not stores:
         return "", [], {}
     usable = [s for s in stores if s.autonomous_opt_in or not turn.is_background]
@@ -359,7 +363,8 @@ def _prepare(message: Message) -> Prepared:
     )
     # Retrieval (an embeddings call and two searches) runs beside the memory block.
     retrieval = _beside(lambda: _retrieved(conversation, turn, current.content))
-    context = turn_context_build(turn)
+    policy = policy_for(conversation.owner)  # read once: the context and the pushes use it
+    context = turn_context_build(turn, policy)
     # Approved reference files (M14) go after the memory block, in their own wrapper.
     references = reference_block_build(
         user=conversation.owner, memory_off_reason=context.reason_off
@@ -442,7 +447,7 @@ def _prepare(message: Message) -> Prepared:
         "tools": bool(tools),
         "tools_note": "" if profile.supports_tools else NO_TOOLS_NOTE,
     }
-    return Prepared(turn, _endpoint(conversation), messages, tools, sent_along, citations)
+    return Prepared(turn, _endpoint(conversation), messages, tools, sent_along, citations, policy)
 
 
 def _claim(message_id: int) -> Message | None:
@@ -508,6 +513,7 @@ def turn_run(*, message_id: int) -> None:
         first_token_at=streamer.first_token_at,
         sent_along=message.sent_along or None,
         citations=message.citations or None,
+        policy=streamer.policy,
     )
     if end.state == Message.State.COMPLETE:
         _learn_after(message)
@@ -529,6 +535,7 @@ def _answer(message: Message, streamer: _Streamer, usage: dict[str, int]) -> _En
     if streamer.should_stop():
         return _End(Message.State.STOPPED)
     prepared = _prepare(message)
+    streamer.policy = prepared.policy
     message.sent_along, message.citations = prepared.sent_along, prepared.citations
 
     def announce() -> None:
@@ -536,7 +543,7 @@ def _answer(message: Message, streamer: _Streamer, usage: dict[str, int]) -> _En
         Message.objects.filter(pk=message.pk).update(
             sent_along=prepared.sent_along, citations=prepared.citations
         )
-        events.push_message(user_id, message)
+        events.push_message(user_id, message, prepared.policy)
         connection.close()
 
     streamer.start(announce)

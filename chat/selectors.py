@@ -99,6 +99,10 @@ def message_views(
     policy: the owner's policy when the caller read it already."""
     refs = [str(m.pk) for m in messages if m.role == Message.Role.ASSISTANT]
     ref = str(conversation.pk)
+    # Proposals and automatic saves come from tool calls: an answer without any (most,
+    # and every answer still streaming) has none to look up.
+    if not any(m.tool_calls for m in messages if m.role == Message.Role.ASSISTANT):
+        refs = []
     proposals = list(
         Proposal.objects.filter(
             user_id=conversation.owner_id, conversation_ref=ref, message_ref__in=refs
@@ -109,7 +113,9 @@ def message_views(
     pending = proposals_with_diffs([p for p in proposals if p.state == Proposal.State.PENDING])
     ref_of = {p.pk: p.message_ref for p in proposals}
     saved = list(
-        ChangeSet.objects.filter(
+        ChangeSet.objects.none()
+        if not refs
+        else ChangeSet.objects.filter(
             user_id=conversation.owner_id,
             conversation_ref=ref,
             message_ref__in=refs,
@@ -143,8 +149,8 @@ def message_views(
     return views
 
 
-def message_view(message: Message) -> MessageView:
-    return message_views(message.conversation, [message])[0]
+def message_view(message: Message, policy: Policy | None = None) -> MessageView:
+    return message_views(message.conversation, [message], policy)[0]
 
 
 def streaming_message(conversation: Conversation) -> Message | None:

@@ -100,6 +100,8 @@ def test_chat_conversation_page(client, person, django_assert_num_queries):
                 content=f"a{i}",
                 sent_along={"memory": {"items": [], "tokens": 0}},
                 citations=[{"marker": 1, "path": f"f{i}.md", "source_id": 1}],
+                # With tool calls the page looks up their proposals and saves as well.
+                tool_calls=[{"round": 1, "id": f"c{i}", "name": "list_memory", "ok": True}],
             )
             Conversation.objects.create(owner=person, title=f"other {i}")
 
