@@ -7,9 +7,7 @@ redirects are not followed, and no answer body is kept.
 
 from __future__ import annotations
 
-import os
 import random
-import threading
 import time
 from dataclasses import dataclass
 
@@ -17,7 +15,12 @@ import httpx
 from django.conf import settings
 
 from bridges.signing import sign_headers
-from memory_addon.outbound import OutboundRefused, check_outbound_url, release_db_connection
+from memory_addon.outbound import (
+    OutboundRefused,
+    check_outbound_url,
+    release_db_connection,
+    shared_http_client,
+)
 
 
 @dataclass(frozen=True)
@@ -27,21 +30,6 @@ class PostResult:
     error: str
     retryable: bool
     duration_ms: int
-
-
-_clients: dict[int, httpx.Client] = {}
-_clients_lock = threading.Lock()
-
-
-def _http() -> httpx.Client:
-    """One client per process: a new one per POST built a TLS context each time, which
-    cost more than the POST itself (event delivery ran at 12/s). Keyed by pid, so a
-    forked worker child gets its own."""
-    with _clients_lock:
-        client = _clients.get(os.getpid())
-        if client is None:
-            client = _clients[os.getpid()] = httpx.Client(follow_redirects=False)
-        return client
 
 
 def post_signed(url: str, *, secret: str, msg_id: str, body: bytes) -> PostResult:
@@ -61,7 +49,7 @@ def post_signed(url: str, *, secret: str, msg_id: str, body: bytes) -> PostResul
     )
     headers = sign_headers(secret, msg_id=msg_id, body=body)
     try:
-        response = _http().post(url, content=body, headers=headers, timeout=timeout)
+        response = shared_http_client().post(url, content=body, headers=headers, timeout=timeout)
     except httpx.TimeoutException:
         return done(False, None, "The server did not answer in time.", True)
     except httpx.HTTPError as error:

@@ -23,7 +23,7 @@ import httpx
 from django.conf import settings
 
 from knowledge.local_model import PACKAGED_MODEL, assemble_minilm, default_model_folder
-from memory_addon.outbound import OutboundRefused, check_outbound_url
+from memory_addon.outbound import OutboundRefused, check_outbound_url, shared_http_client
 
 logger = logging.getLogger(__name__)
 
@@ -178,19 +178,6 @@ class FastembedEmbedder:
         return pooled(texts, self._embed_windows, self.dimension)
 
 
-_http_client: httpx.Client | None = None
-
-
-def _shared_http_client() -> httpx.Client:
-    """One client per process: a new one loads the CA bundle (~20 ms) on every call.
-    httpx.Client is thread-safe; each request passes its own timeout."""
-    global _http_client
-    with _models_lock:
-        if _http_client is None:
-            _http_client = httpx.Client()
-        return _http_client
-
-
 def _vectors(response: httpx.Response, expected: int) -> list[list[float]]:
     try:
         data = sorted(response.json()["data"], key=lambda item: item["index"])
@@ -232,7 +219,7 @@ class OpenAIEmbedder:
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         for attempt in range(1, self.attempts + 1):
             try:
-                response = _shared_http_client().post(
+                response = shared_http_client().post(
                     f"{self.base_url}/embeddings",
                     json={"model": self.model_name, "input": batch},
                     headers=headers,

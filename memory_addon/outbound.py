@@ -10,9 +10,12 @@ with OUTBOUND_ALLOW_PRIVATE, OUTBOUND_ALLOWED_HOSTS and OUTBOUND_DENIED_HOSTS.
 from __future__ import annotations
 
 import ipaddress
+import os
 import socket
+import threading
 from urllib.parse import urlsplit
 
+import httpx
 from django.conf import settings
 from django.db import connection
 
@@ -90,3 +93,21 @@ def release_db_connection() -> None:
     """
     if not connection.in_atomic_block:
         connection.close()
+
+
+_http_clients: dict[int, httpx.Client] = {}
+_http_clients_lock = threading.Lock()
+
+
+def shared_http_client() -> httpx.Client:
+    """One httpx client per process for outside calls (it follows no redirects).
+
+    A new client per call loads the CA bundle and builds a TLS context (~20 ms), more
+    than a small POST costs. httpx.Client is thread-safe; each call passes its own
+    timeout. Keyed by pid, so a forked worker child gets its own.
+    """
+    with _http_clients_lock:
+        client = _http_clients.get(os.getpid())
+        if client is None:
+            client = _http_clients[os.getpid()] = httpx.Client()
+        return client
