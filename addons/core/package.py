@@ -9,12 +9,8 @@ case-insensitive duplicates, and only a short list of file types is accepted.
 
 from __future__ import annotations
 
-import io
-import lzma
 import stat
 import unicodedata
-import zipfile
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint
@@ -23,6 +19,7 @@ from importlib.resources.abc import Traversable
 from pathlib import Path, PurePosixPath
 
 from addons.core.manifest import Manifest, ManifestError, manifest_parse
+from memory_addon.core.bounded_zip import ZipRefused, open_zip, read_entry
 
 MAX_PACKAGE_BYTES = 1024 * 1024  # the upload itself
 MAX_FILES = 100
@@ -31,16 +28,6 @@ MAX_TOTAL_BYTES = 2 * 1024 * 1024  # unpacked
 MAX_CONTEXT_FILE_BYTES = 16 * 1024
 ALLOWED_SUFFIXES = frozenset(
     {".json", ".md", ".txt", ".html", ".js", ".css", ".svg", ".png", ".woff2"}
-)
-_READ_CHUNK = 16 * 1024
-_DAMAGED = (
-    zipfile.BadZipFile,
-    zipfile.LargeZipFile,
-    EOFError,
-    OSError,
-    ValueError,
-    zlib.error,
-    lzma.LZMAError,
 )
 
 
@@ -80,27 +67,17 @@ def _check_suffix(path: str) -> None:
         raise PackageRefused(f"{path}: this file type is not allowed in a package ({allowed}).")
 
 
-def _read_entry(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
-    name = info.filename[:120]
-    if info.flag_bits & 0x1:
-        raise PackageRefused(f"{name} is encrypted.")
-    parts: list[bytes] = []
-    size = 0
-    try:
-        with archive.open(info) as handle:
-            while block := handle.read(_READ_CHUNK):
-                size += len(block)
-                if size > min(info.file_size, MAX_FILE_BYTES):
-                    raise PackageRefused(f"{name} unpacks to more than it declares or allows.")
-                parts.append(block)
-    except NotImplementedError:
-        raise PackageRefused(f"{name} uses a compression method this host cannot read.") from None
-    except RuntimeError:
-        raise PackageRefused(f"{name} is encrypted.") from None
-    except _DAMAGED as error:
-        reason = str(error)[:120] or type(error).__name__
-        raise PackageRefused(f"The package is damaged ({reason}).") from None
-    return b"".join(parts)
+def _refusal(refused: ZipRefused) -> PackageRefused:
+    name = refused.name[:120]
+    return PackageRefused(
+        {
+            "not_zip": "This is not a zip file.",
+            "encrypted": f"{name} is encrypted.",
+            "oversize": f"{name} unpacks to more than it declares or allows.",
+            "compression": f"{name} uses a compression method this host cannot read.",
+            "damaged": f"The package is damaged ({refused.detail}).",
+        }[refused.kind]
+    )
 
 
 def _assemble(entries: Iterator[tuple[str, bytes]]) -> Package:
@@ -153,9 +130,9 @@ def package_from_zip(data: bytes) -> Package:
     if len(data) > MAX_PACKAGE_BYTES:
         raise PackageRefused(f"The package is larger than {MAX_PACKAGE_BYTES // 1024} KiB.")
     try:
-        archive = zipfile.ZipFile(io.BytesIO(data))
-    except (*_DAMAGED, NotImplementedError, RuntimeError):
-        raise PackageRefused("This is not a zip file.") from None
+        archive = open_zip(data)
+    except ZipRefused as refused:
+        raise _refusal(refused) from None
     with archive:
         infos = [info for info in archive.infolist() if not info.is_dir()]
         if len(infos) > MAX_FILES:
@@ -169,7 +146,12 @@ def package_from_zip(data: bytes) -> Package:
                 raise PackageRefused(
                     f"{info.filename[:120]}: a file holds at most {MAX_FILE_BYTES // 1024} KiB."
                 )
-        return _assemble((info.filename, _read_entry(archive, info)) for info in infos)
+        try:
+            return _assemble(
+                (info.filename, read_entry(archive, info, MAX_FILE_BYTES)) for info in infos
+            )
+        except ZipRefused as refused:
+            raise _refusal(refused) from None
 
 
 def _walk(folder: Traversable, prefix: str = "") -> Iterator[tuple[str, Traversable]]:

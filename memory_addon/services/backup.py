@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import hashlib
 import io
-import lzma
 import re
 import unicodedata
 import zipfile
-import zlib
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
@@ -23,6 +21,7 @@ from django.conf import settings
 from django.db import transaction
 
 from accounts.models import Agent, MessagingBinding, User
+from memory_addon.core.bounded_zip import ZipRefused, open_zip, read_entry
 from memory_addon.errors import MemoryRefusal
 from memory_addon.models import ChangeSet, MemoryFile, MemoryScope
 from memory_addon.services.changes import FileWrite, change_set_apply, clean_path
@@ -30,18 +29,7 @@ from memory_addon.services.scopes import agent_scope, channel_scope, user_scope
 
 MAX_ARCHIVE_ENTRIES = 1000
 MAX_ARCHIVE_BYTES = 8 * 1024 * 1024  # uncompressed; well above the 1 MiB a person may hold
-_READ_CHUNK = 64 * 1024
 _UNSAFE_PART = re.compile(r"[^A-Za-z0-9._ @+-]")
-# What zipfile and its decompressors raise for a damaged or hostile entry.
-_DAMAGED = (
-    zipfile.BadZipFile,
-    zipfile.LargeZipFile,
-    EOFError,
-    OSError,
-    ValueError,
-    zlib.error,
-    lzma.LZMAError,
-)
 
 
 @dataclass
@@ -143,45 +131,27 @@ def _max_entry_bytes() -> int:
     )
 
 
-def _read_entry(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int) -> bytes:
-    name = info.filename[:200]
-    if info.flag_bits & 0x1:
-        raise MemoryRefusal(f"{name} is encrypted; a memory export never is. Nothing was restored.")
-    parts: list[bytes] = []
-    size = 0
-    try:
-        with archive.open(info) as handle:
-            # Small reads: a stream that inflates far beyond its declared size is cut
-            # off after one chunk instead of being inflated into memory at once.
-            while block := handle.read(_READ_CHUNK):
-                size += len(block)
-                if size > min(info.file_size, limit):
-                    raise MemoryRefusal(
-                        f"The archive is damaged: {name} holds more than it declares. "
-                        "Nothing was restored."
-                    )
-                parts.append(block)
-    except NotImplementedError:
-        raise MemoryRefusal(
-            f"{name} uses a compression method this host cannot read; export again from "
-            "the Files page. Nothing was restored."
-        ) from None
-    except RuntimeError:  # zipfile's "password required"
-        raise MemoryRefusal(
-            f"{name} is encrypted; a memory export never is. Nothing was restored."
-        ) from None
-    except _DAMAGED as error:
-        reason = str(error)[:120] or type(error).__name__
-        raise MemoryRefusal(f"The archive is damaged ({reason}). Nothing was restored.") from None
-    return b"".join(parts)
+def _refusal(refused: ZipRefused) -> MemoryRefusal:
+    name = refused.name[:200]
+    return MemoryRefusal(
+        {
+            "not_zip": "This is not a zip file; choose a memory export.",
+            "encrypted": f"{name} is encrypted; a memory export never is. Nothing was restored.",
+            "oversize": f"The archive is damaged: {name} holds more than it declares. "
+            "Nothing was restored.",
+            "compression": f"{name} uses a compression method this host cannot read; export "
+            "again from the Files page. Nothing was restored.",
+            "damaged": f"The archive is damaged ({refused.detail}). Nothing was restored.",
+        }[refused.kind]
+    )
 
 
 def _read_archive(archive_bytes: bytes) -> list[tuple[str, bytes]]:
     """Every file of the archive, or a MemoryRefusal that says why none can be used."""
     try:
-        archive = zipfile.ZipFile(io.BytesIO(archive_bytes))
-    except (*_DAMAGED, NotImplementedError, RuntimeError):
-        raise MemoryRefusal("This is not a zip file; choose a memory export.") from None
+        archive = open_zip(archive_bytes)
+    except ZipRefused as refused:
+        raise _refusal(refused) from None
     with archive:
         entries = [info for info in archive.infolist() if not info.is_dir()]
         if len(entries) > MAX_ARCHIVE_ENTRIES:
@@ -195,7 +165,10 @@ def _read_archive(archive_bytes: bytes) -> list[tuple[str, bytes]]:
                     f"{info.filename[:200]} is too large to be a memory file (more than "
                     f"{limit // 1024} KiB). Nothing was restored."
                 )
-        return [(info.filename, _read_entry(archive, info, limit)) for info in entries]
+        try:
+            return [(info.filename, read_entry(archive, info, limit)) for info in entries]
+        except ZipRefused as refused:
+            raise _refusal(refused) from None
 
 
 # --- Restore ------------------------------------------------------------------------
