@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -53,46 +54,47 @@ def rule_save(request: HttpRequest, suggestion_id: int) -> HttpResponse:
     return _back_to_chat(suggestion.conversation_id)
 
 
-@login_required
-@require_POST
-def rule_postpone(request: HttpRequest, suggestion_id: int) -> HttpResponse:
+def _card_action(
+    request: HttpRequest,
+    suggestion_id: int,
+    action: Callable[..., object],
+    done: str,
+) -> HttpResponse:
+    """Not now, Never and Undo on a rule card: the owner's card, one service call."""
     user = signed_in_user(request)
     suggestion = suggestion_for_user(user, suggestion_id)
     try:
-        rules.rule_postpone(user=user, suggestion=suggestion)
+        action(user=user, suggestion=suggestion)
     except MemoryRefusal as refusal:
         messages.error(request, refusal.message)
     else:
-        messages.success(request, _("Not now: this rule is suggested again in 7 days."))
+        messages.success(request, done)
     return _back_to_chat(suggestion.conversation_id)
+
+
+@login_required
+@require_POST
+def rule_postpone(request: HttpRequest, suggestion_id: int) -> HttpResponse:
+    return _card_action(
+        request,
+        suggestion_id,
+        rules.rule_postpone,
+        _("Not now: this rule is suggested again in 7 days."),
+    )
 
 
 @login_required
 @require_POST
 def rule_never(request: HttpRequest, suggestion_id: int) -> HttpResponse:
-    user = signed_in_user(request)
-    suggestion = suggestion_for_user(user, suggestion_id)
-    try:
-        rules.rule_never(user=user, suggestion=suggestion)
-    except MemoryRefusal as refusal:
-        messages.error(request, refusal.message)
-    else:
-        messages.success(request, _("This rule will not be suggested again."))
-    return _back_to_chat(suggestion.conversation_id)
+    return _card_action(
+        request, suggestion_id, rules.rule_never, _("This rule will not be suggested again.")
+    )
 
 
 @login_required
 @require_POST
 def rule_undo(request: HttpRequest, suggestion_id: int) -> HttpResponse:
-    user = signed_in_user(request)
-    suggestion = suggestion_for_user(user, suggestion_id)
-    try:
-        rules.rule_undo(user=user, suggestion=suggestion)
-    except MemoryRefusal as refusal:
-        messages.error(request, refusal.message)
-    else:
-        messages.success(request, _("Rule removed again."))
-    return _back_to_chat(suggestion.conversation_id)
+    return _card_action(request, suggestion_id, rules.rule_undo, _("Rule removed again."))
 
 
 @login_required
