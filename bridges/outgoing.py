@@ -32,6 +32,14 @@ class PostResult:
     duration_ms: int
 
 
+def check_webhook_target(url: str, *, unresolvable_ok: bool = False) -> None:
+    """Callbacks and event endpoints are set by any signed-in person: the outbound rules,
+    with this machine refused unless WEBHOOK_ALLOW_LOOPBACK (AI profiles use their own)."""
+    check_outbound_url(
+        url, unresolvable_ok=unresolvable_ok, allow_loopback=settings.WEBHOOK_ALLOW_LOOPBACK
+    )
+
+
 def post_signed(url: str, *, secret: str, msg_id: str, body: bytes) -> PostResult:
     started = time.monotonic()
 
@@ -41,7 +49,7 @@ def post_signed(url: str, *, secret: str, msg_id: str, body: bytes) -> PostResul
 
     release_db_connection()
     try:
-        check_outbound_url(url, allow_loopback=settings.WEBHOOK_ALLOW_LOOPBACK)
+        check_webhook_target(url)
     except OutboundRefused as refusal:
         return done(False, None, str(refusal), False)
     timeout = httpx.Timeout(

@@ -16,14 +16,14 @@ from django.utils import timezone
 
 from accounts.models import Agent, AIProfile, MessagingBinding, Organization, User
 from bridges.models import EventEndpoint, InboundMessage
-from bridges.outgoing import backoff_seconds, post_signed
+from bridges.outgoing import backoff_seconds, check_webhook_target, post_signed
 from bridges.signing import new_secret
 from chat.models import Conversation, Message
 from chat.services import default_profile
 from memory_addon.core.storable import storable
 from memory_addon.errors import ChangeRefused
 from memory_addon.models import Proposal
-from memory_addon.outbound import OutboundRefused, check_outbound_url
+from memory_addon.outbound import OutboundRefused
 from memory_addon.services.scopes import channel_scope
 
 logger = logging.getLogger(__name__)
@@ -35,9 +35,7 @@ class BridgeRefused(ChangeRefused):
 
 def _check_url(url: str) -> None:
     try:
-        check_outbound_url(
-            url, unresolvable_ok=True, allow_loopback=settings.WEBHOOK_ALLOW_LOOPBACK
-        )
+        check_webhook_target(url, unresolvable_ok=True)
     except OutboundRefused as refusal:
         raise BridgeRefused(str(refusal)) from refusal
 
