@@ -33,3 +33,6 @@ window.addEventListener("message", async (event) => {
   // the reply goes to that one window and holds only this add-on's setting.
   frame.contentWindow.postMessage({ sdk: 1, id: message.id, ...reply }, "*");
 });
+
+// The page loads only now that the bridge listens, so its first sdk call is never lost.
+if (frame) frame.src = frame.dataset.src;
