@@ -26,6 +26,7 @@ from django.db import connections
 
 from accounts.models import Agent, AIProfile, Membership, Organization, User
 from benchmarks.knowledge_bench import _fill_synthetic
+from chat import runner
 from chat.models import Conversation, Message
 from chat.runner import turn_run
 from chat.tasks import turn_run_task
@@ -140,13 +141,40 @@ def _setup(base_url: str) -> tuple[User, Conversation]:
     return user, conversation
 
 
-def _through_app(conversation: Conversation, runs: int) -> tuple[list[float], list[float]]:
+@contextmanager
+def _learning_timed(durations: list[float]) -> Iterator[None]:
+    """Times the rule check that runs after an answer is stored and shown (M13)."""
+    original = runner._learn_after
+
+    def timed(message: Message) -> None:
+        start = time.perf_counter()
+        try:
+            original(message)
+        finally:
+            durations.append((time.perf_counter() - start) * 1000)
+
+    runner._learn_after = timed
+    try:
+        yield
+    finally:
+        runner._learn_after = original
+
+
+def _through_app(
+    conversation: Conversation, runs: int, learning: list[float] | None = None
+) -> tuple[list[float], list[float]]:
+    """Time to first token and time until the answer is stored and shown; the rule
+    check after it (M13) goes to `learning`, as the person no longer waits for it."""
     firsts, totals = [], []
+    learning = [] if learning is None else learning
     for i in range(runs):
         answer = _ask(conversation, f"Tell me about alpacas and llamas ({i})")
-        start = time.perf_counter()
-        turn_run(message_id=answer.pk)  # what a chat worker thread runs
-        totals.append((time.perf_counter() - start) * 1000)
+        before = len(learning)
+        with _learning_timed(learning):
+            start = time.perf_counter()
+            turn_run(message_id=answer.pk)  # what a chat worker thread runs
+            elapsed = (time.perf_counter() - start) * 1000
+        totals.append(elapsed - sum(learning[before:]))
         answer.refresh_from_db()
         if answer.state != Message.State.COMPLETE:
             raise RuntimeError(f"a bench turn ended {answer.state}: {answer.error}")
@@ -291,7 +319,8 @@ def run(write_section: Callable[[str, str], None], machine: str) -> str:
         _direct(base_url, 3)
         _through_app(conversation, 3)  # warm-up of both paths
         direct_first, direct_total = _direct(base_url, RUNS)
-        app_first, app_total = _through_app(conversation, RUNS)
+        learning: list[float] = []
+        app_first, app_total = _through_app(conversation, RUNS, learning)
     model_total = statistics.median(direct_total)
     overhead = [total - model_total for total in app_total]
     fake = FakeOpenAI().start()  # in process: this part scripts each reply
@@ -316,9 +345,13 @@ stored and pushed live as in a chat worker. {RUNS} turns each, after warm-up:
 | time to first token p50 | {statistics.median(direct_first):.0f} ms | {statistics.median(app_first):.0f} ms | {ratio_first:.2f}x |
 | total time p50 | {statistics.median(direct_total):.0f} ms | {statistics.median(app_total):.0f} ms | {ratio_total:.2f}x |
 
-Host overhead per turn (through the app minus the model's own time, which includes
-context, retrieval, persistence and pushes): p50 {percentile(overhead, 0.5):.0f} ms,
-p95 {percentile(overhead, 0.95):.0f} ms (target: p95 under 50 ms).
+Host overhead per turn (through the app until the answer is stored and shown, minus the
+model's own time; it includes context, retrieval, persistence and pushes):
+p50 {percentile(overhead, 0.5):.0f} ms, p95 {percentile(overhead, 0.95):.0f} ms
+(target: p95 under 50 ms). After that, on the same worker thread, the rule check of M13
+looks at the finished answer: p50 {percentile(learning, 0.5):.1f} ms,
+p95 {percentile(learning, 0.95):.1f} ms (the person no longer waits for it; it is not in
+the total above).
 
 {concurrent["chats"]} chats at once against a model that takes 5 s to its first token,
 on the chat queue's thread pool, while a local-model index job runs on the default

@@ -20,9 +20,10 @@ def push_body(user_id: int, message_id: int, html: str) -> None:
 
 
 def push_message(user_id: int, message: Message, policy: Policy | None = None) -> None:
-    """The whole message (state, cards, Sent along), replacing the one on the page."""
+    """An answer being written or just finished (state, cards, Sent along), replacing the
+    one on the page. Rule cards come later: learning looks at an answer once it is done."""
     # Pushed messages are the conversation's newest answer: they carry its actions.
-    view = message_view(message, policy)
+    view = message_view(message, policy, rule_cards=False)
     context = {"view": view, "oob": True, "last_answer_id": message.pk}
     html = render_to_string("chat/_message.html", context)
     push_fragment(user_id, html)

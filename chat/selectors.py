@@ -92,39 +92,45 @@ def message_html(message: Message) -> str:
 
 
 def message_views(
-    conversation: Conversation, messages: list[Message], policy: Policy | None = None
+    conversation: Conversation,
+    messages: list[Message],
+    policy: Policy | None = None,
+    *,
+    rule_cards: bool = True,
 ) -> list[MessageView]:
     """Messages with their proposals and automatic saves; a fixed number of queries.
 
-    policy: the owner's policy when the caller read it already."""
+    policy: the owner's policy when the caller read it already. rule_cards=False when
+    none can exist yet (an answer being written: learning looks at it once it is done)."""
     refs = [str(m.pk) for m in messages if m.role == Message.Role.ASSISTANT]
     ref = str(conversation.pk)
     # Proposals and automatic saves come from tool calls: an answer without any (most,
     # and every answer still streaming) has none to look up.
     if not any(m.tool_calls for m in messages if m.role == Message.Role.ASSISTANT):
         refs = []
-    proposals = list(
-        Proposal.objects.filter(
-            user_id=conversation.owner_id, conversation_ref=ref, message_ref__in=refs
+    proposals: list[Proposal] = []
+    saved: list[ChangeSet] = []
+    if refs:
+        proposals = list(
+            Proposal.objects.filter(
+                user_id=conversation.owner_id, conversation_ref=ref, message_ref__in=refs
+            )
+            .select_related("scope__agent", "scope__binding")
+            .order_by("created_at", "id")
         )
-        .select_related("scope__agent", "scope__binding")
-        .order_by("created_at", "id")
-    )
+        saved = list(
+            ChangeSet.objects.filter(
+                user_id=conversation.owner_id,
+                conversation_ref=ref,
+                message_ref__in=refs,
+                origin=ChangeSet.Origin.AUTOMATIC,
+            )
+            .annotate(is_undone=Exists(ChangeSet.objects.filter(undoes=OuterRef("pk"))))
+            .order_by("created_at", "id")
+        )
     pending = proposals_with_diffs([p for p in proposals if p.state == Proposal.State.PENDING])
     ref_of = {p.pk: p.message_ref for p in proposals}
-    saved = list(
-        ChangeSet.objects.none()
-        if not refs
-        else ChangeSet.objects.filter(
-            user_id=conversation.owner_id,
-            conversation_ref=ref,
-            message_ref__in=refs,
-            origin=ChangeSet.Origin.AUTOMATIC,
-        )
-        .annotate(is_undone=Exists(ChangeSet.objects.filter(undoes=OuterRef("pk"))))
-        .order_by("created_at", "id")
-    )
-    cards = rule_cards_for(conversation.owner_id, [m.pk for m in messages])
+    cards = rule_cards_for(conversation.owner_id, [m.pk for m in messages]) if rule_cards else {}
     learning_reason = learning_off_reason(conversation.owner, conversation, policy)
     rule_folder = "Memory/agents/" + conversation.agent.slug if conversation.agent else "Memory"
     views = []
@@ -149,8 +155,10 @@ def message_views(
     return views
 
 
-def message_view(message: Message, policy: Policy | None = None) -> MessageView:
-    return message_views(message.conversation, [message], policy)[0]
+def message_view(
+    message: Message, policy: Policy | None = None, *, rule_cards: bool = True
+) -> MessageView:
+    return message_views(message.conversation, [message], policy, rule_cards=rule_cards)[0]
 
 
 def streaming_message(conversation: Conversation) -> Message | None:

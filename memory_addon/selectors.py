@@ -85,6 +85,8 @@ def versions_for_scope(scope: MemoryScope, *, limit: int = 100) -> list[dict[str
 
 def proposals_with_diffs(proposals: list[Proposal]) -> list[dict[str, Any]]:
     """Each proposal with the diff it would make now; one query for all their files."""
+    if not proposals:
+        return []
     files_by_scope: dict[int, dict[str, MemoryFile]] = defaultdict(dict)
     for row in MemoryFile.objects.filter(scope_id__in={p.scope_id for p in proposals}):
         files_by_scope[row.scope_id][row.path] = row
