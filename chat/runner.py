@@ -27,7 +27,6 @@ from chat import client, events
 from chat.models import Conversation, Message
 from chat.selectors import message_html
 from chat.services import stop_requested
-from knowledge.models import Source
 from learning.services.references import reference_block_build
 from memory_addon.core.storable import storable, storable_value
 from memory_addon.core.tokens import estimate_tokens
@@ -285,11 +284,6 @@ def _retrieved(
         logger.exception("Retrieval failed for conversation %s", conversation.pk)
         info["error"] = "The collections could not be searched for this answer."
         return "", [], info
-    store_of = dict(
-        Source.objects.filter(pk__in={e.candidate.source_id for e in result.excerpts}).values_list(
-            "pk", "store_id"
-        )
-    )
     citations = [
         {
             "n": number,
@@ -297,7 +291,7 @@ def _retrieved(
             "path": excerpt.candidate.path,
             "page": excerpt.candidate.page,
             "source_id": excerpt.candidate.source_id,
-            "store_id": store_of.get(excerpt.candidate.source_id),
+            "store_id": excerpt.candidate.store_id,
             "tokens": excerpt.tokens,
             "text": excerpt.candidate.text[:EXCERPT_CHARS],
         }

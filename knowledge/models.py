@@ -234,7 +234,9 @@ class KeywordTerm(models.Model):
     numbers change exactly when an index version becomes visible.
     """
 
-    store = models.ForeignKey(Store, on_delete=models.CASCADE, related_name="+")
+    # No index of its own: the (store, term) one serves both, and with a second one the
+    # planner, on statistics taken before a bulk load, scanned every term of the store.
+    store = models.ForeignKey(Store, on_delete=models.CASCADE, related_name="+", db_index=False)
     term = models.TextField()
     df = models.BigIntegerField()
 

@@ -137,11 +137,14 @@ def above_floor(scored: list[tuple[int, float]]) -> list[tuple[int, float]]:
 # candidates. Which chunks are scored is knowledge.core.bm25's plan: those holding the
 # query's rarer terms, found through the GIN index, so a term in every chunk does not
 # make every chunk a candidate.
+# The lexemes as one array (an init plan), so the (store, term) index finds each term;
+# as a semi-join the planner walked every term of the store.
 _TERMS = """
 SELECT t.term, t.df, s.chunks, s.tokens
 FROM knowledge_keywordterm t JOIN knowledge_keywordstats s ON s.store_id = t.store_id
 WHERE t.store_id = %(store)s
-  AND t.term IN (SELECT lexeme FROM unnest(to_tsvector(%(config)s::regconfig, %(words)s)))
+  AND t.term = ANY(ARRAY(
+    SELECT lexeme FROM unnest(to_tsvector(%(config)s::regconfig, %(words)s))))
 """
 
 # tf is the number of positions of a lexeme; setweight + ts_filter cut each candidate's
@@ -326,14 +329,18 @@ def retrieve(
     rankings = [result.ids for result in results]
     similarity = {k: v for result in results for k, v in result.similarity.items()}
     ordered = blocks.fuse(rankings) if len(rankings) > 1 else (rankings[0] if rankings else [])
-    chunks = Chunk.objects.filter(pk__in=ordered).select_related("document")
-    by_id = {chunk.pk: chunk for chunk in chunks}
+    # Only what an excerpt shows: the embedding and the tsvector are the bulk of a row.
+    rows = Chunk.objects.filter(pk__in=ordered).values_list(
+        "pk", "source_id", "store_id", "document__path", "page", "text"
+    )
+    by_id = {row[0]: row for row in rows}
     candidates = [
         blocks.Candidate(
-            source_id=by_id[i].source_id,
-            path=by_id[i].document.path,
-            page=by_id[i].page,
-            text=by_id[i].text,
+            source_id=by_id[i][1],
+            store_id=by_id[i][2],
+            path=by_id[i][3],
+            page=by_id[i][4],
+            text=by_id[i][5],
             score=round(similarity.get(i, 0.0), 3),
             chunk_id=i,
         )

@@ -45,6 +45,7 @@ class Candidate:
     text: str
     score: float
     chunk_id: int = 0
+    store_id: int | None = None
 
 
 @dataclass(frozen=True)
