@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.db import transaction
+from django.utils.translation import gettext
 
 from accounts.models import User
 from addons.core.package import Package, PackageRefused, package_from_zip, package_of_entry_point
@@ -33,7 +34,9 @@ def _require_admin(user: User) -> None:
 def _install(*, user: User, package: Package, source: str, entry_point: str = "") -> InstalledAddon:
     addon_id = package.manifest.id
     if addon_id in BUILTIN_MANIFESTS:
-        raise AddonConflict(f"{addon_id!r} is the id of a built-in add-on.")
+        raise AddonConflict(
+            gettext("%(addon_id)s is the id of a built-in add-on.") % {"addon_id": repr(addon_id)}
+        )
     with transaction.atomic(durable=True):
         if InstalledAddon.objects.select_for_update().filter(addon_id=addon_id).exists():
             raise AddonConflict(
@@ -69,7 +72,10 @@ def addon_install_entry_point(*, user: User, name: str) -> InstalledAddon:
     _require_admin(user)
     ep = entry_point_find(name)
     if ep is None:
-        raise AddonNotFound(f"No installed distribution offers an add-on named {name!r}.")
+        raise AddonNotFound(
+            gettext("No installed distribution offers an add-on named %(name)s.")
+            % {"name": repr(name)}
+        )
     try:
         package = package_of_entry_point(ep)
     except PackageRefused as refusal:
@@ -84,7 +90,9 @@ def addon_set_enabled(*, user: User, addon_id: str, enabled: bool) -> None:
     _require_admin(user)
     state = installed_addon(addon_id)
     if state is None:
-        raise AddonNotFound(f"There is no installed add-on {addon_id!r}.")
+        raise AddonNotFound(
+            gettext("There is no installed add-on %(addon_id)s.") % {"addon_id": repr(addon_id)}
+        )
     with transaction.atomic(durable=True):
         if state.builtin:
             InstalledAddon.objects.update_or_create(
@@ -114,9 +122,14 @@ class Removal:
 def addon_removal_plan(*, addon_id: str) -> Removal:
     state = installed_addon(addon_id)
     if state is not None and state.builtin:
-        raise NotAllowed(f"{state.manifest.name} comes with the host: turn it off instead.")
+        raise NotAllowed(
+            gettext("%(name)s comes with the host: turn it off instead.")
+            % {"name": state.manifest.name}
+        )
     if state is None or state.row is None:
-        raise AddonNotFound(f"There is no installed add-on {addon_id!r}.")
+        raise AddonNotFound(
+            gettext("There is no installed add-on %(addon_id)s.") % {"addon_id": repr(addon_id)}
+        )
     files = list(state.row.files.values_list("size", flat=True))
     return Removal(
         addon_id=addon_id,
@@ -143,9 +156,14 @@ def addon_user_set_enabled(*, user: User, addon_id: str, enabled: bool) -> None:
     """A person turns an add-on on or off for themselves, where its manifest allows it."""
     state = installed_addon(addon_id)
     if state is None:
-        raise AddonNotFound(f"There is no installed add-on {addon_id!r}.")
+        raise AddonNotFound(
+            gettext("There is no installed add-on %(addon_id)s.") % {"addon_id": repr(addon_id)}
+        )
     if not state.manifest.user_toggle:
-        raise NotAllowed(f"{state.manifest.name} is switched for the whole server only.")
+        raise NotAllowed(
+            gettext("%(name)s is switched for the whole server only.")
+            % {"name": state.manifest.name}
+        )
     with transaction.atomic(durable=True):
         AddonInstallation.objects.update_or_create(
             user=user, addon=addon_id, defaults={"enabled": enabled}
@@ -156,7 +174,10 @@ def skill_rules_save(*, user: User, addon_id: str, skill: str, text: str) -> str
     """Replace the learned rules of one skill for this person (one rule a line)."""
     state = installed_addon(addon_id)
     if state is None or state.manifest.skill(skill) is None:
-        raise AddonNotFound(f"There is no skill {skill!r} in the add-on {addon_id!r}.")
+        raise AddonNotFound(
+            gettext("There is no skill %(skill)s in the add-on %(addon_id)s.")
+            % {"skill": repr(skill), "addon_id": repr(addon_id)}
+        )
     lines = [line.strip() for line in text.replace("\r\n", "\n").split("\n") if line.strip()]
     clean = "\n".join(lines)
     if len(clean) > MAX_RULES_CHARS or len(lines) > MAX_RULES_LINES:

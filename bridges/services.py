@@ -13,6 +13,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from accounts.models import Agent, AIProfile, MessagingBinding, Organization, User
 from bridges.models import EventEndpoint, InboundMessage
@@ -59,11 +60,11 @@ def binding_create(
     kind gets a new Standard Webhooks secret.
     """
     if kind not in MessagingBinding.Kind.values:
-        raise BridgeRefused("Pick a bridge kind: Standard Webhooks, Telegram or Slack.")
+        raise BridgeRefused(gettext("Pick a bridge kind: Standard Webhooks, Telegram or Slack."))
     if agent is not None and agent.owner_id != owner.pk:
-        raise BridgeRefused("No such agent.")
+        raise BridgeRefused(gettext("No such agent."))
     if ai_profile is not None and ai_profile.owner_id != owner.pk:
-        raise BridgeRefused("No such AI profile.")
+        raise BridgeRefused(gettext("No such AI profile."))
     if callback_url:
         _check_url(callback_url)
     if secret.strip() and kind != MessagingBinding.Kind.SLACK:
@@ -144,7 +145,7 @@ def inbound_accept(*, binding: MessagingBinding, incoming: Incoming) -> tuple[In
     text = storable(incoming.text).strip()
     # Zero-width and other invisible format characters are not text a person sent.
     if not "".join(c for c in text if unicodedata.category(c) != "Cf").strip():
-        raise BridgeRefused("The message has no text.")
+        raise BridgeRefused(gettext("The message has no text."))
     if len(text) > settings.BRIDGE_MAX_TEXT_CHARS:
         raise BridgeRefused(
             f"A message can have at most {settings.BRIDGE_MAX_TEXT_CHARS} characters."
@@ -179,7 +180,7 @@ def bridge_conversation(binding: MessagingBinding) -> Conversation:
         return found
     profile = binding.ai_profile or default_profile(binding.owner)
     if profile is None:
-        raise BridgeRefused("Add an AI profile under Settings so the bridge can answer.")
+        raise BridgeRefused(gettext("Add an AI profile under Settings so the bridge can answer."))
     return Conversation.objects.create(
         owner=binding.owner,
         ai_profile=profile,
@@ -407,12 +408,14 @@ def endpoint_create(
     _check_url(url)
     unknown = set(event_types) - set(EventEndpoint.EventType.values)
     if unknown or not event_types:
-        raise BridgeRefused("Pick at least one of the listed event types.")
+        raise BridgeRefused(gettext("Pick at least one of the listed event types."))
     if (
         organization is not None
         and not organization.membership_set.filter(user=owner, role="admin").exists()
     ):
-        raise BridgeRefused("Only an admin of the organization can register its endpoints.")
+        raise BridgeRefused(
+            gettext("Only an admin of the organization can register its endpoints.")
+        )
     secret = new_secret()
     endpoint = EventEndpoint(
         owner=owner,

@@ -10,6 +10,7 @@ from datetime import datetime, time, timedelta
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from accounts.models import User
 from chat.models import Conversation, Message, Schedule
@@ -29,7 +30,7 @@ def next_run(*, every_minutes: int | None, daily_at: time | None, after: datetim
     if every_minutes:
         return after + timedelta(minutes=every_minutes)
     if daily_at is None:
-        raise ChatRefused("Choose an interval in minutes or a daily time.")
+        raise ChatRefused(gettext("Choose an interval in minutes or a daily time."))
     candidate = datetime.combine(after.date(), daily_at, tzinfo=after.tzinfo)
     return candidate if candidate > after else candidate + timedelta(days=1)
 
@@ -47,12 +48,15 @@ def schedule_create(
 ) -> Schedule:
     name, prompt = name.strip(), prompt.strip()
     if not name or not prompt:
-        raise ChatRefused("A schedule needs a name and a prompt.")
+        raise ChatRefused(gettext("A schedule needs a name and a prompt."))
     if every_minutes is not None and every_minutes < MIN_EVERY_MINUTES:
-        raise ChatRefused(f"Runs can be at most every {MIN_EVERY_MINUTES} minutes.")
+        raise ChatRefused(
+            gettext("Runs can be at most every %(minutes)s minutes.")
+            % {"minutes": MIN_EVERY_MINUTES}
+        )
     profile = _owned_profile(user, profile_id)
     if profile is None:
-        raise ChatRefused("Choose an AI profile for the schedule.")
+        raise ChatRefused(gettext("Choose an AI profile for the schedule."))
     with transaction.atomic(durable=True):
         schedule = Schedule.objects.create(
             owner=user,

@@ -9,6 +9,7 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from accounts.models import Agent, AIProfile, User
 from chat.models import Conversation, Message
@@ -34,7 +35,7 @@ def _owned_profile(user: User, profile_id: int | None) -> AIProfile | None:
         return None
     profile = AIProfile.objects.filter(pk=profile_id, owner=user).first()
     if profile is None:
-        raise ChatRefused("No such AI profile.")
+        raise ChatRefused(gettext("No such AI profile."))
     return profile
 
 
@@ -43,14 +44,14 @@ def _owned_agent(user: User, agent_id: int | None) -> Agent | None:
         return None
     agent = Agent.objects.filter(pk=agent_id, owner=user).first()
     if agent is None:
-        raise ChatRefused("No such agent.")
+        raise ChatRefused(gettext("No such agent."))
     return agent
 
 
 def _owned_stores(user: User, store_ids: list[int]) -> list[Store]:
     stores = list(Store.objects.filter(owner=user, pk__in=store_ids))
     if len(stores) != len(set(store_ids)):
-        raise ChatRefused("No such collection.")
+        raise ChatRefused(gettext("No such collection."))
     return stores
 
 
@@ -71,7 +72,9 @@ def conversation_create(
 ) -> Conversation:
     profile = _owned_profile(user, profile_id) or default_profile(user)
     if profile is None:
-        raise ChatRefused("Add an AI profile under Settings before you start a conversation.")
+        raise ChatRefused(
+            gettext("Add an AI profile under Settings before you start a conversation.")
+        )
     with transaction.atomic(durable=True):
         conversation = Conversation.objects.create(
             owner=user,
@@ -107,7 +110,7 @@ def conversation_update(
 def conversation_rename(*, conversation: Conversation, title: str) -> Conversation:
     title = " ".join(title.split())[:200]
     if not title:
-        raise ChatRefused("A title cannot be empty.")
+        raise ChatRefused(gettext("A title cannot be empty."))
     conversation.title = title
     conversation.save(update_fields=["title", "updated_at"])
     return conversation
@@ -131,7 +134,9 @@ def _enqueue_on_commit(message: Message) -> None:
 
 def _check_idle(conversation: Conversation) -> None:
     if conversation.messages.filter(state=Message.State.STREAMING).exists():
-        raise ChatRefused("An answer is still being written; wait for it or stop it first.")
+        raise ChatRefused(
+            gettext("An answer is still being written; wait for it or stop it first.")
+        )
 
 
 def _answer_placeholder(conversation: Conversation) -> Message:
@@ -150,11 +155,14 @@ def message_send(*, user: User, conversation: Conversation, text: str) -> Messag
     """Store the person's message and an answer to be written; returns the answer."""
     text = text.strip()
     if not text:
-        raise ChatRefused("Write a message first.")
+        raise ChatRefused(gettext("Write a message first."))
     if len(text) > MAX_MESSAGE_CHARS:
-        raise ChatRefused(f"A message can have at most {MAX_MESSAGE_CHARS} characters.")
+        raise ChatRefused(
+            gettext("A message can have at most %(limit)s characters.")
+            % {"limit": MAX_MESSAGE_CHARS}
+        )
     if conversation.ai_profile is None:
-        raise ChatRefused("This conversation has no AI profile; pick one first.")
+        raise ChatRefused(gettext("This conversation has no AI profile; pick one first."))
     with transaction.atomic(durable=True):
         locked = Conversation.objects.select_for_update().get(pk=conversation.pk, owner=user)
         _check_idle(locked)
@@ -188,7 +196,7 @@ def answer_regenerate(*, user: User, conversation: Conversation) -> Message:
         _check_idle(locked)
         user_message, answer = _last_messages(locked)
         if user_message is None:
-            raise ChatRefused("There is no message to answer yet.")
+            raise ChatRefused(gettext("There is no message to answer yet."))
         if answer is not None:
             answer.delete()
         locked.save(update_fields=["updated_at"])
@@ -201,13 +209,13 @@ def last_message_edit(*, user: User, conversation: Conversation, text: str) -> M
     """Change the person's last message and answer it again."""
     text = text.strip()
     if not text:
-        raise ChatRefused("Write a message first.")
+        raise ChatRefused(gettext("Write a message first."))
     with transaction.atomic(durable=True):
         locked = Conversation.objects.select_for_update().get(pk=conversation.pk, owner=user)
         _check_idle(locked)
         user_message, _ = _last_messages(locked)
         if user_message is None:
-            raise ChatRefused("There is no message to edit.")
+            raise ChatRefused(gettext("There is no message to edit."))
         locked.messages.filter(pk__gt=user_message.pk).delete()
         user_message.content = text
         user_message.save(update_fields=["content"])

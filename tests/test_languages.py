@@ -121,3 +121,13 @@ def test_the_switch_refuses_a_foreign_next_address(client, user):
     answer = client.post("/i18n/setlang/", {"language": "de", "next": "https://evil.example/"})
     assert answer.status_code == 302
     assert answer["Location"] == "/"
+
+
+@pytest.mark.django_db
+def test_a_refusal_from_a_service_is_in_the_persons_language(client, user):
+    client.force_login(user)
+    german = {"accept-language": "de-DE,de;q=0.9"}
+    answer = client.post("/chat/new/", {"text": "Hallo"}, headers=german, follow=True)
+    assert "Legen Sie unter Einstellungen ein KI-Profil an" in answer.text
+    answer = client.post("/chat/new/", {"text": "Hello"}, follow=True)
+    assert "Add an AI profile under Settings before you start a conversation." in answer.text

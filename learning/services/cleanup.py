@@ -8,6 +8,7 @@ import time
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from accounts.models import AIProfile, User
 from chat import client
@@ -41,7 +42,7 @@ def _profile(user: User) -> AIProfile:
         .first()
     )
     if profile is None:
-        raise NotAllowed("Clean-up needs an AI profile; add one under Settings first.")
+        raise NotAllowed(gettext("Clean-up needs an AI profile; add one under Settings first."))
     return profile
 
 
@@ -49,9 +50,9 @@ def cleanup_start(*, user: User, scope: MemoryScope, kind: str) -> CleanupJob:
     """Queue one AI call for this scope's index (merge its machine entries or shorten)."""
     content = _text(scope, INDEX_PATH)
     if kind == CleanupJob.Kind.MERGE and len(entries.machine_entries(content)) < 2:
-        raise ChangeRefused("There are fewer than two machine entries; nothing to merge.")
+        raise ChangeRefused(gettext("There are fewer than two machine entries; nothing to merge."))
     if kind == CleanupJob.Kind.SHORTEN and not entries.person_items(content):
-        raise ChangeRefused("There are no paragraphs of yours to shorten.")
+        raise ChangeRefused(gettext("There are no paragraphs of yours to shorten."))
     _profile(user)
     with transaction.atomic(durable=True):
         job = CleanupJob.objects.create(
@@ -173,7 +174,7 @@ def archive_entries(*, user: User, scope: MemoryScope, ids: list[str]) -> Change
         )
     }
     if not ids:
-        raise ChangeRefused("Choose the entries to archive first.")
+        raise ChangeRefused(gettext("Choose the entries to archive first."))
     if any(entry_id not in old for entry_id in ids):
         raise ChangeRefused(
             f"Only machine entries older than {settings.CLEANUP_ARCHIVE_AFTER_DAYS} days "
@@ -196,7 +197,7 @@ def archive_entries(*, user: User, scope: MemoryScope, ids: list[str]) -> Change
 def archive_restore(*, user: User, scope: MemoryScope, ids: list[str]) -> ChangeSet:
     """Put archived entries back at the end of the index, checked like any change."""
     if not ids:
-        raise ChangeRefused("Choose the archived entries to restore first.")
+        raise ChangeRefused(gettext("Choose the archived entries to restore first."))
     index, archive = _text(scope, INDEX_PATH), _text(scope, cleanup.ARCHIVE_PATH)
     try:
         new_archive, new_index = cleanup.move_entries(archive, index, ids)
@@ -218,7 +219,7 @@ def archive_restore(*, user: User, scope: MemoryScope, ids: list[str]) -> Change
 def archive_delete(*, user: User, scope: MemoryScope, ids: list[str]) -> ChangeSet:
     """Remove archived entries; the text stays only in the history (kept up to 365 days)."""
     if not ids:
-        raise ChangeRefused("Choose the archived entries to delete first.")
+        raise ChangeRefused(gettext("Choose the archived entries to delete first."))
     archive = _text(scope, cleanup.ARCHIVE_PATH)
     try:
         new_archive = cleanup.remove_entries(archive, ids)

@@ -15,6 +15,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from accounts.models import User
 from knowledge.core import scanning
@@ -40,11 +41,16 @@ def _decode(data: bytes, name: str) -> str:
             f"{settings.REFERENCE_READ_MAX_BYTES:,} bytes."
         )
     if b"\x00" in data:
-        raise ChangeRefused(f"{name} holds NUL bytes; it is not a text file.")
+        raise ChangeRefused(
+            gettext("%(name)s holds NUL bytes; it is not a text file.") % {"name": name}
+        )
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise ChangeRefused(f"{name} is not valid UTF-8 (byte {error.start}).") from None
+        raise ChangeRefused(
+            gettext("%(name)s is not valid UTF-8 (byte %(start)s).")
+            % {"name": name, "start": error.start}
+        ) from None
 
 
 def _refuse_secret(text: str, name: str) -> None:
@@ -107,7 +113,7 @@ def _read_folder_file(user: User, raw_path: str) -> bytes:
         raise ChangeRefused(problem.replace("folder path", "file path"))
     path = Path(raw_path.strip())
     if not path.is_absolute() or ".." in path.parts:
-        raise ChangeRefused("Give the full path of the file on the server, without '..'.")
+        raise ChangeRefused(gettext("Give the full path of the file on the server, without '..'."))
     folder = _grant_for(user, path)
     try:
         root = scanning.open_folder(folder)
@@ -124,11 +130,16 @@ def _read_folder_file(user: User, raw_path: str) -> bytes:
             "The path goes through a symbolic link; links are never followed."
         ) from None
     except Unreadable as error:
-        raise LimitExceeded(f"{path.name} cannot be read: {error}.") from None
+        raise LimitExceeded(
+            gettext("%(name)s cannot be read: %(error)s.") % {"name": path.name, "error": error}
+        ) from None
     except FileNotFoundError:
-        raise ChangeRefused(f"There is no file at {path}.") from None
+        raise ChangeRefused(gettext("There is no file at %(path)s.") % {"path": path}) from None
     except OSError as error:
-        raise ChangeRefused(f"{path} cannot be opened ({error.strerror}).") from None
+        raise ChangeRefused(
+            gettext("%(path)s cannot be opened (%(strerror)s).")
+            % {"path": path, "strerror": error.strerror}
+        ) from None
 
 
 def reference_add_folder_file(*, user: User, path: str) -> ReferenceFile:

@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from accounts.models import User
 from chat import client
@@ -268,7 +269,7 @@ def rule_save(*, user: User, suggestion: RuleSuggestion, text: str) -> RuleSugge
 def rule_remember(*, user: User, message: Message, text: str) -> RuleSuggestion:
     """ "Remember as rule…" on one of the person's own messages: no AI call, saved at once."""
     if message.role != Message.Role.USER or message.conversation.owner_id != user.pk:
-        raise ChangeRefused("Only your own messages can be remembered as a rule.")
+        raise ChangeRefused(gettext("Only your own messages can be remembered as a rule."))
     cleaned = _clean_rule(text)
     conversation = Conversation.objects.select_related("agent").get(pk=message.conversation_id)
     with transaction.atomic(durable=True):
