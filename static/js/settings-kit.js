@@ -38,16 +38,17 @@ for (const group of document.querySelectorAll("[data-setting-kit]")) {
   group.addEventListener("change", async (event) => {
     const input = event.target;
     if (!(input instanceof HTMLInputElement)) return;
-    status.textContent = "Saving…";
+    status.textContent = status.dataset.textSaving || "Saving…";
     status.className = "muted";
     try {
       await userSettings.set(addon, key, valueOf(input, type));
       saved = current(group, type);
-      status.textContent = "Saved.";
+      status.textContent = status.dataset.textSaved || "Saved.";
       status.className = "notice";
     } catch (error) {
       restore(group, saved);
-      status.textContent = `Not saved: ${error.message} Your earlier choice is kept.`;
+      const { textNotSaved = "Not saved:", textKept = "Your earlier choice is kept." } = status.dataset;
+      status.textContent = `${textNotSaved} ${error.message} ${textKept}`;
       status.className = "error";
     }
   });

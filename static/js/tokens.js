@@ -8,9 +8,9 @@ document.addEventListener("click", async (event) => {
   field.select();
   try {
     await navigator.clipboard.writeText(field.value);
-    if (status) status.textContent = "Copied.";
+    if (status) status.textContent = status.dataset.textCopied || "Copied.";
   } catch {
     // Clipboard refused (no permission, plain http): the text stays selected to copy by hand.
-    if (status) status.textContent = "Press Ctrl+C (⌘C) to copy the selected token.";
+    if (status) status.textContent = status.dataset.textCopyByHand || "Press Ctrl+C (⌘C) to copy the selected text.";
   }
 });
