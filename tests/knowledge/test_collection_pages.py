@@ -326,3 +326,23 @@ def test_test_search_shows_each_excerpts_relevance_score(client, user, kstore):
     assert "keyword score" in relevance
     score = relevance.split("keyword score ", 1)[1].strip()
     assert float(score) > 0
+
+
+def test_the_files_page_and_upload_rules_speak_german(client, user, kstore):
+    client.force_login(user)
+    source = _run_upload(
+        client,
+        kstore,
+        SimpleUploadedFile("gut.md", b"Lamas summen.\n"),
+        SimpleUploadedFile("bild.md", b"\x89PNG\r\n\x1a\n\x00\x00"),
+    )
+    store_page = client.get(f"/knowledge/{kstore.pk}/", HTTP_ACCEPT_LANGUAGE="de").content.decode()
+    assert ">Probleme: 1</a>" in store_page and "je höchstens 50,0\xa0MB" in store_page
+    assert "Dateien hierher ziehen oder auswählen:" in store_page
+    problems = client.get(
+        f"/knowledge/{kstore.pk}/files/",
+        {"source": source.pk, "show": "problems"},
+        HTTP_ACCEPT_LANGUAGE="de",
+    ).content.decode()
+    assert "Übersprungene Dateien" in problems and "übersprungen" in problems
+    assert "1 indexiert · 0 wartend · 1 übersprungen" in problems
