@@ -346,3 +346,17 @@ def test_the_files_page_and_upload_rules_speak_german(client, user, kstore):
     ).content.decode()
     assert "Übersprungene Dateien" in problems and "übersprungen" in problems
     assert "1 indexiert · 0 wartend · 1 übersprungen" in problems
+
+
+def test_the_api_names_an_upload_source_by_its_files(client, user, kstore):
+    client.force_login(user)
+    _upload(
+        client, kstore, SimpleUploadedFile("b.md", b"Bees.\n"), SimpleUploadedFile("a.md", b"A")
+    )
+    [listed] = client.get(f"/api/knowledge/stores/{kstore.pk}/sources").json()
+    assert listed["label"] == "a.md, b.md"
+    folder = Source.objects.create(store=kstore, kind=Source.Kind.FOLDER, path="/srv/docs")
+    labels = {
+        s["id"]: s["label"] for s in client.get(f"/api/knowledge/stores/{kstore.pk}/sources").json()
+    }
+    assert labels[folder.pk] == "/srv/docs"
