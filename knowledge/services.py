@@ -663,6 +663,17 @@ def document_remove(*, document: Document) -> None:
             "file_count": len(hashes),
             "chunk_count": Chunk.objects.filter(source=locked).count(),
         }
+        # A review still waiting must not bring the file back when it is confirmed.
+        for review in Job.objects.select_for_update().filter(
+            source=locked, kind=Job.Kind.SCAN, state=Job.State.REVIEW
+        ):
+            review.review = [
+                {**row, "status": "skipped", "reason": "removed from the collection"}
+                if row["path"] == document.path
+                else row
+                for row in review.review
+            ]
+            review.save(update_fields=["review"])
         if locked.kind == Source.Kind.FOLDER:
             pattern = "/" + _GLOB_SPECIAL.sub(r"\\\1", document.path)
             if pattern not in locked.exclude_globs:

@@ -360,3 +360,26 @@ def test_the_api_names_an_upload_source_by_its_files(client, user, kstore):
         s["id"]: s["label"] for s in client.get(f"/api/knowledge/stores/{kstore.pk}/sources").json()
     }
     assert labels[folder.pk] == "/srv/docs"
+
+
+def test_a_removed_file_is_not_brought_back_by_a_waiting_review(client, user, kstore, tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    document = _folder_document(kstore, folder, "old.md", "Yaks.")
+    (folder / "old.md").write_text("Yaks grow thick wool.")
+    digest = hashlib.sha256(b"Yaks grow thick wool.").hexdigest()
+    row = {"path": "old.md", "format": "markdown", "size": 21, "status": "changed"}
+    review = Job.objects.create(
+        store=kstore,
+        source=document.source,
+        kind=Job.Kind.SCAN,
+        state=Job.State.REVIEW,
+        review=[{**row, "reason": "", "sha256": digest}],
+    )
+    client.force_login(user)
+    assert client.post(f"/knowledge/files/{document.pk}/remove/").status_code == 302
+    review.refresh_from_db()
+    assert review.review[0]["status"] == "skipped"
+    services.index_run(services.scan_confirm(scan_job=review).pk)
+    assert not Document.objects.filter(source=document.source).exists()
+    assert not Chunk.objects.filter(source=document.source).exists()
