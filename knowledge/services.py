@@ -21,6 +21,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Q
 from django.template.defaultfilters import filesizeformat
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from accounts.models import AIProfile, Membership, User
 from bridges.outbox import knowledge_indexed_event
@@ -362,7 +363,7 @@ def _check_folder(raw: str, owner: User) -> Path:
     path = Path(raw.strip()).expanduser()
     # '..' first: "../docs" is refused for its '..', which is what the person must change.
     if ".." in path.parts:
-        raise KnowledgeRefusal("Give the plain path of the folder, without '..'.")
+        raise KnowledgeRefusal(_("Give the plain path of the folder, without '..'."))
     if not path.is_absolute():
         raise KnowledgeRefusal("Give the full path of the folder on the server, starting with /.")
     # The grant comes first: a person learns nothing about folders they may not use.
@@ -374,7 +375,7 @@ def _check_folder(raw: str, owner: User) -> Path:
             "The folder path goes through a symbolic link; links are never followed."
         ) from None
     except FileNotFoundError:
-        raise KnowledgeRefusal(f"There is no folder at {path}.") from None
+        raise KnowledgeRefusal(_("There is no folder at %(path)s.") % {"path": path}) from None
     except NotADirectoryError:
         raise KnowledgeRefusal(f"{path} is a file, not a folder.") from None
     except OSError as error:
@@ -523,19 +524,32 @@ def _check_uploads(store: Store, files: list[UploadedFile[bytes]], names: list[s
     for upload, name in zip(files, names, strict=True):
         if (upload.size or 0) > limit:
             raise LimitExceeded(
-                f"{name} is {filesizeformat(upload.size or 0)}; a file may be at most "
-                f"{filesizeformat(limit)}. Split it or leave it out."
+                _(
+                    "%(name)s is %(size)s; a file may be at most %(limit)s. "
+                    "Split it or leave it out."
+                )
+                % {
+                    "name": name,
+                    "size": filesizeformat(upload.size or 0),
+                    "limit": filesizeformat(limit),
+                }
             )
         if format_of(name) is None:
             raise KnowledgeRefusal(
-                f"{name} is not a format collections index. Allowed: PDF and text formats "
-                "such as .md, .txt, .rst, .csv, .html and source code."
+                _(
+                    "%(name)s is not a format collections index. Allowed: PDF and text formats "
+                    "such as .md, .txt, .rst, .csv, .html and source code."
+                )
+                % {"name": name}
             )
     seen: dict[str, str] = {}
     for upload, name in zip(files, names, strict=True):
         digest = _upload_digest(upload)
         if digest in seen:
-            raise KnowledgeRefusal(f"{name} and {seen[digest]} are the same file; upload it once.")
+            raise KnowledgeRefusal(
+                _("%(name)s and %(other)s are the same file; upload it once.")
+                % {"name": name, "other": seen[digest]}
+            )
         seen[digest] = name
     existing = (
         Document.objects.filter(source__store=store, sha256__in=seen)
@@ -547,22 +561,38 @@ def _check_uploads(store: Store, files: list[UploadedFile[bytes]], names: list[s
         raise KnowledgeRefusal(
             _already_there(seen[existing.sha256], existing.source, existing.path)
         )
-    # Files a scan found and that wait for review (or are being indexed) count too.
-    for job in Job.objects.filter(
-        store=store, kind=Job.Kind.SCAN, state=Job.State.REVIEW
-    ).select_related("source"):
-        for row in job.review:
+    # Files of a scan that waits for review, or is being indexed, count too.
+    scans = list(
+        Job.objects.filter(store=store, kind=Job.Kind.SCAN, state=Job.State.REVIEW).select_related(
+            "source"
+        )
+    )
+    scans += [
+        job.scan_job
+        for job in Job.objects.filter(
+            store=store, kind=Job.Kind.INDEX, state__in=Job.ACTIVE_STATES
+        ).select_related("scan_job__source")
+        if job.scan_job is not None
+    ]
+    for scan in scans:
+        for row in scan.review:
             if row.get("sha256") in seen and row.get("status") in ("new", "changed", "unchanged"):
-                raise KnowledgeRefusal(_already_there(seen[row["sha256"]], job.source, row["path"]))
+                raise KnowledgeRefusal(
+                    _already_there(seen[row["sha256"]], scan.source, row["path"])
+                )
 
 
 def _already_there(name: str, source: Source, path: str) -> str:
     if source.kind == Source.Kind.FOLDER:
-        return (
-            f"{name} is already covered by the folder source {source.path} (as {path}); "
+        return _(
+            "%(name)s is already covered by the folder source %(folder)s (as %(path)s); "
             "it is not uploaded a second time."
-        )
-    return f"{name} is already in this collection: uploaded as {path} ({source.label})."
+        ) % {"name": name, "folder": source.path, "path": path}
+    return _("%(name)s is already in this collection: uploaded as %(path)s (%(source)s).") % {
+        "name": name,
+        "path": path,
+        "source": source.label,
+    }
 
 
 def source_add_upload(*, store: Store, files: list[UploadedFile[bytes]]) -> tuple[Source, Job]:
@@ -650,13 +680,13 @@ def document_remove(*, document: Document) -> None:
     with transaction.atomic(durable=True):
         locked = Source.objects.select_for_update().get(pk=source.pk)
         if Job.objects.filter(source=locked, state__in=Job.ACTIVE_STATES).exists():
-            raise JobBusy("A job is running for this source; wait for it or cancel it first.")
+            raise JobBusy(_("A job is running for this source; wait for it or cancel it first."))
         if store.in_qdrant:
             _points_delete_on_commit(
                 store, list(Chunk.objects.filter(document=document).values_list("pk", flat=True))
             )
         if not Document.objects.filter(pk=document.pk).delete()[0]:
-            raise KnowledgeRefusal("This file was already removed.")
+            raise KnowledgeRefusal(_("This file was already removed."))
         hashes = {path: sha for path, sha in locked.hashes.items() if path != document.path}
         updates: dict[str, Any] = {
             "hashes": hashes,

@@ -383,3 +383,19 @@ def test_a_removed_file_is_not_brought_back_by_a_waiting_review(client, user, ks
     services.index_run(services.scan_confirm(scan_job=review).pk)
     assert not Document.objects.filter(source=document.source).exists()
     assert not Chunk.objects.filter(source=document.source).exists()
+
+
+def test_refusals_read_in_german(client, user, kstore, tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    _folder_document(kstore, folder, "guide.md", "Emus laufen nicht rückwärts.")
+    client.force_login(user)
+    response = client.post(
+        f"/knowledge/{kstore.pk}/uploads/",
+        {"documents": [SimpleUploadedFile("kopie.md", "Emus laufen nicht rückwärts.".encode())]},
+        HTTP_ACCEPT_LANGUAGE="de",
+    )
+    assert response.status_code == 400
+    assert f"kopie.md ist schon durch die Ordnerquelle {folder} abgedeckt (als guide.md)" in (
+        response.content.decode()
+    )
