@@ -87,8 +87,9 @@ def test_drop_files_watch_each_upload_then_manage_the_files(
     wait_until_live(page)
     page.locator("#review").wait_for(timeout=30_000)
     # Waiting for review is not a finished (green, full) bar.
-    status = page.locator(".job-status")
-    assert status.get_attribute("data-state") == "review"
+    # The review and the job's state arrive as separate live fragments.
+    status = page.locator(".job-status[data-state=review]")
+    status.wait_for(timeout=30_000)
     assert status.locator(".progress").count() == 0
     page.get_by_role("button", name="Index these files").click()
     page.locator(".job-status[data-state=succeeded][data-progress='100']").wait_for(timeout=60_000)
