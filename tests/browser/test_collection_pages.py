@@ -159,6 +159,11 @@ def test_refusals_are_shown_where_the_person_typed(
     page.get_by_role("button", name="Index these files").click()
     page.locator(".job-status[data-state=succeeded][data-progress='100']").wait_for(timeout=60_000)
 
+    # The sources table came in live: on a phone its cells are still labelled cards.
+    table = page.locator("[id^=sources-table]", has_text="1 / 1")
+    table.wait_for()
+    assert table.locator("tbody td").first.get_attribute("data-label") == "Path"
+
     # The same file picked with the plain input: the server refuses it, naming the folder.
     page.get_by_label("Files").set_input_files(
         {"name": "copy.md", "mimeType": "text/markdown", "buffer": (docs / "guide.md").read_bytes()}
