@@ -117,6 +117,8 @@ class Source(models.Model):
     store = models.ForeignKey(Store, on_delete=models.CASCADE, related_name="sources")
     kind = models.CharField(max_length=16, choices=Kind.choices)
     path = models.CharField(max_length=1024, help_text="Absolute folder on the server.")
+    # Uploads: the names of the uploaded files, which people see instead of our copy's path.
+    name = models.CharField(max_length=300, blank=True)
     include_globs = models.JSONField(default=list, blank=True)
     exclude_globs = models.JSONField(default=list, blank=True)
     use_gitignore = models.BooleanField(default=True)
@@ -143,7 +145,9 @@ class Source(models.Model):
     @property
     def label(self) -> str:
         """What people see: a folder's path, never the server path of our upload copies."""
-        return self.path if self.kind == self.Kind.FOLDER else "Uploaded files"
+        if self.kind == self.Kind.FOLDER:
+            return self.path
+        return self.name or str(gettext_lazy("Uploaded files"))
 
 
 class Document(models.Model):

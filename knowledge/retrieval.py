@@ -251,6 +251,7 @@ class Ranking:
     ids: list[int]
     semantic: bool  # False when no vectors were searched (keyword-only or embedder down)
     similarity: dict[int, float] = field(default_factory=dict)  # for vector hits
+    keyword: dict[int, float] = field(default_factory=dict)  # BM25 scores of keyword hits
 
 
 def rank(
@@ -300,15 +301,20 @@ def rank(
                 scored = above_floor(nearest)
                 similarity = dict(scored)
                 lists.append((scored, vector_weight))
+    keyword: dict[int, float] = {}
     if mode in ("hybrid", "keyword") or embedder is None:
-        lists.append((keyword_scored(store, query, source_ids, limit), keyword_weight))
+        keyword_hits = keyword_scored(store, query, source_ids, limit)
+        keyword = dict(keyword_hits)
+        lists.append((keyword_hits, keyword_weight))
     if len(lists) == 1:  # one list keeps its own order, whatever its weight
         ids = [chunk_id for chunk_id, _ in lists[0][0]]
     else:
         ids = blocks.fuse_weighted(
             lists, method=method or settings.KNOWLEDGE_FUSION, k=settings.KNOWLEDGE_RRF_K
         )
-    return Ranking(ids[:limit], semantic=embedder is not None, similarity=similarity)
+    return Ranking(
+        ids[:limit], semantic=embedder is not None, similarity=similarity, keyword=keyword
+    )
 
 
 def bounds() -> blocks.Bounds:
@@ -328,6 +334,7 @@ def retrieve(
     results = [rank(store, query) for store in usable]
     rankings = [result.ids for result in results]
     similarity = {k: v for result in results for k, v in result.similarity.items()}
+    keyword = {k: v for result in results for k, v in result.keyword.items()}
     ordered = blocks.fuse(rankings) if len(rankings) > 1 else (rankings[0] if rankings else [])
     # Only what an excerpt shows: the embedding and the tsvector are the bulk of a row.
     rows = Chunk.objects.filter(pk__in=ordered).values_list(
@@ -343,6 +350,7 @@ def retrieve(
             text=by_id[i][5],
             score=round(similarity.get(i, 0.0), 3),
             chunk_id=i,
+            keyword_score=round(keyword.get(i, 0.0), 2),
         )
         for i in ordered
         if i in by_id

@@ -73,6 +73,10 @@ class FolderSourceIn(Schema):
 class SourceOut(Schema):
     id: int
     kind: str
+    label: str = Field(
+        description="What to show people: a folder's path, or an upload's file names "
+        "(never the server path of the uploaded copies)."
+    )
     path: str
     sync_mode: str
     enabled: bool

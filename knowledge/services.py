@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import time
+import unicodedata
 from collections.abc import Iterable
 from datetime import timedelta
 from pathlib import Path
@@ -18,7 +19,9 @@ from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Q
+from django.template.defaultfilters import filesizeformat
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from accounts.models import AIProfile, Membership, User
 from bridges.outbox import knowledge_indexed_event
@@ -26,6 +29,7 @@ from knowledge import events, qdrant
 from knowledge.core import scanning
 from knowledge.core.chunking import chunk_pages
 from knowledge.core.extract import Page, Unreadable
+from knowledge.core.formats import TEXT_SUFFIXES, format_of
 from knowledge.embeddings import (
     BATCH_SIZE,
     Embedder,
@@ -44,7 +48,10 @@ from memory_addon.storage import storage_check
 logger = logging.getLogger(__name__)
 MIB = 1024 * 1024
 UPLOAD_PREFIX = "knowledge"  # uploads live in the default storage under this folder
-_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._ -]")
+# Letters and digits of any script stay (Übersicht.md); slashes, markup, control and
+# bidi-override characters (which could make "gpj.md" read as "dm.jpg") become "_".
+_UNSAFE_NAME = re.compile(r"[^\w.() -]")
+_GLOB_SPECIAL = re.compile(r"([\\*?\[\]!#])")
 
 
 # --- Stores ------------------------------------------------------------------
@@ -354,10 +361,11 @@ def _check_folder(raw: str, owner: User) -> Path:
     if problem:
         raise KnowledgeRefusal(problem)
     path = Path(raw.strip()).expanduser()
+    # '..' first: "../docs" is refused for its '..', which is what the person must change.
+    if ".." in path.parts:
+        raise KnowledgeRefusal(_("Give the plain path of the folder, without '..'."))
     if not path.is_absolute():
         raise KnowledgeRefusal("Give the full path of the folder on the server, starting with /.")
-    if ".." in path.parts:
-        raise KnowledgeRefusal("Give the plain path of the folder, without '..'.")
     # The grant comes first: a person learns nothing about folders they may not use.
     _check_granted(owner, path)
     try:
@@ -367,7 +375,7 @@ def _check_folder(raw: str, owner: User) -> Path:
             "The folder path goes through a symbolic link; links are never followed."
         ) from None
     except FileNotFoundError:
-        raise KnowledgeRefusal(f"There is no folder at {path}.") from None
+        raise KnowledgeRefusal(_("There is no folder at %(path)s.") % {"path": path}) from None
     except NotADirectoryError:
         raise KnowledgeRefusal(f"{path} is a file, not a folder.") from None
     except OSError as error:
@@ -467,12 +475,27 @@ def upload_bytes(user_id: int) -> int:
     return total
 
 
+def upload_safe_name(raw: str) -> str:
+    """The name an uploaded file is kept and shown under: no folders, markup or controls."""
+    base = unicodedata.normalize("NFC", raw).replace("\\", "/").rsplit("/", 1)[-1]
+    return _UNSAFE_NAME.sub("_", base).strip().lstrip(".")[:120] or "file"
+
+
+def upload_label(names: Iterable[str]) -> str:
+    """An upload source as people know it: its file names (never our copy's server path)."""
+    ordered = sorted(names, key=str.lower)
+    shown = ", ".join(ordered[:3])
+    if len(ordered) > 3:
+        shown += f" (+{len(ordered) - 3})"
+    return shown[:300]
+
+
 def _upload_names(files: list[UploadedFile[bytes]]) -> list[str]:
     """Safe, distinct file names: two uploads never overwrite each other."""
     names: list[str] = []
     taken: set[str] = set()
     for upload in files:
-        name = _UNSAFE_NAME.sub("_", Path(upload.name or "file").name).lstrip(".")[:120] or "file"
+        name = upload_safe_name(upload.name or "file")
         stem, dot, suffix = name.rpartition(".") if "." in name else (name, "", "")
         candidate, number = name, 2
         while candidate.lower() in taken:
@@ -483,9 +506,100 @@ def _upload_names(files: list[UploadedFile[bytes]]) -> list[str]:
     return names
 
 
+def upload_formats() -> list[str]:
+    """What the upload form accepts, from the same allowlist the scanner applies (K3)."""
+    return [".pdf", *sorted(TEXT_SUFFIXES)]
+
+
+def _upload_digest(upload: UploadedFile[bytes]) -> str:
+    digest = hashlib.sha256()
+    for block in upload.chunks():
+        digest.update(block)
+    return digest.hexdigest()
+
+
+def _check_uploads(store: Store, files: list[UploadedFile[bytes]], names: list[str]) -> None:
+    """Refuse what could never be indexed, and files the collection already has (K2, K3)."""
+    limit = settings.KNOWLEDGE_UPLOAD_MAX_FILE_BYTES
+    for upload, name in zip(files, names, strict=True):
+        if (upload.size or 0) > limit:
+            raise LimitExceeded(
+                _(
+                    "%(name)s is %(size)s; a file may be at most %(limit)s. "
+                    "Split it or leave it out."
+                )
+                % {
+                    "name": name,
+                    "size": filesizeformat(upload.size or 0),
+                    "limit": filesizeformat(limit),
+                }
+            )
+        if format_of(name) is None:
+            raise KnowledgeRefusal(
+                _(
+                    "%(name)s is not a format collections index. Allowed: PDF and text formats "
+                    "such as .md, .txt, .rst, .csv, .html and source code."
+                )
+                % {"name": name}
+            )
+    seen: dict[str, str] = {}
+    for upload, name in zip(files, names, strict=True):
+        digest = _upload_digest(upload)
+        if digest in seen:
+            raise KnowledgeRefusal(
+                _("%(name)s and %(other)s are the same file; upload it once.")
+                % {"name": name, "other": seen[digest]}
+            )
+        seen[digest] = name
+    existing = (
+        Document.objects.filter(source__store=store, sha256__in=seen)
+        .select_related("source")
+        .order_by("source_id", "path")
+        .first()
+    )
+    if existing is not None:
+        raise KnowledgeRefusal(
+            _already_there(seen[existing.sha256], existing.source, existing.path)
+        )
+    # Files of a scan that waits for review, or is being indexed, count too.
+    scans = list(
+        Job.objects.filter(store=store, kind=Job.Kind.SCAN, state=Job.State.REVIEW).select_related(
+            "source"
+        )
+    )
+    scans += [
+        job.scan_job
+        for job in Job.objects.filter(
+            store=store, kind=Job.Kind.INDEX, state__in=Job.ACTIVE_STATES
+        ).select_related("scan_job__source")
+        if job.scan_job is not None
+    ]
+    for scan in scans:
+        for row in scan.review:
+            if row.get("sha256") in seen and row.get("status") in ("new", "changed", "unchanged"):
+                raise KnowledgeRefusal(
+                    _already_there(seen[row["sha256"]], scan.source, row["path"])
+                )
+
+
+def _already_there(name: str, source: Source, path: str) -> str:
+    if source.kind == Source.Kind.FOLDER:
+        return _(
+            "%(name)s is already covered by the folder source %(folder)s (as %(path)s); "
+            "it is not uploaded a second time."
+        ) % {"name": name, "folder": source.path, "path": path}
+    return _("%(name)s is already in this collection: uploaded as %(path)s (%(source)s).") % {
+        "name": name,
+        "path": path,
+        "source": source.label,
+    }
+
+
 def source_add_upload(*, store: Store, files: list[UploadedFile[bytes]]) -> tuple[Source, Job]:
     if not files:
         raise KnowledgeRefusal("Choose at least one file to upload.")
+    names = _upload_names(files)
+    _check_uploads(store, files, names)
     incoming = sum(upload.size or 0 for upload in files)
     try:
         storage_check(store.owner_id, incoming)
@@ -496,7 +610,13 @@ def source_add_upload(*, store: Store, files: list[UploadedFile[bytes]]) -> tupl
     try:
         with transaction.atomic(durable=True):
             Store.objects.select_for_update().get(pk=store.pk)
-            source = Source.objects.create(store=store, kind=Source.Kind.UPLOAD, path="")
+            source = Source.objects.create(
+                store=store,
+                kind=Source.Kind.UPLOAD,
+                path="",
+                name=upload_label(names),
+                max_file_bytes=settings.KNOWLEDGE_UPLOAD_MAX_FILE_BYTES,
+            )
             source.path = str(_upload_root() / f"store-{store.pk}" / f"source-{source.pk}")
             source.save(update_fields=["path"])
         # The files go to the storage (maybe a remote server) outside any transaction.
@@ -505,7 +625,7 @@ def source_add_upload(*, store: Store, files: list[UploadedFile[bytes]]) -> tupl
         # database that was reset, never a file of this source.
         _upload_delete(source)
         prefix = _upload_prefix(source)
-        for upload, name in zip(files, _upload_names(files), strict=True):
+        for upload, name in zip(files, names, strict=True):
             if storage.save(f"{prefix}/{name}", upload) != f"{prefix}/{name}":
                 raise KnowledgeRefusal(f"The file name {name} could not be kept.")
         with transaction.atomic(durable=True):
@@ -547,6 +667,60 @@ def source_remove(*, source: Source) -> None:
     if source.kind == Source.Kind.UPLOAD:
         source.pk = source_pk  # delete() cleared it; the storage prefix is named after it
         _upload_delete(source)
+
+
+def document_remove(*, document: Document) -> None:
+    """Take one file out of the collection: its excerpts go, the original file stays.
+
+    A folder's file gets an exclude pattern, so the next update does not bring it back
+    (the review then lists it as excluded); an uploaded file's copy is deleted.
+    """
+    source = document.source
+    store = source.store
+    with transaction.atomic(durable=True):
+        locked = Source.objects.select_for_update().get(pk=source.pk)
+        if Job.objects.filter(source=locked, state__in=Job.ACTIVE_STATES).exists():
+            raise JobBusy(_("A job is running for this source; wait for it or cancel it first."))
+        if store.in_qdrant:
+            _points_delete_on_commit(
+                store, list(Chunk.objects.filter(document=document).values_list("pk", flat=True))
+            )
+        if not Document.objects.filter(pk=document.pk).delete()[0]:
+            raise KnowledgeRefusal(_("This file was already removed."))
+        hashes = {path: sha for path, sha in locked.hashes.items() if path != document.path}
+        updates: dict[str, Any] = {
+            "hashes": hashes,
+            "file_count": len(hashes),
+            "chunk_count": Chunk.objects.filter(source=locked).count(),
+        }
+        # A review still waiting must not bring the file back when it is confirmed.
+        for review in Job.objects.select_for_update().filter(
+            source=locked, kind=Job.Kind.SCAN, state=Job.State.REVIEW
+        ):
+            review.review = [
+                {**row, "status": "skipped", "reason": "removed from the collection"}
+                if row["path"] == document.path
+                else row
+                for row in review.review
+            ]
+            review.save(update_fields=["review"])
+        if locked.kind == Source.Kind.FOLDER:
+            pattern = "/" + _GLOB_SPECIAL.sub(r"\\\1", document.path)
+            if pattern not in locked.exclude_globs:
+                updates["exclude_globs"] = [*locked.exclude_globs, pattern]
+        else:
+            updates["name"] = upload_label(hashes) if hashes else locked.name
+        Source.objects.filter(pk=locked.pk).update(**updates)
+    if source.kind == Source.Kind.UPLOAD:
+        _upload_file_delete(source, document.path)
+
+
+def _upload_file_delete(source: Source, relative: str) -> None:
+    folder = Path(source.path)
+    if folder.is_relative_to(_upload_root()) and "/" not in relative and relative not in ("", ".."):
+        (folder / relative).unlink(missing_ok=True)
+        release_db_connection()
+        filestore.uploads().delete(f"{_upload_prefix(source)}/{relative}")
 
 
 def job_cancel(*, job: Job) -> None:

@@ -13,6 +13,10 @@ urlpatterns = [
     path("<int:store_id>/folders/", views.source_add_folder, name="knowledge_add_folder"),
     path("<int:store_id>/uploads/", views.source_upload, name="knowledge_upload"),
     path("<int:store_id>/search/", views.test_search, name="knowledge_search"),
+    path("<int:store_id>/files/", views.store_files, name="knowledge_files"),
+    path(
+        "files/<int:document_id>/remove/", views.document_remove, name="knowledge_document_remove"
+    ),
     path(
         "sources/<int:source_id>/<str:action>/", views.source_action, name="knowledge_source_action"
     ),

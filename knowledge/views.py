@@ -9,11 +9,14 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import HttpResponseClientRedirect
 
 from accounts.auth import signed_in_user
-from knowledge import services
+from knowledge import selectors, services
+from knowledge.core.formats import TEXT_NAMES
 from knowledge.embeddings import EmbeddingUnavailable
 from knowledge.forms import FolderSourceForm, SearchForm, StoreForm, UploadForm
 from knowledge.models import Job, Source, Store
@@ -90,6 +93,7 @@ def _store_context(store: Store, **extra: Any) -> dict[str, Any]:
         "review_job": review_job,
         "folder_form": extra.pop("folder_form", None) or FolderSourceForm(),
         "upload_form": extra.pop("upload_form", None) or UploadForm(),
+        **_upload_context(),
         "search_form": extra.pop("search_form", None) or SearchForm(),
         "allowed_roots": services.granted_folders(store.owner),
         "watch_interval_minutes": settings.KNOWLEDGE_WATCH_INTERVAL_SECONDS // 60,
@@ -163,22 +167,89 @@ def source_add_folder(request: HttpRequest, store_id: int) -> HttpResponse:
     )
 
 
+def _upload_context() -> dict[str, Any]:
+    return {
+        "upload_max_bytes": settings.KNOWLEDGE_UPLOAD_MAX_FILE_BYTES,
+        "upload_formats": services.upload_formats(),
+        "upload_names": sorted(TEXT_NAMES),
+    }
+
+
 @login_required
 @require_POST
 def source_upload(request: HttpRequest, store_id: int) -> HttpResponse:
     store = _store(request, store_id)
     form = UploadForm(request.POST, request.FILES)
+    htmx = request.headers.get("HX-Request") == "true"
     if form.is_valid():
         try:
-            services.source_add_upload(store=store, files=form.cleaned_data["documents"])
+            source, _job = services.source_add_upload(
+                store=store, files=form.cleaned_data["documents"]
+            )
         except MemoryRefusal as refusal:
             form.add_error("documents", refusal.message)
         else:
-            messages.success(request, _("Checking the uploaded files…"))
+            messages.success(
+                request, _("Checking the uploaded files: %(names)s") % {"names": source.label}
+            )
+            if htmx:
+                return HttpResponseClientRedirect(reverse("knowledge_store", args=[store.pk]))
             return redirect("knowledge_store", store_id=store.pk)
+    if htmx:
+        return render(
+            request,
+            "knowledge/_upload.html",
+            {"store": store, "upload_form": form, **_upload_context()},
+            status=400,
+        )
     return render(
         request, "knowledge/store.html", _store_context(store, upload_form=form), status=400
     )
+
+
+@login_required
+@require_GET
+def store_files(request: HttpRequest, store_id: int) -> HttpResponse:
+    store = _store(request, store_id)
+    source: Source | None = None
+    raw_source = request.GET.get("source", "")
+    if raw_source:
+        if not raw_source.isdigit():
+            raise Http404
+        source = get_object_or_404(Source, pk=int(raw_source), store=store)
+    show = request.GET.get("show", "")
+    files = selectors.store_files(store, source_id=source.pk if source else None)
+    rows = (
+        [row for row in files.rows if row.status == "skipped"] if show == "problems" else files.rows
+    )
+    return render(
+        request,
+        "knowledge/files.html",
+        {"store": store, "files": files, "rows": rows, "source": source, "show": show},
+    )
+
+
+@login_required
+@require_POST
+def document_remove(request: HttpRequest, document_id: int) -> HttpResponse:
+    document = selectors.document_for(signed_in_user(request).pk, document_id)
+    if document is None:
+        raise Http404
+    store_id = document.source.store_id
+    try:
+        services.document_remove(document=document)
+    except MemoryRefusal as refusal:
+        messages.error(request, refusal.message)
+    else:
+        if document.source.kind == Source.Kind.FOLDER:
+            text = _(
+                "Removed %(path)s and its excerpts. The file itself is untouched; "
+                "updates of the folder leave it out."
+            )
+        else:
+            text = _("Removed %(path)s and its excerpts.")
+        messages.success(request, text % {"path": document.path})
+    return redirect("knowledge_files", store_id=store_id)
 
 
 def _source(request: HttpRequest, source_id: int) -> Source:

@@ -421,6 +421,9 @@ EMBEDDING_THREADS = env_int("EMBEDDING_THREADS", 2)
 # A query's embedding is waited for by a person: one attempt, bounded.
 EMBEDDING_QUERY_TIMEOUT_SECONDS = env_float("EMBEDDING_QUERY_TIMEOUT_SECONDS", 10.0)
 KNOWLEDGE_WATCH_INTERVAL_SECONDS = env_int("KNOWLEDGE_WATCH_INTERVAL_SECONDS", 600)
+# One uploaded document at most this big (K3's 50 MiB per file): refused while it arrives,
+# and shown on the upload form before anyone picks a file.
+KNOWLEDGE_UPLOAD_MAX_FILE_BYTES = env_int("KNOWLEDGE_UPLOAD_MAX_FILE_BYTES", 50 * 1024 * 1024)
 KNOWLEDGE_JOB_STALE_SECONDS = env_int("KNOWLEDGE_JOB_STALE_SECONDS", 300)
 # An index job reports progress (heartbeat, cancel check, live push) at most this often.
 KNOWLEDGE_PROGRESS_INTERVAL_SECONDS = env_float("KNOWLEDGE_PROGRESS_INTERVAL_SECONDS", 0.25)

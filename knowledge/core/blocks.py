@@ -43,9 +43,10 @@ class Candidate:
     path: str
     page: int | None
     text: str
-    score: float
+    score: float  # cosine similarity of a vector hit (0 when only keywords found it)
     chunk_id: int = 0
     store_id: int | None = None
+    keyword_score: float = 0.0  # BM25 score of a keyword hit (0 when it had none)
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("knowledge", "0005_qdrant_store"),
+        ("knowledge", "0006_upload_source_name"),
     ]
 
     operations = [

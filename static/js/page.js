@@ -72,3 +72,9 @@ function labelCells(root) {
 }
 document.addEventListener("DOMContentLoaded", () => labelCells(document));
 document.addEventListener("htmx:afterSettle", (event) => labelCells(event.target));
+// Live fragments (websocket swaps) bring new tables too: label their cells as they arrive.
+document.addEventListener("DOMContentLoaded", () => {
+  new MutationObserver((records) => {
+    if (records.some((record) => record.addedNodes.length)) labelCells(document);
+  }).observe(document.body, { childList: true, subtree: true });
+});
