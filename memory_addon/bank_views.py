@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
+from html import unescape
 from typing import Any
+from urllib.parse import quote
 
 from django.conf import settings
 from django.contrib import messages
@@ -32,6 +35,17 @@ from memory_addon.services.scopes import (
     bank_switch,
     scope_folder,
 )
+
+# A relative link to another Markdown file of the bank (the sanitizer already dropped
+# schemes it does not allow); the preview opens it on this page instead of a 404.
+_TOPIC_HREF = re.compile(r'href="([^":/?#<>\s]+\.md)"')
+
+
+def _preview(content: str) -> str:
+    return _TOPIC_HREF.sub(
+        lambda match: f'href="?path={quote(unescape(match.group(1)))}"', render_markdown(content)
+    )
+
 
 # A limit counts as "near" from this share on; the page warns before a write is refused.
 NEAR_LIMIT = 0.9
@@ -205,7 +219,7 @@ def _bank_render(
         "files": files,
         "selected": selected,
         "selected_path": selected_path,
-        "rendered": render_markdown(selected.content) if selected else "",
+        "rendered": _preview(selected.content) if selected else "",
         "editing": editing,
         "new_file": editing and selected is None,
         "confirm_delete_file": request.GET.get("confirm") == "delete-file" and selected,

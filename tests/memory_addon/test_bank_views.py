@@ -158,6 +158,11 @@ def test_the_preview_renders_markdown_and_never_runs_html(signed_in, user, bank)
     assert 'href="javascript:' not in html
 
 
+def test_a_link_to_a_topic_file_opens_it_on_the_page(signed_in, bank):
+    html = signed_in.get(f"/memory/banks/{bank.pk}/").content.decode()
+    assert '<a href="?path=style.md" rel="noopener noreferrer nofollow">style</a>' in html
+
+
 def test_saving_a_file_over_the_limit_keeps_the_text_and_says_why(signed_in, user, bank, settings):
     settings.MEMORY_BANK_MAX_BYTES = 200
     big = "x" * 300
