@@ -1,9 +1,11 @@
-"""The live-events socket outlives a Redis hiccup and closes cleanly when Redis stays away."""
+"""Live events under Redis errors: the socket outlives a hiccup and closes cleanly when Redis
+stays away; a push that cannot reach Redis is dropped within its bound, never an error."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
 import pytest
 from asgiref.sync import async_to_sync
@@ -13,9 +15,10 @@ from django.conf import settings
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from memory_addon import events
 from memory_addon.asgi import application
 from memory_addon.consumers import CLOSE_REDIS_LOST, EventsConsumer
-from memory_addon.events import user_group
+from memory_addon.events import push_fragment, user_group
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -120,3 +123,30 @@ def test_a_socket_that_cannot_join_its_group_is_closed_for_a_retry(client, user,
         return result
 
     assert async_to_sync(scenario)() == (False, 1013)
+
+
+def test_a_push_redis_refuses_is_dropped_not_raised(monkeypatch, caplog):
+    layer = get_channel_layer()
+
+    async def refused(group: str, message: dict) -> None:
+        raise RedisConnectionError("Connection refused")
+
+    monkeypatch.setattr(layer, "group_send", refused)
+    with caplog.at_level(logging.WARNING, logger="memory_addon.events"):
+        push_fragment(1, "<div id='x'>1</div>")
+    assert "Live push to user 1 dropped" in caplog.text
+
+
+def test_a_push_to_a_hanging_redis_gives_up_within_its_bound(monkeypatch, caplog):
+    layer = get_channel_layer()
+
+    async def hangs(group: str, message: dict) -> None:
+        await asyncio.sleep(60)
+
+    monkeypatch.setattr(layer, "group_send", hangs)
+    monkeypatch.setattr(events, "PUSH_TIMEOUT_SECONDS", 0.2)
+    begin = time.monotonic()
+    with caplog.at_level(logging.WARNING, logger="memory_addon.events"):
+        push_fragment(1, "<div id='x'>1</div>")
+    assert time.monotonic() - begin < 5
+    assert "Live push to user 1 dropped" in caplog.text
