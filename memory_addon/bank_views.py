@@ -315,7 +315,12 @@ def bank_file_save(request: HttpRequest, bank_id: int) -> HttpResponse:
         return _bank_render(
             request, bank, extra, status=409 if conflict else 422, path=raw_path, editing=True
         )
-    messages.success(request, _("Saved %(path)s.") % {"path": path})
+    if request.POST.get("enable") == "1" and not bank.enabled:
+        # The first file of a bank that is off: the person chose "Turn on and save".
+        bank_switch(user=user, scope=bank, enabled=True)
+        messages.success(request, _("Saved %(path)s and turned the bank on.") % {"path": path})
+    else:
+        messages.success(request, _("Saved %(path)s.") % {"path": path})
     return redirect(_bank_url(bank, path=path))
 
 

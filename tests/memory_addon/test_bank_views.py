@@ -163,6 +163,24 @@ def test_a_link_to_a_topic_file_opens_it_on_the_page(signed_in, bank):
     assert '<a href="?path=style.md" rel="noopener noreferrer nofollow">style</a>' in html
 
 
+def test_the_first_file_of_a_bank_that_is_off_asks_to_turn_it_on(signed_in, user):
+    bank = bank_create(user=user, project_key="git:quiet", enabled=False)
+    html = signed_in.get(f"/memory/banks/{bank.pk}/?new=1&path=MEMORY.md").content.decode()
+    assert 'id="enable-first"' in html and 'name="enable" value="1"' in html
+    url = f"/memory/banks/{bank.pk}/file/"
+    signed_in.post(url, {"path": "MEMORY.md", "content": "- a\n", "enable": "1"})
+    bank.refresh_from_db()
+    assert bank.enabled and _file(bank).content == "- a\n"
+
+
+def test_saving_and_keeping_a_bank_off_leaves_it_off(signed_in, user):
+    bank = bank_create(user=user, project_key="git:quiet", enabled=False)
+    url = f"/memory/banks/{bank.pk}/file/"
+    signed_in.post(url, {"path": "MEMORY.md", "content": "- a\n", "enable": "0"})
+    bank.refresh_from_db()
+    assert not bank.enabled and _file(bank).content == "- a\n"
+
+
 def test_saving_a_file_over_the_limit_keeps_the_text_and_says_why(signed_in, user, bank, settings):
     settings.MEMORY_BANK_MAX_BYTES = 200
     big = "x" * 300
