@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import threading
 from typing import TypedDict
@@ -11,6 +12,9 @@ from channels.layers import get_channel_layer
 from django.db import transaction
 from django.urls import reverse
 from django.utils.html import format_html
+from redis.exceptions import RedisError
+
+logger = logging.getLogger(__name__)
 
 
 class FragmentEvent(TypedDict):
@@ -50,7 +54,14 @@ def push_fragment(user_id: int, html: str) -> None:
         return
     event: FragmentEvent = {"type": "fragment", "html": html}
     send = layer.group_send(user_group(user_id), event)
-    asyncio.run_coroutine_threadsafe(send, _loop_for_pushes()).result(PUSH_TIMEOUT_SECONDS)
+    future = asyncio.run_coroutine_threadsafe(send, _loop_for_pushes())
+    try:
+        future.result(PUSH_TIMEOUT_SECONDS)
+    except (TimeoutError, ConnectionError, RedisError) as error:
+        # A push is best effort: the change is committed, and open pages resync when their
+        # socket comes back. A Redis hiccup must not turn a saved change into an error page.
+        future.cancel()
+        logger.warning("Live push to user %s dropped: %r", user_id, error)
 
 
 def push_fragment_on_commit(user_id: int, html: str) -> None:

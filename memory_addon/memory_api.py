@@ -53,8 +53,7 @@ from memory_addon.services.changes import (
     version_restore,
 )
 from memory_addon.services.context import (
-    bank_startup_context,
-    memory_readable,
+    bank_agent_view,
     turn_context_build,
 )
 from memory_addon.services.memory_tool import memory_tool_execute
@@ -418,16 +417,15 @@ def _bank_status(user: User, project_key: str, scope: MemoryScope | None) -> dic
     rows = (
         list(MemoryFile.objects.filter(scope=scope).values_list("size", flat=True)) if scope else []
     )
-    reason = memory_readable(Turn(user=user))
+    agent_view = bank_agent_view(user, scope)
     return {
         "project_key": project_key,
         "folder": scope_folder(shown),
         "enabled": shown.enabled,
         "files": len(rows),
         "bytes": sum(rows),
-        # The startup context goes to a coding agent's model: the same switches apply.
-        "startup_context": "" if reason or scope is None else bank_startup_context(scope),
-        "memory_off_reason": reason,
+        "startup_context": agent_view.startup_context,
+        "memory_off_reason": agent_view.off_reason,
     }
 
 

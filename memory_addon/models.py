@@ -270,3 +270,19 @@ class NoteEmbedding(models.Model):
 
     def __str__(self) -> str:
         return f"{self.file_id} ({self.model_name})"
+
+
+class BankSwitch(models.Model):
+    """A project bank turned on or off: who, when and from where (the banks page lists them)."""
+
+    scope = models.ForeignKey(MemoryScope, on_delete=models.CASCADE, related_name="switches")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    enabled = models.BooleanField()
+    source = models.CharField(max_length=16, choices=ChangeSet.Source.choices)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering: ClassVar = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.scope_id} {'on' if self.enabled else 'off'}"

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models import Count, Exists, OuterRef, QuerySet, Sum
+from django.db.models.functions import Coalesce, Lower
+from django.shortcuts import get_object_or_404
 
 from accounts.models import User
 from memory_addon.core.diffs import unified_diff
@@ -22,6 +24,20 @@ def scopes_for_user(user: User) -> QuerySet[MemoryScope]:
         .select_related("agent", "binding")
         .order_by("kind", "id")
     )
+
+
+def banks_for_user(user: User) -> QuerySet[MemoryScope]:
+    """The person's project banks with their file count and size, in one query."""
+    return (
+        MemoryScope.objects.filter(owner=user, kind=MemoryScope.Kind.PROJECT)
+        .annotate(file_count=Count("files"), total_bytes=Coalesce(Sum("files__size"), 0))
+        .order_by(Lower("project_name"), "project_key", "id")
+    )
+
+
+def bank_for_user(user: User, bank_id: int) -> MemoryScope:
+    """The access check for a bank by id: another person's bank (or any other scope) is a 404."""
+    return get_object_or_404(banks_for_user(user), pk=bank_id)
 
 
 def change_sets_for_user(user: User) -> QuerySet[ChangeSet]:

@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.urls import include, path
 
-from memory_addon import views
+from memory_addon import bank_views, views
 from memory_addon.api import api
 from memory_addon.metrics import metrics_view
 
@@ -32,6 +32,16 @@ urlpatterns = [
     ),
     path("memory/audit/", views.audit_page, name="memory_audit"),
     path("memory/agents/<int:agent_id>/", views.agent_memory, name="memory_agent"),
+    path("memory/banks/", bank_views.banks_page, name="memory_banks"),
+    path("memory/banks/<int:bank_id>/", bank_views.bank_page, name="memory_bank"),
+    path(
+        "memory/banks/<int:bank_id>/enabled/", bank_views.bank_enabled, name="memory_bank_enabled"
+    ),
+    path("memory/banks/<int:bank_id>/edit/", bank_views.bank_edit_page, name="memory_bank_edit"),
+    path("memory/banks/<int:bank_id>/file/", bank_views.bank_file_save, name="memory_bank_file"),
+    path(
+        "memory/banks/<int:bank_id>/delete/", bank_views.bank_delete_page, name="memory_bank_delete"
+    ),
     path("files/", views.files_page, name="memory_files"),
     path("files/export.zip", views.memory_export_download, name="memory_export"),
     path("files/restore/", views.memory_restore_upload, name="memory_restore_upload"),

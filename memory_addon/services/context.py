@@ -11,6 +11,7 @@ from django.conf import settings
 from django.db.models import OuterRef, Q, Subquery
 from django.utils.translation import gettext
 
+from accounts.models import User
 from memory_addon.core import entries
 from memory_addon.core.budget import Candidate, pack
 from memory_addon.core.secret_guard import mask_outbound
@@ -225,4 +226,29 @@ def bank_startup_context(scope: MemoryScope) -> str:
     )
 
 
-__all__ = ["TurnContext", "bank_startup_context", "turn_context_build"]
+@dataclass(frozen=True)
+class BankAgentView:
+    """What a coding agent gets at startup for a bank: the context, or why it gets none."""
+
+    startup_context: str
+    off_reason: str
+
+
+def bank_agent_view(user: User, scope: MemoryScope | None) -> BankAgentView:
+    """The one answer to "what does the agent see?", for the API, the CLI and the banks page."""
+    # The startup context goes to a coding agent's model: the same switches apply.
+    reason = memory_readable(Turn(user=user))
+    if not reason and scope is not None and not scope.enabled:
+        reason = gettext("Project memory is off for this project; the files are kept.")
+    if reason or scope is None:
+        return BankAgentView(startup_context="", off_reason=reason)
+    return BankAgentView(startup_context=bank_startup_context(scope), off_reason="")
+
+
+__all__ = [
+    "BankAgentView",
+    "TurnContext",
+    "bank_agent_view",
+    "bank_startup_context",
+    "turn_context_build",
+]

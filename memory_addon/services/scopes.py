@@ -6,11 +6,12 @@ import hashlib
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.utils.translation import gettext
 
 from accounts.models import Agent, MessagingBinding, User
 from memory_addon.core.secret_guard import find_secret
-from memory_addon.errors import LimitExceeded, SecretRefused
-from memory_addon.models import MemoryScope
+from memory_addon.errors import ChangeRefused, LimitExceeded, SecretRefused
+from memory_addon.models import BankSwitch, ChangeSet, MemoryScope
 
 INDEX_PATH = "index.md"
 BANK_INDEX_PATH = "MEMORY.md"
@@ -62,19 +63,125 @@ def bank_scope(user: User, project_key: str, project_name: str = "") -> MemorySc
     return scope
 
 
+def _refuse_secret(label: str, value: str) -> None:
+    finding = find_secret(value)
+    if finding:
+        raise SecretRefused(f"{label}: {finding.message()}", kind=finding.kind)
+
+
+def _switch(*, user: User, scope: MemoryScope, enabled: bool, source: str) -> None:
+    """Set the bank's state; a real change leaves a row in its history (inside a transaction)."""
+    # A conditional update: two tabs flipping at once record one change, not two.
+    changed = (
+        MemoryScope.objects.filter(pk=scope.pk).exclude(enabled=enabled).update(enabled=enabled)
+    )
+    if changed:
+        BankSwitch.objects.create(scope=scope, user=user, enabled=enabled, source=source)
+    scope.enabled = enabled
+
+
 def bank_set_enabled(
-    *, user: User, project_key: str, project_name: str = "", enabled: bool
+    *,
+    user: User,
+    project_key: str,
+    project_name: str = "",
+    enabled: bool,
+    source: str = ChangeSet.Source.API,
 ) -> MemoryScope:
     """Turn a bank on or off (creating it if needed); its files are never touched."""
     if project_name:
-        finding = find_secret(project_name)
-        if finding:
-            raise SecretRefused(f"The project name: {finding.message()}", kind=finding.kind)
+        _refuse_secret("The project name", project_name)
     with transaction.atomic(durable=True):
         scope = bank_scope(user, project_key, project_name)
-        MemoryScope.objects.filter(pk=scope.pk).update(enabled=enabled)
-    scope.enabled = enabled
+        _switch(user=user, scope=scope, enabled=enabled, source=source)
     return scope
+
+
+def bank_switch(
+    *, user: User, scope: MemoryScope, enabled: bool, source: str = ChangeSet.Source.PAGE
+) -> MemoryScope:
+    """Turn an existing bank on or off (the banks page); its files are never touched."""
+    with transaction.atomic(durable=True):
+        _switch(user=user, scope=scope, enabled=enabled, source=source)
+    return scope
+
+
+MAX_PROJECT_KEY = 128
+MAX_PROJECT_NAME = 200
+
+
+def _clean_identity(project_key: str, project_name: str) -> tuple[str, str]:
+    key, name = project_key.strip(), project_name.strip()
+    if not key:
+        raise ChangeRefused(gettext("Give the project key the agent sends for this project."))
+    if len(key) > MAX_PROJECT_KEY:
+        raise ChangeRefused(
+            gettext("The project key is longer than %(max)d characters.") % {"max": MAX_PROJECT_KEY}
+        )
+    if len(name) > MAX_PROJECT_NAME:
+        raise ChangeRefused(
+            gettext("The name is longer than %(max)d characters.") % {"max": MAX_PROJECT_NAME}
+        )
+    if any(not char.isprintable() for char in key + name):
+        raise ChangeRefused(gettext("The project key and name must be plain one-line text."))
+    _refuse_secret("The project key", key)
+    if name:
+        _refuse_secret("The project name", name)
+    return key, name
+
+
+def _key_taken(user: User, key: str, *, other_than: int | None = None) -> bool:
+    banks = MemoryScope.objects.filter(kind=MemoryScope.Kind.PROJECT, owner=user, project_key=key)
+    if other_than is not None:
+        banks = banks.exclude(pk=other_than)
+    return banks.exists()
+
+
+def _taken_message(key: str) -> str:
+    return gettext("You already have a bank for the project key %(key)s.") % {"key": key}
+
+
+def bank_create(
+    *, user: User, project_key: str, project_name: str = "", enabled: bool = True
+) -> MemoryScope:
+    """A new, empty bank for a project identity; an existing one is never taken over."""
+    key, name = _clean_identity(project_key, project_name)
+    try:
+        with transaction.atomic(durable=True):
+            if _key_taken(user, key):
+                raise ChangeRefused(_taken_message(key))
+            scope = bank_scope(user, key, name)
+            if not enabled:
+                _switch(user=user, scope=scope, enabled=False, source=ChangeSet.Source.PAGE)
+    except IntegrityError as error:  # the same key created by a concurrent request
+        raise ChangeRefused(_taken_message(key)) from error
+    return scope
+
+
+def bank_edit(
+    *, user: User, scope: MemoryScope, project_key: str, project_name: str
+) -> MemoryScope:
+    """Rename a bank or point it at another project identity (e.g. after a move)."""
+    key, name = _clean_identity(project_key, project_name)
+    try:
+        with transaction.atomic(durable=True):
+            if _key_taken(user, key, other_than=scope.pk):
+                raise ChangeRefused(_taken_message(key))
+            MemoryScope.objects.filter(pk=scope.pk, owner=user).update(
+                project_key=key, project_name=name
+            )
+    except IntegrityError as error:
+        raise ChangeRefused(_taken_message(key)) from error
+    scope.project_key, scope.project_name = key, name
+    return scope
+
+
+def bank_delete(*, user: User, scope: MemoryScope) -> None:
+    """Delete a bank with its files and their history; this cannot be undone."""
+    if scope.kind != MemoryScope.Kind.PROJECT or scope.owner_id != user.pk:
+        raise ChangeRefused(gettext("Only your own project banks can be deleted here."))
+    with transaction.atomic(durable=True):
+        MemoryScope.objects.filter(pk=scope.pk, owner=user).delete()
 
 
 def scope_folder(scope: MemoryScope) -> str:
