@@ -357,7 +357,8 @@ def _prepare(message: Message) -> Prepared:
     )
     # Retrieval (an embeddings call and two searches) runs beside the memory block.
     retrieval = _beside(lambda: _retrieved(conversation, turn, current.content))
-    policy = policy_for(conversation.owner)  # read once: the context and the pushes use it
+    # Read once, with the person's add-on state: the context, add-ons and pushes use it.
+    policy = policy_for(conversation.owner, with_addons=True)
     context = turn_context_build(turn, policy)
     # Approved reference files (M14) go after the memory block, in their own wrapper.
     references = reference_block_build(
@@ -380,6 +381,7 @@ def _prepare(message: Message) -> Prepared:
         context_window=profile.context_window,
         tools={tool["function"]["name"] for tool in tools or []},
         memory_readable=not context.reason_off,
+        preloaded=policy.addons,
     )
     if addons.skills_block:
         system_parts.append(addons.skills_block)

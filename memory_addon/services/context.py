@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
+from django.db import connection
 from django.db.models import OuterRef, Q, Subquery
 from django.utils.translation import gettext
 
@@ -82,6 +83,47 @@ class ReadableScope:
     index: str  # the index file's text ("" when there is none yet)
 
 
+# The same query for every turn but its three ids: compiled once per process, as the
+# policy query is (building it through the ORM cost more than the database's own time).
+_NO_ROW = -1
+_scope_sql: dict[str, tuple[str, tuple[Any, ...], dict[int, str]]] = {}
+_SENTINELS = {
+    "user": -7_700_000_000_071,
+    "agent": -7_700_000_000_072,
+    "binding": -7_700_000_000_073,
+}
+
+
+def _scope_query(user_id: int, agent_id: int, binding_id: int) -> Any:
+    index = MemoryFile.objects.filter(scope=OuterRef("pk"), path=INDEX_PATH).values("content")
+    wanted = (
+        Q(kind=MemoryScope.Kind.USER)
+        | Q(kind=MemoryScope.Kind.AGENT, agent_id=agent_id)
+        | Q(kind=MemoryScope.Kind.CHANNEL, binding_id=binding_id)
+    )
+    return MemoryScope.objects.filter(wanted, owner_id=user_id).annotate(
+        index_text=Subquery(index[:1])
+    )
+
+
+def _readable_scopes_found(turn: Turn) -> dict[str, MemoryScope]:
+    key = connection.alias
+    if key not in _scope_sql:
+        query = _scope_query(**{f"{name}_id": value for name, value in _SENTINELS.items()})
+        sql, params = query.query.get_compiler(key).as_sql()
+        names = {value: name for name, value in _SENTINELS.items()}
+        slots = {i: names[value] for i, value in enumerate(params) if value in names}
+        _scope_sql[key] = (sql, tuple(params), slots)
+    sql, template, slots = _scope_sql[key]
+    ids = {
+        "user": turn.user.pk,
+        "agent": turn.agent.pk if turn.agent else _NO_ROW,
+        "binding": turn.binding.pk if turn.binding else _NO_ROW,
+    }
+    params = [ids[slots[i]] if i in slots else value for i, value in enumerate(template)]
+    return {scope.kind: scope for scope in MemoryScope.objects.raw(sql, params)}
+
+
 def readable_scope_rows(turn: Turn) -> list[ReadableScope]:
     """Scopes whose notes this turn may read, most specific first (M10), with their index.
 
@@ -89,16 +131,7 @@ def readable_scope_rows(turn: Turn) -> list[ReadableScope]:
     """
     if turn.agent and not turn.agent.memory_allowed:
         return []
-    wanted = Q(kind=MemoryScope.Kind.USER, owner=turn.user)
-    if turn.agent:
-        wanted |= Q(kind=MemoryScope.Kind.AGENT, agent=turn.agent, owner=turn.user)
-    if turn.binding:
-        wanted |= Q(kind=MemoryScope.Kind.CHANNEL, binding=turn.binding, owner=turn.user)
-    index = MemoryFile.objects.filter(scope=OuterRef("pk"), path=INDEX_PATH).values("content")
-    found = {
-        scope.kind: scope
-        for scope in MemoryScope.objects.filter(wanted).annotate(index_text=Subquery(index[:1]))
-    }
+    found = _readable_scopes_found(turn)
     rows = []
     for origin, kind, owner_object in (
         ("agent", MemoryScope.Kind.AGENT, turn.agent),
