@@ -12,6 +12,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -36,6 +37,7 @@ from memory_addon.selectors import (
 from memory_addon.services.backup import MAX_ARCHIVE_BYTES, memory_export, memory_restore
 from memory_addon.services.changes import (
     change_set_undo,
+    change_sets_undo,
     clean_path,
     file_delete,
     file_write,
@@ -43,7 +45,12 @@ from memory_addon.services.changes import (
 )
 from memory_addon.services.notes import note_add, note_edit, notes_clear
 from memory_addon.services.policy import policy_for
-from memory_addon.services.proposals import proposal_confirm, proposal_reject
+from memory_addon.services.proposals import (
+    proposal_confirm,
+    proposal_reject,
+    proposals_decide_all,
+    proposals_reopen,
+)
 from memory_addon.services.scopes import agent_scope, index_path, scope_folder, user_scope
 from memory_addon.services.user_settings import addon_enabled, addon_set_enabled
 
@@ -433,14 +440,93 @@ def file_page(request: HttpRequest, scope_id: int) -> HttpResponse:
 @login_required
 @require_GET
 def inbox_page(request: HttpRequest) -> HttpResponse:
+    return _inbox_render(request, {})
+
+
+def _inbox_render(request: HttpRequest, extra: dict[str, Any]) -> HttpResponse:
+    """The Inbox, or only its body (notice, bulk buttons, cards) for an htmx request."""
     user = signed_in_user(request)
-    proposals = proposals_with_diffs(pending_proposals(user))
     context = {
-        "proposals": proposals,
+        "proposals": proposals_with_diffs(pending_proposals(user)),
         "max_entry_chars": MAX_ENTRY_CHARS,
         "banners": banners_for(user),
+        **extra,
     }
-    return render(request, "memory/inbox.html", context)
+    htmx = bool(getattr(request, "htmx", False))
+    template = "memory/inbox.html#inbox_body" if htmx else "memory/inbox.html"
+    return render(request, template, context)
+
+
+def _posted_ids(request: HttpRequest, name: str) -> list[int]:
+    return [int(value) for value in request.POST.getlist(name) if value.isdecimal()][:200]
+
+
+@login_required
+@require_POST
+def inbox_decide_all(request: HttpRequest) -> HttpResponse:
+    """Confirm all / Reject all: the cards the page showed, as one step with one Undo."""
+    user = signed_in_user(request)
+    decision = request.POST.get("decision", "")
+    if decision not in ("confirm", "reject"):
+        return HttpResponse(_("Choose Confirm all or Reject all."), status=400)
+    result = proposals_decide_all(
+        user=user,
+        proposal_ids=_posted_ids(request, "proposal"),
+        decision="confirm" if decision == "confirm" else "reject",
+    )
+    count = len(result.decided)
+    if result.decision == "confirm":
+        text = ngettext(
+            "Saved %(count)s note to memory.", "Saved %(count)s notes to memory.", count
+        ) % {"count": count}
+    else:
+        text = ngettext(
+            "Rejected %(count)s proposal; nothing was saved.",
+            "Rejected %(count)s proposals; nothing was saved.",
+            count,
+        ) % {"count": count}
+    notice = {
+        "text": text,
+        "decision": result.decision,
+        "change_sets": [change_set.pk for change_set in result.change_sets],
+        "proposals": [proposal.pk for proposal in result.decided],
+        "refused": result.refused,
+    }
+    return _inbox_render(request, {"bulk": notice})
+
+
+@login_required
+@require_POST
+def inbox_undo_all(request: HttpRequest) -> HttpResponse:
+    """Undo of a Confirm all (its change sets, together) or a Reject all (they wait again)."""
+    user = signed_in_user(request)
+    error = ""
+    if request.POST.get("decision") == "reject":
+        reopened = proposals_reopen(user=user, proposal_ids=_posted_ids(request, "proposal"))
+        text = ngettext(
+            "Undone: %(count)s proposal waits again.",
+            "Undone: %(count)s proposals wait again.",
+            len(reopened),
+        ) % {"count": len(reopened)}
+    else:
+        change_sets = list(
+            ChangeSet.objects.select_related("scope").filter(
+                pk__in=_posted_ids(request, "change_set"), user=user
+            )
+        )
+        try:
+            undone = change_sets_undo(
+                user=user, change_sets=change_sets, source=ChangeSet.Source.PAGE
+            )
+        except MemoryRefusal as refusal:
+            error, text = refusal.message, ""
+        else:
+            text = ngettext(
+                "Undone: %(count)s note is no longer saved.",
+                "Undone: %(count)s notes are no longer saved.",
+                len(undone),
+            ) % {"count": len(undone)}
+    return _inbox_render(request, {"bulk": {"text": text, "error": error, "undone": True}})
 
 
 @login_required

@@ -6,7 +6,10 @@ document.addEventListener("submit", (event) => {
   if (!(form instanceof HTMLFormElement)) return;
   const button = event.submitter;
   const question = (button && button.dataset.confirm) || form.dataset.confirm;
-  if (question && !window.confirm(question)) event.preventDefault();
+  if (question && !window.confirm(question)) {
+    event.preventDefault();
+    event.stopPropagation(); // htmx listens on the form itself and would still send it
+  }
 }, true);
 
 // A picker that changes the page (e.g. the memory scope) submits its form at once.
