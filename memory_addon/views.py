@@ -25,6 +25,7 @@ from memory_addon.core.entries import MAX_ENTRY_CHARS
 from memory_addon.core.markdown import render_markdown
 from memory_addon.core.readable_diff import readable_diff
 from memory_addon.errors import MemoryRefusal, StaleBase
+from memory_addon.live import notice_context
 from memory_addon.models import ChangeSet, FileChange, MemoryFile, MemoryScope, Proposal
 from memory_addon.pages import banners_for, notes_matching, scope_page
 from memory_addon.selectors import (
@@ -329,6 +330,15 @@ def change_set_undo_page(request: HttpRequest, change_set_id: int) -> HttpRespon
     change_set = get_object_or_404(
         ChangeSet.objects.select_related("scope"), pk=change_set_id, user=user
     )
+    if getattr(request, "htmx", False):
+        # From a live notice: the answer replaces the notice and the page stays.
+        try:
+            undo = change_set_undo(user=user, change_set=change_set, source=ChangeSet.Source.PAGE)
+        except MemoryRefusal as refusal:
+            context = {**notice_context(change_set), "undo": False, "error": refusal.message}
+        else:
+            context = notice_context(undo)
+        return render(request, "memory/_live_notice.html", context)
     try:
         change_set_undo(user=user, change_set=change_set, source=ChangeSet.Source.PAGE)
     except MemoryRefusal as refusal:
