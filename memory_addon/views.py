@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
@@ -20,11 +21,12 @@ from accounts.auth import signed_in_user
 from accounts.models import Agent
 from memory_addon import filestore, health
 from memory_addon.addons import MEMORY_ADDON
+from memory_addon.core import entries
 from memory_addon.core.diffs import unified_diff
 from memory_addon.core.entries import MAX_ENTRY_CHARS
 from memory_addon.core.markdown import render_markdown
 from memory_addon.core.readable_diff import readable_diff
-from memory_addon.errors import MemoryRefusal, StaleBase
+from memory_addon.errors import LimitExceeded, MemoryRefusal, StaleBase
 from memory_addon.live import notice_context
 from memory_addon.models import ChangeSet, FileChange, MemoryFile, MemoryScope, Proposal
 from memory_addon.pages import banners_for, notes_matching, scope_page
@@ -44,7 +46,7 @@ from memory_addon.services.changes import (
     file_write,
     version_restore,
 )
-from memory_addon.services.notes import note_add, note_edit, notes_clear
+from memory_addon.services.notes import note_add, note_edit, note_key, notes_clear
 from memory_addon.services.policy import policy_for
 from memory_addon.services.proposals import (
     proposal_confirm,
@@ -170,6 +172,8 @@ def memory_raw_save(request: HttpRequest, scope_id: int) -> HttpResponse:
         )
     except StaleBase:
         context["conflict"] = True
+    except LimitExceeded as refusal:
+        context["error"] = _over_cap_message(refusal, raw=True)
     except MemoryRefusal as refusal:
         context["error"] = refusal.message
     else:
@@ -186,11 +190,53 @@ def memory_entry_add(request: HttpRequest, scope_id: int) -> HttpResponse:
     text = request.POST.get("text", "")
     try:
         change_set = note_add(user=user, scope=scope, text=text, source=ChangeSet.Source.PAGE)
+    except LimitExceeded as refusal:
+        return _tab_with(
+            request,
+            scope,
+            entry_text=text,
+            entry_error=_over_cap_message(refusal),
+            over_cap={"keep_for": "add", "text": text},
+        )
     except MemoryRefusal as refusal:
         # The text stays in the field, with the reason beside it.
         return _tab_with(request, scope, entry_text=text, entry_error=refusal.message)
     messages.success(request, _("Note added."))
     return _back_to_tab(scope, change_set)
+
+
+def _over_cap_message(refusal: LimitExceeded, *, raw: bool = False) -> str:
+    """The person's words for a full memory; the refusal's own text lists entries for the model."""
+    lines, size = refusal.details.get("lines"), refusal.details.get("size")
+    if lines is None or size is None:
+        return _("There is no room for this: %(reason)s Delete a note to make room.") % {
+            "reason": refusal.message
+        }
+    hint = (
+        _("Shorten the text, then save again; nothing was saved.")
+        if raw
+        else _("Delete or shorten a note below to make room; your text stays in the field.")
+    )
+    return _(
+        "This memory is full: with this change it would hold %(lines)s of %(max_lines)s lines "
+        "and %(size)s of %(max_bytes)s bytes. %(hint)s"
+    ) % {
+        "hint": hint,
+        "lines": lines,
+        "max_lines": settings.MEMORY_INDEX_MAX_LINES,
+        "size": size,
+        "max_bytes": settings.MEMORY_INDEX_MAX_BYTES,
+    }
+
+
+def _key_after_change(scope: MemoryScope, old_key: str) -> str:
+    """The key of the same note once other notes moved (keys name a line and the text)."""
+    row = MemoryFile.objects.filter(scope=scope, path=index_path(scope)).first()
+    text_hash = old_key.partition(":")[2]
+    for item in entries.parse_items(row.content if row else ""):
+        if note_key(item).partition(":")[2] == text_hash:
+            return note_key(item)
+    return ""
 
 
 @login_required
@@ -209,6 +255,15 @@ def memory_note_edit(request: HttpRequest, scope_id: int) -> HttpResponse:
             text=None if delete else request.POST.get("text", ""),
             source=ChangeSet.Source.PAGE,
         )
+    except LimitExceeded as refusal:
+        return _tab_with(
+            request,
+            scope,
+            edit_key=key,
+            edit_text=request.POST.get("text", ""),
+            edit_error=_over_cap_message(refusal),
+            over_cap={"keep_for": f"edit:{key}", "text": request.POST.get("text", "")},
+        )
     except MemoryRefusal as refusal:
         return _tab_with(
             request,
@@ -217,6 +272,17 @@ def memory_note_edit(request: HttpRequest, scope_id: int) -> HttpResponse:
             edit_text=request.POST.get("text", ""),
             edit_error=refusal.message,
         )
+    keep_for = request.POST.get("keep_for", "")
+    if delete and keep_for:
+        # A delete from the "memory is full" list: the text the person was saving stays.
+        kept = request.POST.get("keep_text", "")
+        messages.success(request, _("Note deleted. Your text is still there; save it now."))
+        extra: dict[str, Any] = {"changed": change_set}
+        if keep_for.startswith("edit:"):
+            extra |= {"edit_key": _key_after_change(scope, keep_for[5:]), "edit_text": kept}
+        else:
+            extra |= {"entry_text": kept}
+        return memory_tab_render(request, scope, extra)
     messages.success(request, _("Note deleted.") if delete else _("Note saved."))
     return _back_to_tab(scope, change_set)
 

@@ -17,6 +17,8 @@ document.addEventListener("htmx:wsClose", () => {
 });
 
 function typedSomething(root) {
+  // data-unsaved: the server gave back text it refused to save; it is still the person's.
+  if (root.querySelector("[data-unsaved]")) return true;
   return [...root.querySelectorAll("input, textarea")].some((field) =>
     field.type !== "hidden" && field.type !== "checkbox" && field.type !== "radio"
     && field.value !== field.defaultValue);

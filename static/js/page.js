@@ -75,3 +75,27 @@ function labelCells(root) {
 }
 document.addEventListener("DOMContentLoaded", () => labelCells(document));
 document.addEventListener("htmx:afterSettle", (event) => labelCells(event.target));
+
+// Editors with data-warn-unsaved ask before the page is left with text not saved: text
+// typed since the last save, or text the server refused (data-unsaved on the form).
+let submittingPage = false;
+document.addEventListener("submit", (event) => {
+  const form = event.target;
+  // A plain form submit leaves the page on purpose; an htmx one stays.
+  if (form instanceof HTMLFormElement && !event.defaultPrevented && !form.hasAttribute("hx-post")) {
+    submittingPage = true;
+  }
+});
+function unsavedText(form) {
+  if (form.dataset.unsaved === "true") return true;
+  return [...form.querySelectorAll("textarea, input[type=text], input:not([type])")].some(
+    (field) => field.value !== field.defaultValue,
+  );
+}
+window.addEventListener("beforeunload", (event) => {
+  if (submittingPage) return;
+  if ([...document.querySelectorAll("form[data-warn-unsaved]")].some(unsavedText)) {
+    event.preventDefault();
+    event.returnValue = "";
+  }
+});
