@@ -662,7 +662,7 @@ def addon_toggle(request: HttpRequest) -> HttpResponse:
         request,
         _("Short memory is on.")
         if enabled
-        else "Short memory is off: the assistant reads nothing; your files are kept.",
+        else _("Short memory is off: the assistant reads nothing; your files are kept."),
     )
     return redirect("memory_addon_page")
 
