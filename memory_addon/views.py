@@ -528,8 +528,10 @@ def _inbox_render(request: HttpRequest, extra: dict[str, Any]) -> HttpResponse:
         "banners": banners_for(user),
         **extra,
     }
-    htmx = bool(getattr(request, "htmx", False))
-    template = "memory/inbox.html#inbox_body" if htmx else "memory/inbox.html"
+    # Only the bulk buttons swap the body; an htmx GET (a page catching up after its
+    # socket dropped) takes the whole page.
+    partial = request.method == "POST" and bool(getattr(request, "htmx", False))
+    template = "memory/inbox.html#inbox_body" if partial else "memory/inbox.html"
     return render(request, template, context)
 
 
