@@ -44,6 +44,7 @@ def test_confirm_all_saves_every_card_and_undo_takes_them_all_back(sign_in, scre
     assert _saved_notes(person) == sorted(NOTES)
     assert page.locator(".proposal").count() == 0
     assert page.get_by_text("Nothing waits for you").is_visible()
+    assert not page.get_by_role("button", name="Confirm all").is_visible()
     assert set(Proposal.objects.values_list("state", flat=True)) == {"confirmed"}
 
     memory = page.context.new_page()
@@ -105,3 +106,16 @@ def test_a_card_that_arrives_after_the_page_loaded_joins_confirm_all(sign_in):
     page.get_by_role("button", name="Confirm all").click()
     page.get_by_text("Saved 2 notes to memory.").wait_for()
     assert _saved_notes(person) == sorted(NOTES[:2])
+
+
+def test_the_bulk_buttons_and_notice_fit_a_phone(sign_in, screenshot):
+    person = UserFactory()
+    _propose(person, NOTES)
+    page = sign_in(person)
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto("/inbox/")
+    assert page.get_by_role("button", name="Reject all").is_visible()
+    page.get_by_role("button", name="Confirm all").click()
+    page.locator("[data-bulk-notice]").get_by_role("button", name="Undo").wait_for()
+    screenshot("390")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390

@@ -134,3 +134,23 @@ def test_a_note_edit_over_the_cap_keeps_the_edit_open_after_making_room(sign_in)
     page.locator("details[open]").get_by_role("button", name="Save").click()
     page.get_by_text("Note saved.").wait_for()
     assert longer in _index(person) and "- n1:" not in _index(person)
+
+
+def test_the_make_room_list_fits_a_phone(sign_in, screenshot):
+    person = UserFactory()
+    off_loop(
+        file_write,
+        user=person,
+        scope=user_scope(person),
+        path="index.md",
+        content=FULL,
+        base_sha256="",
+    )
+    page = sign_in(person)
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto("/memory/")
+    page.get_by_label("Add an entry").fill("lang: " + "z" * 200)
+    page.get_by_role("button", name="Add", exact=True).click()
+    page.locator("#over-cap").wait_for()
+    screenshot("390")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
