@@ -144,7 +144,7 @@ def memory_tab_render(
 
 def _undoable_change(user: Any, change_id: str) -> ChangeSet | None:
     """The change this page just made, while it can still be undone."""
-    if not change_id.isdecimal():
+    if not _is_id(change_id):
         return None
     return (
         ChangeSet.objects.filter(pk=int(change_id), user=user)
@@ -535,8 +535,13 @@ def _inbox_render(request: HttpRequest, extra: dict[str, Any]) -> HttpResponse:
     return render(request, template, context)
 
 
+def _is_id(value: str) -> bool:
+    # ASCII digits that fit a bigint: anything else would be a database error, not a 404.
+    return value.isascii() and value.isdecimal() and len(value) <= 18
+
+
 def _posted_ids(request: HttpRequest, name: str) -> list[int]:
-    return [int(value) for value in request.POST.getlist(name) if value.isdecimal()][:200]
+    return [int(value) for value in request.POST.getlist(name) if _is_id(value)][:200]
 
 
 @login_required

@@ -104,7 +104,8 @@ def test_the_bulk_view_refuses_a_made_up_decision_and_ignores_junk_ids(client, u
     proposal = _propose(user, "- a: one")
     assert client.post("/inbox/all/", {"decision": "delete"}).status_code == 400
     response = client.post(
-        "/inbox/all/", {"decision": "confirm", "proposal": ["x", "-1", str(proposal.pk)]}
+        "/inbox/all/",
+        {"decision": "confirm", "proposal": ["x", "-1", "9" * 40, "١٢", str(proposal.pk)]},
     )
     assert response.status_code == 200
     assert Proposal.objects.get().state == "confirmed"
@@ -127,3 +128,8 @@ def test_the_bulk_form_needs_a_csrf_token(user):
     client = Client(enforce_csrf_checks=True)
     client.force_login(user)
     assert client.post("/inbox/all/", {"decision": "reject"}).status_code == 403
+
+
+def test_a_huge_changed_number_on_the_memory_tab_is_ignored(client, user):
+    client.force_login(user)
+    assert client.get("/memory/", {"changed": "9" * 40}).status_code == 200
