@@ -32,6 +32,7 @@ from chat.selectors import (
 from memory_addon import filestore
 from memory_addon.core.entries import MAX_ENTRY_CHARS
 from memory_addon.errors import MemoryRefusal
+from memory_addon.pages import saving_off_reason
 from memory_addon.services.context import memory_readable
 from memory_addon.services.policy import policy_for
 from memory_addon.turns import Turn
@@ -85,6 +86,7 @@ def _page_context(request: HttpRequest, conversation: Conversation | None) -> di
                     ),
                     policy,
                 ),
+                "saving_reason": saving_off_reason(user, policy),
                 "last_user_text": next(
                     (m.content for m in reversed(rows) if m.role == Message.Role.USER), ""
                 ),
@@ -92,6 +94,7 @@ def _page_context(request: HttpRequest, conversation: Conversation | None) -> di
         )
     else:
         context["memory_reason"] = memory_readable(Turn(user=user))
+        context["saving_reason"] = saving_off_reason(user, policy_for(user))
     return context
 
 

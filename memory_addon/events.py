@@ -10,7 +10,6 @@ from typing import TypedDict
 
 from channels.layers import get_channel_layer
 from django.db import transaction
-from django.urls import reverse
 from django.utils.html import format_html
 from redis.exceptions import RedisError
 
@@ -69,36 +68,21 @@ def push_fragment_on_commit(user_id: int, html: str) -> None:
     transaction.on_commit(lambda: push_fragment(user_id, html))
 
 
-NOTICE_TEXT = {
-    "automatic": "Saved to memory.",
-    "assistant": "Saved to memory.",
-    "undo": "Memory change undone.",
-    "restore": "Memory version restored.",
-    "person": "Memory saved.",
-}
-
-
 def memory_changed_on_commit(user_id: int, change_set_id: int, origin: str) -> None:
-    """Tell the person's open pages that their memory changed."""
-    undo = ""
-    if origin == "automatic":
-        # Saved without asking: offer the way back right where the notice appears.
-        undo = format_html(
-            '<form method="post" action="{}" class="inline-form">'
-            '<input type="hidden" name="next" value="{}">'
-            '<button type="submit">Undo</button></form>',
-            reverse("memory_undo", args=[change_set_id]),
-            reverse("memory_audit"),
-        )
-    html = format_html(
-        '<div id="live-notice" hx-swap-oob="true" aria-live="polite" '
-        'data-change-set="{}" data-origin="{}"><p class="notice">{} {}</p></div>',
-        change_set_id,
-        origin,
-        NOTICE_TEXT.get(origin, "Memory changed."),
-        undo,
-    )
-    push_fragment_on_commit(user_id, str(html))
+    """Tell the person's open pages what changed and where, and refresh their Memory tab.
+
+    `origin` is kept for callers; the fragments are rendered from the stored change set
+    after commit. A failure to render or push is logged and never undoes the save.
+    """
+
+    def push() -> None:
+        from memory_addon.live import memory_change_fragments
+
+        person, html = memory_change_fragments(change_set_id)
+        if html:
+            push_fragment(person or user_id, html)
+
+    transaction.on_commit(push, robust=True)
 
 
 def proposals_changed_on_commit(user_id: int, pending_count: int) -> None:

@@ -8,10 +8,11 @@ from django.conf import settings
 from django.utils.translation import gettext
 
 from accounts.models import User
+from memory_addon.addons import MEMORY_ADDON, SAVE_MODE
 from memory_addon.core import entries
 from memory_addon.core.secret_guard import KIND_LABELS, find_secret
 from memory_addon.core.tokens import estimate_tokens
-from memory_addon.models import MemoryFile, MemoryScope
+from memory_addon.models import AddonSetting, MemoryFile, MemoryScope
 from memory_addon.selectors import scopes_for_user
 from memory_addon.services.context import turn_context_build
 from memory_addon.services.notes import note_key
@@ -132,6 +133,7 @@ def scope_page(user: User, scope: MemoryScope, policy: Policy) -> ScopePage:
 class Banners:
     policy: Policy
     kill_switch: bool
+    saving: str = ""  # why the assistant cannot save, when it can still read
 
     @property
     def policy_message(self) -> str:
@@ -147,8 +149,37 @@ class Banners:
         return ""
 
 
+def saving_off_reason(user: User, policy: Policy) -> str:
+    """Why the assistant may read notes but not save any, else "" (M9, M16).
+
+    Only the cases the memory-off banner does not already cover: memory that is off
+    altogether says so itself.
+    """
+    if policy.memory_mode == "read_only":
+        return gettext(
+            "%(organization)s made memory read-only: the assistant reads your notes "
+            "but cannot save or propose new ones."
+        ) % {"organization": policy.organization_name}
+    # One query for the stored choice: only "never" matters here, and an unreadable value
+    # means "ask" (save_mode_for), which saves nothing unasked either.
+    stored = (
+        AddonSetting.objects.filter(user=user, addon=MEMORY_ADDON, key=SAVE_MODE)
+        .values_list("value", flat=True)
+        .first()
+    )
+    if stored == "never":
+        return gettext(
+            "You chose Never on the Short memory page: the assistant reads your notes "
+            "but cannot save or propose new ones."
+        )
+    return ""
+
+
 def banners_for(user: User) -> Banners:
-    return Banners(policy=policy_for(user), kill_switch=kill_switch_on())
+    policy = policy_for(user)
+    return Banners(
+        policy=policy, kill_switch=kill_switch_on(), saving=saving_off_reason(user, policy)
+    )
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,8 @@ urlpatterns = [
     path("files/restore/", views.memory_restore_upload, name="memory_restore_upload"),
     path("files/<int:scope_id>/", views.file_page, name="memory_file"),
     path("inbox/", views.inbox_page, name="inbox"),
+    path("inbox/all/", views.inbox_decide_all, name="inbox_decide_all"),
+    path("inbox/all/undo/", views.inbox_undo_all, name="inbox_undo_all"),
     path(
         "inbox/<int:proposal_id>/confirm/",
         views.inbox_decide,

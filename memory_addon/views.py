@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
@@ -12,6 +13,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -19,11 +21,13 @@ from accounts.auth import signed_in_user
 from accounts.models import Agent
 from memory_addon import filestore, health
 from memory_addon.addons import MEMORY_ADDON
+from memory_addon.core import entries
 from memory_addon.core.diffs import unified_diff
 from memory_addon.core.entries import MAX_ENTRY_CHARS
 from memory_addon.core.markdown import render_markdown
 from memory_addon.core.readable_diff import readable_diff
-from memory_addon.errors import MemoryRefusal, StaleBase
+from memory_addon.errors import LimitExceeded, MemoryRefusal, StaleBase
+from memory_addon.live import notice_context
 from memory_addon.models import ChangeSet, FileChange, MemoryFile, MemoryScope, Proposal
 from memory_addon.pages import banners_for, notes_matching, scope_page
 from memory_addon.selectors import (
@@ -36,14 +40,20 @@ from memory_addon.selectors import (
 from memory_addon.services.backup import MAX_ARCHIVE_BYTES, memory_export, memory_restore
 from memory_addon.services.changes import (
     change_set_undo,
+    change_sets_undo,
     clean_path,
     file_delete,
     file_write,
     version_restore,
 )
-from memory_addon.services.notes import note_add, note_edit, notes_clear
+from memory_addon.services.notes import note_add, note_edit, note_key, notes_clear
 from memory_addon.services.policy import policy_for
-from memory_addon.services.proposals import proposal_confirm, proposal_reject
+from memory_addon.services.proposals import (
+    proposal_confirm,
+    proposal_reject,
+    proposals_decide_all,
+    proposals_reopen,
+)
 from memory_addon.services.scopes import agent_scope, index_path, scope_folder, user_scope
 from memory_addon.services.user_settings import addon_enabled, addon_set_enabled
 
@@ -134,7 +144,7 @@ def memory_tab_render(
 
 def _undoable_change(user: Any, change_id: str) -> ChangeSet | None:
     """The change this page just made, while it can still be undone."""
-    if not change_id.isdecimal():
+    if not _is_id(change_id):
         return None
     return (
         ChangeSet.objects.filter(pk=int(change_id), user=user)
@@ -162,6 +172,8 @@ def memory_raw_save(request: HttpRequest, scope_id: int) -> HttpResponse:
         )
     except StaleBase:
         context["conflict"] = True
+    except LimitExceeded as refusal:
+        context["error"] = _over_cap_message(refusal, raw=True)
     except MemoryRefusal as refusal:
         context["error"] = refusal.message
     else:
@@ -178,11 +190,53 @@ def memory_entry_add(request: HttpRequest, scope_id: int) -> HttpResponse:
     text = request.POST.get("text", "")
     try:
         change_set = note_add(user=user, scope=scope, text=text, source=ChangeSet.Source.PAGE)
+    except LimitExceeded as refusal:
+        return _tab_with(
+            request,
+            scope,
+            entry_text=text,
+            entry_error=_over_cap_message(refusal),
+            over_cap={"keep_for": "add", "text": text},
+        )
     except MemoryRefusal as refusal:
         # The text stays in the field, with the reason beside it.
         return _tab_with(request, scope, entry_text=text, entry_error=refusal.message)
     messages.success(request, _("Note added."))
     return _back_to_tab(scope, change_set)
+
+
+def _over_cap_message(refusal: LimitExceeded, *, raw: bool = False) -> str:
+    """The person's words for a full memory; the refusal's own text lists entries for the model."""
+    lines, size = refusal.details.get("lines"), refusal.details.get("size")
+    if lines is None or size is None:
+        return _("There is no room for this: %(reason)s Delete a note to make room.") % {
+            "reason": refusal.message
+        }
+    hint = (
+        _("Shorten the text, then save again; nothing was saved.")
+        if raw
+        else _("Delete or shorten a note below to make room; your text stays in the field.")
+    )
+    return _(
+        "This memory is full: with this change it would hold %(lines)s of %(max_lines)s lines "
+        "and %(size)s of %(max_bytes)s bytes. %(hint)s"
+    ) % {
+        "hint": hint,
+        "lines": lines,
+        "max_lines": settings.MEMORY_INDEX_MAX_LINES,
+        "size": size,
+        "max_bytes": settings.MEMORY_INDEX_MAX_BYTES,
+    }
+
+
+def _key_after_change(scope: MemoryScope, old_key: str) -> str:
+    """The key of the same note once other notes moved (keys name a line and the text)."""
+    row = MemoryFile.objects.filter(scope=scope, path=index_path(scope)).first()
+    text_hash = old_key.partition(":")[2]
+    for item in entries.parse_items(row.content if row else ""):
+        if note_key(item).partition(":")[2] == text_hash:
+            return note_key(item)
+    return ""
 
 
 @login_required
@@ -201,6 +255,15 @@ def memory_note_edit(request: HttpRequest, scope_id: int) -> HttpResponse:
             text=None if delete else request.POST.get("text", ""),
             source=ChangeSet.Source.PAGE,
         )
+    except LimitExceeded as refusal:
+        return _tab_with(
+            request,
+            scope,
+            edit_key=key,
+            edit_text=request.POST.get("text", ""),
+            edit_error=_over_cap_message(refusal),
+            over_cap={"keep_for": f"edit:{key}", "text": request.POST.get("text", "")},
+        )
     except MemoryRefusal as refusal:
         return _tab_with(
             request,
@@ -209,6 +272,17 @@ def memory_note_edit(request: HttpRequest, scope_id: int) -> HttpResponse:
             edit_text=request.POST.get("text", ""),
             edit_error=refusal.message,
         )
+    keep_for = request.POST.get("keep_for", "")
+    if delete and keep_for:
+        # A delete from the "memory is full" list: the text the person was saving stays.
+        kept = request.POST.get("keep_text", "")
+        messages.success(request, _("Note deleted. Your text is still there; save it now."))
+        extra: dict[str, Any] = {"changed": change_set}
+        if keep_for.startswith("edit:"):
+            extra |= {"edit_key": _key_after_change(scope, keep_for[5:]), "edit_text": kept}
+        else:
+            extra |= {"entry_text": kept}
+        return memory_tab_render(request, scope, extra)
     messages.success(request, _("Note deleted.") if delete else _("Note saved."))
     return _back_to_tab(scope, change_set)
 
@@ -322,6 +396,15 @@ def change_set_undo_page(request: HttpRequest, change_set_id: int) -> HttpRespon
     change_set = get_object_or_404(
         ChangeSet.objects.select_related("scope"), pk=change_set_id, user=user
     )
+    if getattr(request, "htmx", False):
+        # From a live notice: the answer replaces the notice and the page stays.
+        try:
+            undo = change_set_undo(user=user, change_set=change_set, source=ChangeSet.Source.PAGE)
+        except MemoryRefusal as refusal:
+            context = {**notice_context(change_set), "undo": False, "error": refusal.message}
+        else:
+            context = notice_context(undo)
+        return render(request, "memory/_live_notice.html", context)
     try:
         change_set_undo(user=user, change_set=change_set, source=ChangeSet.Source.PAGE)
     except MemoryRefusal as refusal:
@@ -433,14 +516,100 @@ def file_page(request: HttpRequest, scope_id: int) -> HttpResponse:
 @login_required
 @require_GET
 def inbox_page(request: HttpRequest) -> HttpResponse:
+    return _inbox_render(request, {})
+
+
+def _inbox_render(request: HttpRequest, extra: dict[str, Any]) -> HttpResponse:
+    """The Inbox, or only its body (notice, bulk buttons, cards) for an htmx request."""
     user = signed_in_user(request)
-    proposals = proposals_with_diffs(pending_proposals(user))
     context = {
-        "proposals": proposals,
+        "proposals": proposals_with_diffs(pending_proposals(user)),
         "max_entry_chars": MAX_ENTRY_CHARS,
         "banners": banners_for(user),
+        **extra,
     }
-    return render(request, "memory/inbox.html", context)
+    # Only the bulk buttons swap the body; an htmx GET (a page catching up after its
+    # socket dropped) takes the whole page.
+    partial = request.method == "POST" and bool(getattr(request, "htmx", False))
+    template = "memory/inbox.html#inbox_body" if partial else "memory/inbox.html"
+    return render(request, template, context)
+
+
+def _is_id(value: str) -> bool:
+    # ASCII digits that fit a bigint: anything else would be a database error, not a 404.
+    return value.isascii() and value.isdecimal() and len(value) <= 18
+
+
+def _posted_ids(request: HttpRequest, name: str) -> list[int]:
+    return [int(value) for value in request.POST.getlist(name) if _is_id(value)][:200]
+
+
+@login_required
+@require_POST
+def inbox_decide_all(request: HttpRequest) -> HttpResponse:
+    """Confirm all / Reject all: the cards the page showed, as one step with one Undo."""
+    user = signed_in_user(request)
+    decision = request.POST.get("decision", "")
+    if decision not in ("confirm", "reject"):
+        return HttpResponse(_("Choose Confirm all or Reject all."), status=400)
+    result = proposals_decide_all(
+        user=user,
+        proposal_ids=_posted_ids(request, "proposal"),
+        decision="confirm" if decision == "confirm" else "reject",
+    )
+    count = len(result.decided)
+    if result.decision == "confirm":
+        text = ngettext(
+            "Saved %(count)s note to memory.", "Saved %(count)s notes to memory.", count
+        ) % {"count": count}
+    else:
+        text = ngettext(
+            "Rejected %(count)s proposal; nothing was saved.",
+            "Rejected %(count)s proposals; nothing was saved.",
+            count,
+        ) % {"count": count}
+    notice = {
+        "text": text,
+        "decision": result.decision,
+        "change_sets": [change_set.pk for change_set in result.change_sets],
+        "proposals": [proposal.pk for proposal in result.decided],
+        "refused": result.refused,
+    }
+    return _inbox_render(request, {"bulk": notice})
+
+
+@login_required
+@require_POST
+def inbox_undo_all(request: HttpRequest) -> HttpResponse:
+    """Undo of a Confirm all (its change sets, together) or a Reject all (they wait again)."""
+    user = signed_in_user(request)
+    error = ""
+    if request.POST.get("decision") == "reject":
+        reopened = proposals_reopen(user=user, proposal_ids=_posted_ids(request, "proposal"))
+        text = ngettext(
+            "Undone: %(count)s proposal waits again.",
+            "Undone: %(count)s proposals wait again.",
+            len(reopened),
+        ) % {"count": len(reopened)}
+    else:
+        change_sets = list(
+            ChangeSet.objects.select_related("scope").filter(
+                pk__in=_posted_ids(request, "change_set"), user=user
+            )
+        )
+        try:
+            undone = change_sets_undo(
+                user=user, change_sets=change_sets, source=ChangeSet.Source.PAGE
+            )
+        except MemoryRefusal as refusal:
+            error, text = refusal.message, ""
+        else:
+            text = ngettext(
+                "Undone: %(count)s note is no longer saved.",
+                "Undone: %(count)s notes are no longer saved.",
+                len(undone),
+            ) % {"count": len(undone)}
+    return _inbox_render(request, {"bulk": {"text": text, "error": error, "undone": True}})
 
 
 @login_required
@@ -500,7 +669,7 @@ def addon_toggle(request: HttpRequest) -> HttpResponse:
         request,
         _("Short memory is on.")
         if enabled
-        else "Short memory is off: the assistant reads nothing; your files are kept.",
+        else _("Short memory is off: the assistant reads nothing; your files are kept."),
     )
     return redirect("memory_addon_page")
 

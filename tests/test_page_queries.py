@@ -69,7 +69,7 @@ def test_memory_tab(client, person, django_assert_num_queries):
             base_sha256=index.sha256 if index else "",
         )
 
-    _pinned(client, reverse("memory"), add, 12, django_assert_num_queries)
+    _pinned(client, reverse("memory"), add, 13, django_assert_num_queries)
 
 
 def test_inbox(client, person, django_assert_num_queries):
@@ -83,7 +83,7 @@ def test_inbox(client, person, django_assert_num_queries):
 
     # Session, user, proposals, their files, the policy (kill-switch and policy banners),
     # the Inbox count.
-    _pinned(client, reverse("inbox"), add, 6, django_assert_num_queries)
+    _pinned(client, reverse("inbox"), add, 7, django_assert_num_queries)
 
 
 def test_chat_conversation_page(client, person, django_assert_num_queries):
@@ -106,7 +106,7 @@ def test_chat_conversation_page(client, person, django_assert_num_queries):
             Conversation.objects.create(owner=person, title=f"other {i}")
 
     url = reverse("chat_conversation", args=[conversation.pk])
-    _pinned(client, url, add, 14, django_assert_num_queries)
+    _pinned(client, url, add, 15, django_assert_num_queries)
 
 
 def test_knowledge_collection_page(client, person, django_assert_num_queries, tmp_path):

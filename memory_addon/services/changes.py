@@ -385,6 +385,21 @@ def change_set_undo_locked(
         ) from error
 
 
+def change_sets_undo(
+    *, user: User, change_sets: Sequence[ChangeSet], source: str = ChangeSet.Source.API
+) -> list[ChangeSet]:
+    """Undo several change sets as one step (e.g. a "Confirm all"): all of them or none.
+
+    Newest first, so each undo finds its files as its change left them.
+    """
+    with transaction.atomic(durable=True):
+        memory_lock(user.pk)
+        return [
+            change_set_undo_locked(user=user, change_set=change_set, source=source)
+            for change_set in sorted(change_sets, key=lambda cs: cs.pk, reverse=True)
+        ]
+
+
 def version_restore(
     *, user: User, version: FileChange, source: str = ChangeSet.Source.API
 ) -> ChangeSet:

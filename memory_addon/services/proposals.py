@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Literal
@@ -20,6 +21,7 @@ from memory_addon.core.untrusted import normalise_untrusted
 from memory_addon.errors import (
     ChangeRefused,
     LimitExceeded,
+    MemoryRefusal,
     NotAllowed,
     ProposalClosed,
     SecretRefused,
@@ -551,22 +553,28 @@ def proposal_confirm(
             proposal_resolved_event(user_id=user.pk, proposal_id=locked.pk, state=locked.state)
             expired = True
         else:
-            change_set = _apply_proposal(user, locked, edited_text)
-            locked.state, locked.decided_at = Proposal.State.CONFIRMED, timezone.now()
-            locked.change_set = change_set
-            locked.save(update_fields=["state", "decided_at", "change_set"])
-            _count_changed_on_commit(user)
-            events.proposal_removed_on_commit(user.pk, locked.pk)
-            proposal_resolved_event(
-                user_id=user.pk,
-                proposal_id=locked.pk,
-                state=locked.state,
-                change_set_id=change_set.pk,
-            )
+            change_set = _confirm_locked(user, locked, edited_text)
     if expired:
         raise ProposalClosed(
             "This proposal expired; it was not saved. Ask the assistant to propose it again."
         )
+    return change_set
+
+
+def _confirm_locked(user: User, locked: Proposal, edited_text: str | None) -> ChangeSet:
+    """Confirm a pending proposal the caller locked (memory_lock, then the row)."""
+    change_set = _apply_proposal(user, locked, edited_text)
+    locked.state, locked.decided_at = Proposal.State.CONFIRMED, timezone.now()
+    locked.change_set = change_set
+    locked.save(update_fields=["state", "decided_at", "change_set"])
+    _count_changed_on_commit(user)
+    events.proposal_removed_on_commit(user.pk, locked.pk)
+    proposal_resolved_event(
+        user_id=user.pk,
+        proposal_id=locked.pk,
+        state=locked.state,
+        change_set_id=change_set.pk,
+    )
     return change_set
 
 
@@ -605,12 +613,99 @@ def proposal_reject(*, user: User, proposal: Proposal) -> Proposal:
         locked = Proposal.objects.select_for_update().get(pk=proposal.pk, user=user)
         if locked.state != Proposal.State.PENDING:
             raise ProposalClosed(f"This proposal is already {locked.state}.")
-        locked.state, locked.decided_at = Proposal.State.REJECTED, timezone.now()
-        locked.save(update_fields=["state", "decided_at"])
-        _count_changed_on_commit(user)
-        events.proposal_removed_on_commit(user.pk, locked.pk)
-        proposal_resolved_event(user_id=user.pk, proposal_id=locked.pk, state=locked.state)
+        _reject_locked(user, locked)
     return locked
+
+
+def _reject_locked(user: User, locked: Proposal) -> None:
+    locked.state, locked.decided_at = Proposal.State.REJECTED, timezone.now()
+    locked.save(update_fields=["state", "decided_at"])
+    _count_changed_on_commit(user)
+    events.proposal_removed_on_commit(user.pk, locked.pk)
+    proposal_resolved_event(user_id=user.pk, proposal_id=locked.pk, state=locked.state)
+
+
+@dataclass(frozen=True)
+class BulkDecision:
+    """What "Confirm all" or "Reject all" did: one step the person can undo as a whole."""
+
+    decision: Literal["confirm", "reject"]
+    decided: list[Proposal]
+    change_sets: list[ChangeSet]
+    refused: list[tuple[Proposal, str]]  # a proposal that could not be saved, and why
+
+
+def proposals_decide_all(
+    *, user: User, proposal_ids: Sequence[int], decision: Literal["confirm", "reject"]
+) -> BulkDecision:
+    """Confirm or reject the pending proposals the person saw, in one transaction.
+
+    Only the ids the page listed are decided, so a proposal that arrived meanwhile is
+    never confirmed unseen. Another person's, decided or expired proposals are skipped
+    and left as they are. Each confirm goes through the same path as a single card's;
+    one that cannot be applied (its note changed, a cap) is reported and the rest saved.
+    """
+    decided: list[Proposal] = []
+    change_sets: list[ChangeSet] = []
+    refused: list[tuple[Proposal, str]] = []
+    with transaction.atomic(durable=True):
+        memory_lock(user.pk)
+        rows = (
+            Proposal.objects.select_for_update(of=("self",))
+            .select_related("scope")
+            .filter(
+                pk__in=list(proposal_ids),
+                user=user,
+                state=Proposal.State.PENDING,
+                expires_at__gt=timezone.now(),
+            )
+            .order_by("created_at", "id")
+        )
+        for locked in rows:
+            if decision == "reject":
+                _reject_locked(user, locked)
+                decided.append(locked)
+                continue
+            try:
+                # A savepoint: a refused proposal leaves no write and no event behind.
+                with transaction.atomic():
+                    change_sets.append(_confirm_locked(user, locked, None))
+            except MemoryRefusal as refusal:
+                refused.append((locked, refusal.message))
+            else:
+                decided.append(locked)
+    return BulkDecision(decision, decided, change_sets, refused)
+
+
+def proposals_reopen(*, user: User, proposal_ids: Sequence[int]) -> list[Proposal]:
+    """Undo of "Reject all": the rejected proposals wait again, while they have not expired."""
+    with transaction.atomic(durable=True):
+        memory_lock(user.pk)
+        rows = list(
+            Proposal.objects.select_for_update()
+            .filter(
+                pk__in=list(proposal_ids),
+                user=user,
+                state=Proposal.State.REJECTED,
+                expires_at__gt=timezone.now(),
+            )
+            .order_by("created_at", "id")
+        )
+        for row in rows:
+            row.state, row.decided_at = Proposal.State.PENDING, None
+            row.save(update_fields=["state", "decided_at"])
+            events.proposal_added_on_commit(user.pk, row.pk)
+            proposal_created_event(
+                user_id=user.pk,
+                proposal_id=row.pk,
+                scope_id=row.scope_id,
+                action=str(row.operations.get("action", "")),
+                source=row.source,
+                summary=row.reason or _summary(row.operations),
+            )
+        if rows:
+            _count_changed_on_commit(user)
+    return rows
 
 
 def proposals_expire() -> int:

@@ -17,6 +17,8 @@ document.addEventListener("htmx:wsClose", () => {
 });
 
 function typedSomething(root) {
+  // data-unsaved: the server gave back text it refused to save; it is still the person's.
+  if (root.querySelector("[data-unsaved]")) return true;
   return [...root.querySelectorAll("input, textarea")].some((field) =>
     field.type !== "hidden" && field.type !== "checkbox" && field.type !== "radio"
     && field.value !== field.defaultValue);
@@ -35,6 +37,40 @@ function resync() {
   window.htmx.ajax("GET", window.location.href, { target: "#main", select: "#main", swap: "outerHTML" })
     .then(() => { document.body.dataset.resynced = String(Number(document.body.dataset.resynced || 0) + 1); });
 }
+
+// Before a pushed fragment replaces part of the page:
+// - a notice about an older change never replaces a newer one (change sets count up), so a
+//   late push from another tab cannot contradict what this tab just did (e.g. its Undo);
+// - a part where the person is typing is left alone; a notice there says it is stale.
+document.addEventListener("htmx:oobBeforeSwap", (event) => {
+  const { target, fragment } = event.detail;
+  if (!(target instanceof HTMLElement)) return;
+  if (target.id === "live-notice") {
+    const incoming = fragment?.querySelector?.("[data-change-set]") || fragment?.firstElementChild;
+    const shown = Number(target.dataset.changeSet || 0);
+    const arriving = Number(incoming?.dataset?.changeSet || 0);
+    if (shown && arriving && arriving <= shown) event.detail.shouldSwap = false;
+    return;
+  }
+  if (target.dataset.staleNotice && typedSomething(target)) {
+    event.detail.shouldSwap = false;
+    const notice = document.getElementById(target.dataset.staleNotice);
+    if (notice) notice.hidden = false;
+  }
+});
+
+// Pushed notices are rendered without the page's language: their words carry a key,
+// and the page holds the words in its own language (#live-texts).
+function translateLive(root) {
+  const texts = document.getElementById("live-texts");
+  if (!texts || !root?.querySelectorAll) return;
+  root.querySelectorAll("[data-i18n]").forEach((element) => {
+    const text = texts.querySelector(`[data-i18n-text="${CSS.escape(element.dataset.i18n)}"]`);
+    if (text) element.textContent = text.textContent;
+  });
+}
+document.addEventListener("htmx:oobAfterSwap", (event) => translateLive(event.target));
+document.addEventListener("htmx:afterSettle", (event) => translateLive(event.target));
 
 // Cards that arrive over the socket are rendered without a request, so their
 // forms carry no CSRF field; give them the page's token when submitted.

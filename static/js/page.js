@@ -6,7 +6,10 @@ document.addEventListener("submit", (event) => {
   if (!(form instanceof HTMLFormElement)) return;
   const button = event.submitter;
   const question = (button && button.dataset.confirm) || form.dataset.confirm;
-  if (question && !window.confirm(question)) event.preventDefault();
+  if (question && !window.confirm(question)) {
+    event.preventDefault();
+    event.stopPropagation(); // htmx listens on the form itself and would still send it
+  }
 }, true);
 
 // A picker that changes the page (e.g. the memory scope) submits its form at once.
@@ -77,4 +80,28 @@ document.addEventListener("DOMContentLoaded", () => {
   new MutationObserver((records) => {
     if (records.some((record) => record.addedNodes.length)) labelCells(document);
   }).observe(document.body, { childList: true, subtree: true });
+});
+
+// Editors with data-warn-unsaved ask before the page is left with text not saved: text
+// typed since the last save, or text the server refused (data-unsaved on the form).
+let submittingPage = false;
+document.addEventListener("submit", (event) => {
+  const form = event.target;
+  // A plain form submit leaves the page on purpose; an htmx one stays.
+  if (form instanceof HTMLFormElement && !event.defaultPrevented && !form.hasAttribute("hx-post")) {
+    submittingPage = true;
+  }
+});
+function unsavedText(form) {
+  if (form.dataset.unsaved === "true") return true;
+  return [...form.querySelectorAll("textarea, input[type=text], input:not([type])")].some(
+    (field) => field.value !== field.defaultValue,
+  );
+}
+window.addEventListener("beforeunload", (event) => {
+  if (submittingPage) return;
+  if ([...document.querySelectorAll("form[data-warn-unsaved]")].some(unsavedText)) {
+    event.preventDefault();
+    event.returnValue = "";
+  }
 });

@@ -58,7 +58,7 @@ def test_switching_to_german_walks_memory_inbox_chat_knowledge_and_settings(sign
     assert page.get_by_role("heading", name="Neue Notiz").is_visible()
     assert page.get_by_text("Was sich in den Dateien ändert").is_visible()
     screenshot("inbox")
-    page.get_by_role("button", name="Bestätigen").click()
+    page.locator(".proposal").get_by_role("button", name="Bestätigen", exact=True).click()
     page.get_by_text("Im Gedächtnis gespeichert.").wait_for()
     assert page.get_by_text("Hier wartet nichts auf Sie.").is_visible()
 

@@ -227,7 +227,10 @@ def test_an_automatic_save_shows_saved_to_memory_with_undo_live(sign_in, person)
         operation={"action": "add", "text": "- tea: likes green tea -> tea.md"},
     )
     notice = page.locator("#live-notice")
-    notice.get_by_text("Saved to memory.").wait_for()
+    notice.get_by_text("Saved to memory: tea: likes green tea").wait_for()
     notice.get_by_role("button", name="Undo").click()
-    page.get_by_text("Change undone.").wait_for()
+    notice.get_by_text("Change undone: tea: likes green tea").wait_for()
+    # The Undo answered in place: still the Memory tab, and the entry left it live.
+    assert page.url.endswith("/memory/")
+    page.locator(".entry-text", has_text="likes green tea").wait_for(state="detached")
     assert not MemoryFile.objects.filter(scope=user_scope(person), path="index.md").exists()

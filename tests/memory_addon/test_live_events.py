@@ -43,7 +43,10 @@ def test_confirming_pushes_the_notice_and_the_inbox_count_after_commit(
     for callback in callbacks:
         callback()
     html = "".join(h for _, h in pushed)
-    assert 'data-origin="assistant"' in html and "Saved to memory." in html
+    assert 'data-origin="assistant"' in html and "Saved to memory" in html
+    # What was saved and where, without the entry fences.
+    assert "tea: likes tea -&gt; tea.md" in html and "· Memory" in html
+    assert "memory:entry" not in html
     assert f'<article id="proposal-{proposal.pk}" hx-swap-oob="delete">' in html
 
 
