@@ -205,6 +205,10 @@ class _Streamer:
                     persisted_at = heartbeat_at = now
                     self._persist(text)
                     self.persisted_version = version
+                    # A page loaded between the last push and this write showed the
+                    # older stored text; the model may stay silent for long, so it gets
+                    # what is stored now.
+                    self._push(text)
             except Exception:
                 logger.exception("A live update of message %s failed", self.message.pk)
                 connection.close()

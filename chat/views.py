@@ -31,6 +31,7 @@ from chat.selectors import (
 )
 from memory_addon import filestore
 from memory_addon.core.entries import MAX_ENTRY_CHARS
+from memory_addon.core.ids import row_id, row_ids
 from memory_addon.errors import MemoryRefusal
 from memory_addon.pages import saving_off_reason
 from memory_addon.services.context import memory_readable
@@ -45,14 +46,11 @@ def _htmx(request: HttpRequest) -> bool:
 
 
 def _int(value: str | None) -> int | None:
-    try:
-        return int(value) if value else None
-    except ValueError:
-        return None
+    return row_id(value)
 
 
 def _ids(values: list[str]) -> list[int]:
-    return [int(v) for v in values if v.isdigit()]
+    return row_ids(values)
 
 
 def _page_context(request: HttpRequest, conversation: Conversation | None) -> dict[str, Any]:

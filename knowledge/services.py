@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -133,6 +134,8 @@ def store_create(
     qdrant_api_key: str = "",
 ) -> Store:
     name = name.strip()
+    if not name or not name.isprintable():  # no line breaks, bidi or invisible controls
+        raise KnowledgeRefusal(_("Give the collection a name on one plain line."))
     if backend not in Store.Backend.values:
         raise KnowledgeRefusal("Choose where the vectors live: postgres or qdrant.")
     in_qdrant = backend == Store.Backend.QDRANT
@@ -360,7 +363,7 @@ def _check_folder(raw: str, owner: User) -> Path:
     problem = scanning.folder_path_problem(raw)
     if problem:
         raise KnowledgeRefusal(problem)
-    path = Path(raw.strip()).expanduser()
+    path = Path(raw.strip())
     # '..' first: "../docs" is refused for its '..', which is what the person must change.
     if ".." in path.parts:
         raise KnowledgeRefusal(_("Give the plain path of the folder, without '..'."))
@@ -478,7 +481,14 @@ def upload_bytes(user_id: int) -> int:
 def upload_safe_name(raw: str) -> str:
     """The name an uploaded file is kept and shown under: no folders, markup or controls."""
     base = unicodedata.normalize("NFC", raw).replace("\\", "/").rsplit("/", 1)[-1]
-    return _UNSAFE_NAME.sub("_", base).strip().lstrip(".")[:120] or "file"
+    name = _UNSAFE_NAME.sub("_", base).strip().lstrip(".") or "file"
+    if len(name) <= 120:
+        return name
+    # Cut the stem, never the suffix: the format is read from it.
+    stem, dot, suffix = name.rpartition(".")
+    if not dot or len(suffix) > 10:
+        return name[:120]
+    return stem[: 120 - len(suffix) - 1] + "." + suffix
 
 
 def upload_label(names: Iterable[str]) -> str:
@@ -898,6 +908,7 @@ def _scan_claimed(job: Job) -> None:
     except scanning.Cancelled:
         _finish(job, Job.State.CANCELLED)
         return
+    _skip_known_uploads(source, result.rows)
     rows = [row.__dict__ for row in result.rows]
     if result.missing_root:
         _apply_missing_root(job, source, rows)
@@ -919,6 +930,41 @@ def _scan_claimed(job: Job) -> None:
         scan_confirm(scan_job=job)
         return
     _finish(job, Job.State.REVIEW, review=rows, counts=counts, progress=100)
+
+
+def _skip_known_uploads(source: Source, rows: list[scanning.Row]) -> None:
+    """Uploaded files the collection already holds are skipped by the scan as well.
+
+    The check at upload time cannot see a parallel upload whose scan has not run yet;
+    scans of one collection run one at a time, so here the earlier one is visible:
+    as another source's document, or in a scan that waits for review.
+    """
+    if source.kind != Source.Kind.UPLOAD:
+        return
+    fresh = {
+        row.sha256: index
+        for index, row in enumerate(rows)
+        if row.status in (scanning.NEW, scanning.CHANGED) and row.sha256
+    }
+    if not fresh:
+        return
+    known = dict(
+        Document.objects.filter(source__store_id=source.store_id, sha256__in=fresh)
+        .exclude(source=source)
+        .values_list("sha256", "path")
+    )
+    waiting = Job.objects.filter(
+        store_id=source.store_id, kind=Job.Kind.SCAN, state=Job.State.REVIEW
+    ).exclude(source=source)
+    for scan in waiting:
+        for row in scan.review:
+            if row.get("sha256") in fresh and row.get("status") in ("new", "changed", "unchanged"):
+                known.setdefault(row["sha256"], row["path"])
+    for digest, path in known.items():
+        index = fresh[digest]
+        rows[index] = dataclasses.replace(
+            rows[index], status=scanning.SKIPPED, reason=f"already in this collection as {path}"
+        )
 
 
 def _apply_missing_root(job: Job, source: Source, rows: list[dict[str, Any]]) -> None:

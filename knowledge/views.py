@@ -21,6 +21,7 @@ from knowledge.embeddings import EmbeddingUnavailable
 from knowledge.forms import FolderSourceForm, SearchForm, StoreForm, UploadForm
 from knowledge.models import Job, Source, Store
 from knowledge.retrieval import retrieve
+from memory_addon.core.ids import row_id
 from memory_addon.errors import MemoryRefusal
 
 
@@ -170,6 +171,7 @@ def source_add_folder(request: HttpRequest, store_id: int) -> HttpResponse:
 def _upload_context() -> dict[str, Any]:
     return {
         "upload_max_bytes": settings.KNOWLEDGE_UPLOAD_MAX_FILE_BYTES,
+        "upload_max_files": settings.DATA_UPLOAD_MAX_NUMBER_FILES,
         "upload_formats": services.upload_formats(),
         "upload_names": sorted(TEXT_NAMES),
     }
@@ -214,9 +216,10 @@ def store_files(request: HttpRequest, store_id: int) -> HttpResponse:
     source: Source | None = None
     raw_source = request.GET.get("source", "")
     if raw_source:
-        if not raw_source.isdigit():
+        source_id = row_id(raw_source)
+        if source_id is None:
             raise Http404
-        source = get_object_or_404(Source, pk=int(raw_source), store=store)
+        source = get_object_or_404(Source, pk=source_id, store=store)
     show = request.GET.get("show", "")
     files = selectors.store_files(store, source_id=source.pk if source else None)
     rows = (

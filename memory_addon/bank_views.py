@@ -243,7 +243,10 @@ def _bank_render(
 def bank_enabled(request: HttpRequest, bank_id: int) -> HttpResponse:
     user = signed_in_user(request)
     bank = bank_for_user(user, bank_id)
-    enabled = request.POST.get("enabled") == "1"
+    value = request.POST.get("enabled")
+    if value not in ("0", "1"):  # a malformed form must not switch the bank off
+        return HttpResponse(_("Choose to turn the bank on or off."), status=400)
+    enabled = value == "1"
     bank_switch(user=user, scope=bank, enabled=enabled)
     messages.success(
         request,

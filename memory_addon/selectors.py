@@ -11,6 +11,7 @@ from django.shortcuts import get_object_or_404
 
 from accounts.models import User
 from memory_addon.core.diffs import unified_diff
+from memory_addon.core.ids import row_id
 from memory_addon.core.readable_diff import readable_diff
 from memory_addon.errors import MemoryRefusal
 from memory_addon.models import ChangeSet, FileChange, MemoryFile, MemoryScope, Proposal
@@ -176,9 +177,10 @@ def _chat_titles(proposals: list[Proposal]) -> dict[str, str]:
     from chat.models import Conversation  # chat builds on memory_addon, not the reverse
 
     refs = {
-        (p.user_id, int(p.conversation_ref))
+        (p.user_id, conversation_id)
         for p in proposals
-        if p.source == ChangeSet.Source.CHAT and p.conversation_ref.isdigit()
+        if p.source == ChangeSet.Source.CHAT
+        and (conversation_id := row_id(p.conversation_ref)) is not None
     }
     if not refs:
         return {}

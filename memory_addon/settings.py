@@ -284,7 +284,13 @@ CACHES = {
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [REDIS_URL], "prefix": env_str("CHANNELS_PREFIX", "asgi")},
+        "CONFIG": {
+            # The layer waits up to 5 s on BZPOPMIN for a message; redis-py 8 gives every
+            # read a 5 s timeout too, so a quiet page's socket died on a TimeoutError.
+            # The read timeout must outlast the wait.
+            "hosts": [{"address": REDIS_URL, "socket_timeout": 15}],
+            "prefix": env_str("CHANNELS_PREFIX", "asgi"),
+        },
     }
 }
 

@@ -75,3 +75,4 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/", api.urls),
 ]
+handler400 = "memory_addon.views.bad_request"

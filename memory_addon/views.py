@@ -24,6 +24,7 @@ from memory_addon.addons import MEMORY_ADDON
 from memory_addon.core import entries
 from memory_addon.core.diffs import unified_diff
 from memory_addon.core.entries import MAX_ENTRY_CHARS
+from memory_addon.core.ids import row_id, row_ids
 from memory_addon.core.markdown import render_markdown
 from memory_addon.core.readable_diff import readable_diff
 from memory_addon.errors import LimitExceeded, MemoryRefusal, StaleBase
@@ -144,10 +145,11 @@ def memory_tab_render(
 
 def _undoable_change(user: Any, change_id: str) -> ChangeSet | None:
     """The change this page just made, while it can still be undone."""
-    if not _is_id(change_id):
+    pk = row_id(change_id)
+    if pk is None:
         return None
     return (
-        ChangeSet.objects.filter(pk=int(change_id), user=user)
+        ChangeSet.objects.filter(pk=pk, user=user)
         .exclude(pk__in=ChangeSet.objects.filter(undoes__isnull=False).values("undoes_id"))
         .first()
     )
@@ -535,13 +537,8 @@ def _inbox_render(request: HttpRequest, extra: dict[str, Any]) -> HttpResponse:
     return render(request, template, context)
 
 
-def _is_id(value: str) -> bool:
-    # ASCII digits that fit a bigint: anything else would be a database error, not a 404.
-    return value.isascii() and value.isdecimal() and len(value) <= 18
-
-
 def _posted_ids(request: HttpRequest, name: str) -> list[int]:
-    return [int(value) for value in request.POST.getlist(name) if _is_id(value)][:200]
+    return row_ids(request.POST.getlist(name))
 
 
 @login_required
@@ -722,3 +719,9 @@ def memory_restore_upload(request: HttpRequest) -> HttpResponse:
             request, _("Not restored: %(name)s — %(reason)s") % {"name": name, "reason": reason}
         )
     return redirect("memory_files")
+
+
+def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """A request Django could not read (too many files or fields, broken data): say why."""
+    context = {"max_files": settings.DATA_UPLOAD_MAX_NUMBER_FILES}
+    return render(request, "400.html", context, status=400)

@@ -24,7 +24,8 @@ from memory_addon.core.untrusted import normalise_untrusted
 from memory_addon.errors import ChangeRefused, NotAllowed, ProposalClosed, SecretRefused
 from memory_addon.models import ChangeSet
 from memory_addon.outbound import OutboundRefused, check_outbound_url, release_db_connection
-from memory_addon.services.changes import change_set_apply, change_set_undo, memory_lock
+from memory_addon.services.changes import change_set_apply, change_set_undo
+from memory_addon.services.locks import memory_lock
 from memory_addon.services.proposals import plan_writes
 from memory_addon.services.scopes import agent_scope, user_scope
 

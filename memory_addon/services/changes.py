@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Sum
 from django.utils import timezone
 
@@ -25,26 +25,12 @@ from memory_addon.errors import (
     StaleBase,
 )
 from memory_addon.models import ChangeSet, FileChange, MemoryFile, MemoryScope, content_hash
+from memory_addon.services.locks import memory_lock
 from memory_addon.services.note_search import note_embeddings_refresh_on_commit
 from memory_addon.services.scopes import index_path
 from memory_addon.storage import storage_check
 
 ABSENT = ""  # the base hash of a file that does not exist
-# Namespace of the per-person advisory lock (first key of pg_advisory_xact_lock).
-_MEMORY_LOCK_NAMESPACE = 0x4D454D  # "MEM"
-
-
-def memory_lock(user_id: int) -> None:
-    """Serialise every memory write of one person for the rest of the transaction.
-
-    Writes take row locks on scopes, files and proposals in different orders (a
-    confirm locks the proposal first, a save the scope first); parallel tool calls
-    of one model then deadlocked. Taking this one lock first, on every write path,
-    makes them queue instead. It also makes per-person counts (notes per reply,
-    bytes in all) exact under concurrency. Re-entrant within a transaction.
-    """
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [_MEMORY_LOCK_NAMESPACE, user_id])
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,9 @@ from django.db import transaction
 from memory_addon.core.secret_guard import mask_outbound
 from memory_addon.errors import ChangeRefused, MemoryRefusal, NotAllowed
 from memory_addon.models import ChangeSet, MemoryFile, MemoryScope
-from memory_addon.services.changes import FileWrite, change_set_apply, clean_path, memory_lock
+from memory_addon.services.changes import FileWrite, change_set_apply, clean_path
 from memory_addon.services.context import memory_readable, neutralize
+from memory_addon.services.locks import memory_lock
 from memory_addon.services.proposals import memory_change_request
 from memory_addon.services.scopes import INDEX_PATH
 from memory_addon.services.tools import _bank

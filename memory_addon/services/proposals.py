@@ -34,9 +34,9 @@ from memory_addon.services.changes import (
     change_set_apply,
     change_set_undo_locked,
     clean_path,
-    memory_lock,
 )
 from memory_addon.services.context import readable_scopes
+from memory_addon.services.locks import memory_lock
 from memory_addon.services.policy import kill_switch_on, policy_for
 from memory_addon.services.scopes import agent_scope, channel_scope, index_path, user_scope
 from memory_addon.services.user_settings import save_mode_for

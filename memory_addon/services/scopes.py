@@ -12,6 +12,7 @@ from accounts.models import Agent, MessagingBinding, User
 from memory_addon.core.secret_guard import find_secret
 from memory_addon.errors import ChangeRefused, LimitExceeded, SecretRefused
 from memory_addon.models import BankSwitch, ChangeSet, MemoryScope
+from memory_addon.services.locks import memory_lock
 
 INDEX_PATH = "index.md"
 BANK_INDEX_PATH = "MEMORY.md"
@@ -49,15 +50,30 @@ def bank_find(user: User, project_key: str) -> MemoryScope | None:
 
 def bank_scope(user: User, project_key: str, project_name: str = "") -> MemoryScope:
     """The bank of this project, created on a write path (a read uses bank_find)."""
-    if bank_find(user, project_key) is None:
-        banks = MemoryScope.objects.filter(kind=MemoryScope.Kind.PROJECT, owner=user).count()
-        if banks >= settings.MEMORY_MAX_BANKS_PER_PERSON:
-            raise LimitExceeded(
-                f"You have {banks} project memory banks; the limit is "
-                f"{settings.MEMORY_MAX_BANKS_PER_PERSON}. Delete one you no longer use first."
-            )
-    scope = _get_or_create(MemoryScope.Kind.PROJECT, owner=user, project_key=project_key)
+    scope = bank_find(user, project_key)
+    if scope is None:
+        _check_identity(project_key, project_name)
+        with transaction.atomic():
+            # Counted and created under the person's lock: parallel creates cannot all
+            # see room for one more bank.
+            memory_lock(user.pk)
+            banks = MemoryScope.objects.filter(kind=MemoryScope.Kind.PROJECT, owner=user).count()
+            if banks >= settings.MEMORY_MAX_BANKS_PER_PERSON and not bank_find(user, project_key):
+                raise LimitExceeded(
+                    gettext(
+                        "You have %(banks)s project memory banks; the limit is %(limit)s. "
+                        "Delete one you no longer use first."
+                    )
+                    % {"banks": banks, "limit": settings.MEMORY_MAX_BANKS_PER_PERSON}
+                )
+            scope = _get_or_create(MemoryScope.Kind.PROJECT, owner=user, project_key=project_key)
     if project_name and scope.project_name != project_name:
+        if (
+            project_name != project_name.strip()
+            or len(project_name) > MAX_PROJECT_NAME
+            or not project_name.isprintable()
+        ):
+            raise ChangeRefused(gettext("The project key and name must be plain one-line text."))
         MemoryScope.objects.filter(pk=scope.pk).update(project_name=project_name)
         scope.project_name = project_name
     return scope
@@ -112,6 +128,14 @@ MAX_PROJECT_NAME = 200
 
 def _clean_identity(project_key: str, project_name: str) -> tuple[str, str]:
     key, name = project_key.strip(), project_name.strip()
+    _check_identity(key, name)
+    return key, name
+
+
+def _check_identity(key: str, name: str) -> None:
+    """A new bank's key and name: one plain line each (the page, the API and tools)."""
+    if key != key.strip() or name != name.strip():
+        raise ChangeRefused(gettext("The project key and name must be plain one-line text."))
     if not key:
         raise ChangeRefused(gettext("Give the project key the agent sends for this project."))
     if len(key) > MAX_PROJECT_KEY:
@@ -127,7 +151,6 @@ def _clean_identity(project_key: str, project_name: str) -> tuple[str, str]:
     _refuse_secret("The project key", key)
     if name:
         _refuse_secret("The project name", name)
-    return key, name
 
 
 def _key_taken(user: User, key: str, *, other_than: int | None = None) -> bool:
@@ -148,6 +171,7 @@ def bank_create(
     key, name = _clean_identity(project_key, project_name)
     try:
         with transaction.atomic(durable=True):
+            memory_lock(user.pk)  # a parallel create of the same key waits, then is refused
             if _key_taken(user, key):
                 raise ChangeRefused(_taken_message(key))
             scope = bank_scope(user, key, name)

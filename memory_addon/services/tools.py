@@ -22,9 +22,9 @@ from memory_addon.services.changes import (
     FileWrite,
     change_set_apply,
     clean_path,
-    memory_lock,
 )
 from memory_addon.services.context import memory_readable, neutralize, readable_scopes
+from memory_addon.services.locks import memory_lock
 from memory_addon.services.note_search import note_search
 from memory_addon.services.proposals import (
     check_may_change,

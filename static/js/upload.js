@@ -82,6 +82,10 @@ function uploadSetup(form) {
       window.alert(form.dataset.textNothing);
       return;
     }
+    if (sending.length > Number(form.dataset.maxFiles)) {
+      window.alert(form.dataset.textTooMany);
+      return;
+    }
     const body = new FormData();
     body.append("csrfmiddlewaretoken", form.querySelector("[name=csrfmiddlewaretoken]").value);
     sending.forEach((entry) => body.append(input.name, entry.file, entry.file.name));

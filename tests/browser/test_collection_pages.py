@@ -46,9 +46,12 @@ def test_drop_files_watch_each_upload_then_manage_the_files(
     # The rules come from the server's settings, before any file is picked.
     assert "at most 1.0\xa0MB each" in page.get_by_test_id("upload-rules").inner_text()
 
+    # The drop zone listens once upload.js has set the form up.
+    page.locator("form[data-upload][data-upload-ready]").wait_for(state="attached")
     data = page.evaluate_handle(DROP, [LIMIT])
     page.dispatch_event("[data-drop-zone]", "drop", {"dataTransfer": data})
     items = page.locator(".upload-list li")
+    items.nth(4).wait_for()
     assert items.count() == 5
     refused = page.locator(".upload-list li[data-state=refused]")
     assert refused.count() == 2
