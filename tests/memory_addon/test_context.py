@@ -226,12 +226,13 @@ def test_the_turn_context_takes_two_queries_with_every_scope_full(
     assert origins == {"organization", "agent", "conversation", "user"}
 
 
-def test_reading_the_turn_context_creates_no_scope(user):
+def test_reading_the_turn_context_creates_no_scope(user, binding):
     from memory_addon.models import MemoryScope
     from memory_addon.turns import Turn
 
-    assert turn_context_build(Turn(user=user)).block == ""
-    assert not MemoryScope.objects.exists()
+    scopes = MemoryScope.objects.count()  # the person's own, made with the person
+    assert turn_context_build(Turn(user=user, binding=binding)).block == ""
+    assert MemoryScope.objects.count() == scopes
 
 
 def test_the_turn_context_api_answers_in_few_queries(api, user, scope, django_assert_num_queries):
