@@ -68,7 +68,7 @@ def start(data_dir: Path | None = None) -> None:
 
 
 # manage.py commands that need neither server (and help, in any of its spellings).
-NO_SERVERS = frozenset({"help", "version", "compilemessages", "makemessages"})
+NO_SERVERS = frozenset({"help", "version", "compilemessages", "makemessages", "collectstatic"})
 
 
 def command_needs_servers(argv: list[str]) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from django.core.cache import cache
 from django.core.management import call_command
 
 from accounts.models import Agent, AIProfile, ApiToken, User
@@ -59,6 +60,7 @@ def test_the_api_bank_switch_is_recorded_in_the_banks_history_and_pushed_live(
 
 
 def test_sign_up_makes_the_person_and_their_memory_scope(client):
+    cache.clear()  # the sign-up rate limit counts in Redis, across test runs
     response = client.post(
         "/accounts/sign-up/",
         {
@@ -75,6 +77,7 @@ def test_sign_up_makes_the_person_and_their_memory_scope(client):
 
 
 def test_a_failed_sign_up_writes_nothing(client):
+    cache.clear()
     response = client.post(
         "/accounts/sign-up/", {"username": "x", "password1": PASSWORD, "password2": "other"}
     )
