@@ -30,6 +30,12 @@ def agent_created(sender: type[Agent], instance: Agent, created: bool, **kwargs:
 
 
 def scopes_after_migrate(sender: AppConfig, **kwargs: Any) -> None:
+    from django.db import connections
+
+    from memory_addon.models import MemoryScope
     from memory_addon.services.scopes import scopes_ensure_missing
 
+    connection = connections[kwargs.get("using") or "default"]
+    if MemoryScope._meta.db_table not in connection.introspection.table_names():
+        return  # migrated back to before the scopes existed
     scopes_ensure_missing()
