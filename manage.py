@@ -9,7 +9,16 @@ def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_addon.settings")
     from django.core.management import execute_from_command_line
 
-    execute_from_command_line(sys.argv)
+    from memory_addon import embedded
+    from memory_addon.env import BadSetting
+
+    try:
+        # Help and --help start no database and create no data folder (issue 11).
+        if embedded.command_needs_servers(sys.argv):
+            embedded.start()
+        execute_from_command_line(sys.argv)
+    except BadSetting as error:
+        sys.exit(f"Cannot start: {error}")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from accounts.schemas import (
     ErrorOut,
     MeOut,
 )
+from accounts.services import ai_profile_delete as ai_profile_delete_service
 from accounts.services import ai_profile_save, api_token_create, api_token_revoke
 
 router = Router(tags=["accounts"])
@@ -59,7 +60,9 @@ def ai_profile_update(request: HttpRequest, profile_id: int, payload: AIProfileI
     summary="Delete an AI profile",
 )
 def ai_profile_delete(request: HttpRequest, profile_id: int) -> Status[None]:
-    get_object_or_404(AIProfile, pk=profile_id, owner=signed_in_user(request)).delete()
+    ai_profile_delete_service(
+        profile=get_object_or_404(AIProfile, pk=profile_id, owner=signed_in_user(request))
+    )
     return Status(204, None)
 
 

@@ -13,14 +13,43 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from accounts.models import AIProfile, ApiToken, MessagingBinding, SiteSettings, User
+from accounts.models import Agent, AIProfile, ApiToken, MessagingBinding, SiteSettings, User
 
 
 def site_settings_get() -> SiteSettings:
-    settings_row, _ = SiteSettings.objects.get_or_create(
-        pk=1, defaults={"signup_enabled": bool(settings.SIGNUP_ENABLED_DEFAULT)}
-    )
-    return settings_row
+    """A pure read: the saved site settings, or the defaults (not saved) before an admin
+    changes them, so the sign-in and sign-up pages write nothing."""
+    saved = SiteSettings.objects.filter(pk=1).first()
+    return saved or SiteSettings(pk=1, signup_enabled=bool(settings.SIGNUP_ENABLED_DEFAULT))
+
+
+def user_sign_up(*, username: str, email: str, password: str) -> User:
+    """A new account from the sign-up form (already validated); its memory comes with it."""
+    with transaction.atomic(durable=True):
+        user = User(username=username, email=email)
+        user.set_password(password)
+        user.save()  # the post_save receiver makes the person's own memory scope
+    return user
+
+
+def agent_save(*, agent: Agent) -> Agent:
+    """Save an agent the form filled in; a new one gets its memory scope in the same
+    transaction (memory_addon/receivers.py), so the Memory tab and the API can show it."""
+    with transaction.atomic(durable=True):
+        agent.save()
+    return agent
+
+
+def agent_delete(*, agent: Agent) -> None:
+    """Remove an agent; its memory scope and files go with it (cascade)."""
+    with transaction.atomic(durable=True):
+        agent.delete()
+
+
+def ai_profile_delete(*, profile: AIProfile) -> None:
+    """Remove an AI profile; conversations and bindings that used it keep their text."""
+    with transaction.atomic(durable=True):
+        profile.delete()
 
 
 @dataclass(frozen=True)
@@ -105,7 +134,11 @@ def api_token_create(
 
 
 def api_token_revoke(*, token: ApiToken) -> None:
-    ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+    """Revoke (the API's DELETE and the page's button): the row stays for the audit trail."""
+    with transaction.atomic(durable=True):
+        ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(
+            revoked_at=timezone.now()
+        )
 
 
 def api_token_find(token: str) -> ApiToken | None:

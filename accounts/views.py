@@ -21,11 +21,17 @@ from accounts.forms import AgentForm, AIProfileForm, ApiTokenForm, SignupForm
 from accounts.models import Agent, AIProfile, ApiToken
 from accounts.probe import ConnectionProblem, server_models
 from accounts.services import (
+    agent_delete as agent_delete_service,
+)
+from accounts.services import (
+    agent_save,
     ai_profile_save,
     api_token_create,
     api_token_revoke,
     site_settings_get,
+    user_sign_up,
 )
+from accounts.services import ai_profile_delete as ai_profile_delete_service
 from memory_addon.show_once import show_once, take_shown
 
 
@@ -56,7 +62,11 @@ def signup(request: HttpRequest) -> HttpResponse:
                 ),
             )
             return render(request, "accounts/signup.html", {"form": form}, status=429)
-        user = form.save()
+        user = user_sign_up(
+            username=form.cleaned_data["username"],
+            email=form.cleaned_data.get("email") or "",
+            password=form.cleaned_data["password1"],
+        )
         login(request, user, backend="django.contrib.auth.backends.ModelBackend")
         return redirect("home")
     return render(request, "accounts/signup.html", {"form": form})
@@ -143,7 +153,7 @@ def _ai_profile_test(request: HttpRequest, form: AIProfileForm, profile: AIProfi
 def ai_profile_delete(request: HttpRequest, profile_id: int) -> HttpResponse:
     profile = get_object_or_404(AIProfile, pk=profile_id, owner=signed_in_user(request))
     name = profile.name
-    profile.delete()
+    ai_profile_delete_service(profile=profile)
     messages.success(request, _("Deleted the AI profile “%(name)s”.") % {"name": name})
     return redirect("accounts:settings")
 
@@ -161,11 +171,8 @@ def agent_edit(request: HttpRequest, agent_id: int | None = None) -> HttpRespons
     agent = get_object_or_404(Agent, pk=agent_id, owner=owner) if agent_id else Agent(owner=owner)
     form = AgentForm(request.POST or None, instance=agent, owner=owner)
     if request.method == "POST" and form.is_valid():
-        saved = form.save()
         # Its memory exists from the start, so the Memory tab and the API can show it.
-        from memory_addon.services.scopes import agent_scope
-
-        agent_scope(saved)
+        saved = agent_save(agent=form.save(commit=False))
         messages.success(request, _("Saved the agent “%(name)s”.") % {"name": saved.name})
         return redirect("accounts:agent_edit", agent_id=saved.pk)
     return render(request, "accounts/agent_form.html", {"form": form, "agent": agent})
@@ -178,7 +185,7 @@ def agent_delete(request: HttpRequest, agent_id: int) -> HttpResponse:
     agent = get_object_or_404(Agent, pk=agent_id, owner=signed_in_user(request))
     if request.method == "POST":
         name = agent.name
-        agent.delete()
+        agent_delete_service(agent=agent)
         messages.success(
             request, _("Deleted the agent “%(name)s” and its memory.") % {"name": name}
         )

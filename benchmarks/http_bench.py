@@ -29,6 +29,9 @@ if __name__ == "__main__":  # standalone: the same embedded database as `make be
     sys.path.insert(0, str(_root))
     import django
 
+    from memory_addon import embedded
+
+    embedded.start()
     django.setup()
 
 import httpx

@@ -24,6 +24,9 @@ sys.path.insert(0, str(ROOT))
 
 import django  # noqa: E402
 
+from memory_addon import embedded  # noqa: E402
+
+embedded.start()
 django.setup()
 
 from django.core.management import call_command  # noqa: E402

@@ -1,8 +1,19 @@
 from __future__ import annotations
 
 from django.apps import AppConfig
+from django.db.models.signals import post_migrate, post_save
 
 
 class MemoryAddonConfig(AppConfig):
     name = "memory_addon"
     verbose_name = "Short memory"
+
+    def ready(self) -> None:
+        from accounts.models import Agent, User
+        from memory_addon import receivers
+
+        post_save.connect(receivers.user_created, sender=User, dispatch_uid="memory-user-scope")
+        post_save.connect(receivers.agent_created, sender=Agent, dispatch_uid="memory-agent-scope")
+        post_migrate.connect(
+            receivers.scopes_after_migrate, sender=self, dispatch_uid="memory-missing-scopes"
+        )

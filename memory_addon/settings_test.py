@@ -14,6 +14,11 @@ os.environ.setdefault(
 # The sample bridge and callback receivers of the tests listen on this machine.
 os.environ.setdefault("WEBHOOK_ALLOW_LOOPBACK", "true")
 
-from memory_addon.settings import *  # noqa: F403
+# The test run is an entry point: it starts (or attaches to) its own embedded servers.
+from memory_addon import embedded
+
+embedded.start()
+
+from memory_addon.settings import *  # noqa: E402, F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -55,7 +55,12 @@ from memory_addon.services.proposals import (
     proposals_decide_all,
     proposals_reopen,
 )
-from memory_addon.services.scopes import agent_scope, index_path, scope_folder, user_scope
+from memory_addon.services.scopes import (
+    agent_scope_find,
+    index_path,
+    scope_folder,
+    user_scope_find,
+)
 from memory_addon.services.user_settings import addon_enabled, addon_set_enabled
 
 
@@ -87,7 +92,10 @@ def section(request: HttpRequest, section: str) -> HttpResponse:
 def _owned_scope(request: HttpRequest, scope_id: int | str | None) -> MemoryScope:
     user = signed_in_user(request)
     if not scope_id:
-        return user_scope(user)
+        own = user_scope_find(user)
+        if own is None:  # made with the person; only a row removed by hand lacks it
+            raise Http404("Your memory scope is missing; ask an administrator to run migrate.")
+        return own
     if isinstance(scope_id, str) and not scope_id.isdecimal():
         # A hand-edited ?scope= is just a scope that does not exist, not a server error.
         raise Http404("There is no memory scope with that number.")
@@ -101,7 +109,6 @@ def _owned_scope(request: HttpRequest, scope_id: int | str | None) -> MemoryScop
 
 def _scope_choices(request: HttpRequest) -> list[tuple[MemoryScope, str]]:
     user = signed_in_user(request)
-    user_scope(user)
     return [
         (scope, scope_folder(scope))
         for scope in scopes_for_user(user).exclude(kind=MemoryScope.Kind.PROJECT)
@@ -439,7 +446,6 @@ def audit_page(request: HttpRequest) -> HttpResponse:
 @require_GET
 def files_page(request: HttpRequest) -> HttpResponse:
     user = signed_in_user(request)
-    user_scope(user)
     scopes = list(scopes_for_user(user))
     files = MemoryFile.objects.filter(scope__in=scopes).only(
         "scope_id", "path", "size", "updated_at"
@@ -675,7 +681,10 @@ def addon_toggle(request: HttpRequest) -> HttpResponse:
 @require_GET
 def agent_memory(request: HttpRequest, agent_id: int) -> HttpResponse:
     agent = get_object_or_404(Agent, pk=agent_id, owner=signed_in_user(request))
-    return redirect(f"{reverse('memory')}?scope={agent_scope(agent).pk}")
+    scope = agent_scope_find(agent)  # made when the agent was saved
+    if scope is None:
+        return redirect("memory")
+    return redirect(f"{reverse('memory')}?scope={scope.pk}")
 
 
 @login_required

@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 from django.db import connection
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
 
 from tests.factories import UserFactory
 
@@ -24,6 +26,14 @@ ROOT = Path(__file__).resolve().parent.parent
 # Playwright's sync API keeps an event loop in the test thread; the tests still
 # run their ORM calls synchronously and one at a time.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+# `make mutate` runs the property tests under mutmut's tracing, many times over: fewer
+# examples, and no timing checks (pytest --hypothesis-profile=mutation).
+hypothesis_settings.register_profile(
+    "mutation",
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 
 
 def free_port() -> int:

@@ -1,4 +1,9 @@
-"""Finding (and creating) the scope of a user, agent, conversation, bank or organization."""
+"""Finding (and creating) the scope of a user, agent, conversation, bank or organization.
+
+Reads never write (CONVENTIONS, Boundaries): `*_find` functions are pure reads for GET
+pages and endpoints; `ensure_*` creates a missing scope and is called only from write
+paths (a person or agent created, a note saved, a binding made, a bank switched).
+"""
 
 from __future__ import annotations
 
@@ -29,16 +34,52 @@ def _get_or_create(kind: str, **lookup: object) -> MemoryScope:
         return MemoryScope.objects.get(kind=kind, **lookup)
 
 
-def user_scope(user: User) -> MemoryScope:
+def ensure_user_scope(user: User) -> MemoryScope:
     return _get_or_create(MemoryScope.Kind.USER, owner=user)
 
 
-def agent_scope(agent: Agent) -> MemoryScope:
+def ensure_agent_scope(agent: Agent) -> MemoryScope:
     return _get_or_create(MemoryScope.Kind.AGENT, owner=agent.owner, agent=agent)
 
 
-def channel_scope(binding: MessagingBinding) -> MemoryScope:
+def ensure_channel_scope(binding: MessagingBinding) -> MemoryScope:
     return _get_or_create(MemoryScope.Kind.CHANNEL, owner=binding.owner, binding=binding)
+
+
+# The older names of the ensure_* functions (write paths only), kept for the tests and
+# benchmarks that set up scopes with them.
+user_scope = ensure_user_scope
+agent_scope = ensure_agent_scope
+channel_scope = ensure_channel_scope
+
+
+def user_scope_find(user: User) -> MemoryScope | None:
+    """A pure read: the person's own scope (created with the person, see receivers.py)."""
+    return MemoryScope.objects.filter(kind=MemoryScope.Kind.USER, owner=user).first()
+
+
+def agent_scope_find(agent: Agent) -> MemoryScope | None:
+    """A pure read: the agent's scope (created when the agent is saved)."""
+    return MemoryScope.objects.filter(kind=MemoryScope.Kind.AGENT, agent=agent).first()
+
+
+def scopes_ensure_missing() -> int:
+    """Give every person and agent without one their scope (run after migrate).
+
+    People and agents created before scopes were made with them had theirs made by the
+    first page that read it; this one write path replaces those reads that wrote.
+    """
+    created = 0
+    people = User.objects.exclude(memory_scopes__kind=MemoryScope.Kind.USER)
+    for user in people.only("pk"):
+        ensure_user_scope(user)
+        created += 1
+    with_scope = MemoryScope.objects.filter(kind=MemoryScope.Kind.AGENT, agent__isnull=False)
+    agents = Agent.objects.exclude(pk__in=with_scope.values("agent_id"))
+    for agent in agents.select_related("owner"):
+        ensure_agent_scope(agent)
+        created += 1
+    return created
 
 
 def bank_find(user: User, project_key: str) -> MemoryScope | None:
@@ -48,7 +89,7 @@ def bank_find(user: User, project_key: str) -> MemoryScope | None:
     ).first()
 
 
-def bank_scope(user: User, project_key: str, project_name: str = "") -> MemoryScope:
+def ensure_bank(user: User, project_key: str, project_name: str = "") -> MemoryScope:
     """The bank of this project, created on a write path (a read uses bank_find)."""
     scope = bank_find(user, project_key)
     if scope is None:
@@ -96,6 +137,9 @@ def _switch(*, user: User, scope: MemoryScope, enabled: bool, source: str) -> No
     scope.enabled = enabled
 
 
+bank_scope = ensure_bank  # the older name
+
+
 def bank_set_enabled(
     *,
     user: User,
@@ -104,11 +148,16 @@ def bank_set_enabled(
     enabled: bool,
     source: str = ChangeSet.Source.API,
 ) -> MemoryScope:
-    """Turn a bank on or off (creating it if needed); its files are never touched."""
+    """Turn a bank on or off (creating it if needed); its files are never touched.
+
+    A real switch is in the bank's history (a change set without file changes, so there
+    is nothing to undo) and reaches the person's open pages; switching to the state it
+    already has records nothing.
+    """
     if project_name:
         _refuse_secret("The project name", project_name)
     with transaction.atomic(durable=True):
-        scope = bank_scope(user, project_key, project_name)
+        scope = ensure_bank(user, project_key, project_name)
         _switch(user=user, scope=scope, enabled=enabled, source=source)
     return scope
 

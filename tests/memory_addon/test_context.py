@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import hashlib
 from dataclasses import replace
 
 import pytest
@@ -200,8 +201,13 @@ def test_turn_context_api_returns_block_and_sent_along(api, user, scope):
     )
     body = api.post("/api/memory/turn-context", {"context_window": 8192}).json()
     assert "likes tea" in body["block"]
-    assert body["sent_along"]["items"][0]["tokens"] > 0
+    # The line "- tea: likes tea -> tea.md" is 26 bytes: 7 tokens at 4 bytes a token.
+    assert body["sent_along"]["items"] == [
+        {"origin": "user", "scope": "Memory", "kind": "person", "entry_id": "", "tokens": 7}
+    ]
+    assert body["sent_along"]["tokens"] == 7 and body["sent_along"]["omitted"] == 0
     assert body["hash"] == body["sent_along"]["hash"]
+    assert body["hash"] == hashlib.sha256(body["block"].encode("utf-8")).hexdigest()
 
 
 def test_the_turn_context_takes_two_queries_with_every_scope_full(
@@ -220,12 +226,13 @@ def test_the_turn_context_takes_two_queries_with_every_scope_full(
     assert origins == {"organization", "agent", "conversation", "user"}
 
 
-def test_reading_the_turn_context_creates_no_scope(user):
+def test_reading_the_turn_context_creates_no_scope(user, binding):
     from memory_addon.models import MemoryScope
     from memory_addon.turns import Turn
 
-    assert turn_context_build(Turn(user=user)).block == ""
-    assert not MemoryScope.objects.exists()
+    scopes = MemoryScope.objects.count()  # the person's own, made with the person
+    assert turn_context_build(Turn(user=user, binding=binding)).block == ""
+    assert MemoryScope.objects.count() == scopes
 
 
 def test_the_turn_context_api_answers_in_few_queries(api, user, scope, django_assert_num_queries):

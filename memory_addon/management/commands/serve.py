@@ -27,6 +27,7 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from accounts.services import first_admin_ensure
 from memory_addon.core.supervise import RestartPolicy
+from memory_addon.env import env_int
 from memory_addon.web import web_workers
 
 STOP_GRACE_SECONDS = 15
@@ -68,9 +69,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
-        parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
+        parser.add_argument("--port", type=int, default=env_int("PORT", 8000))
         parser.add_argument(
-            "--worker-concurrency", type=int, default=int(os.environ.get("WORKER_CONCURRENCY", "2"))
+            "--worker-concurrency", type=int, default=env_int("WORKER_CONCURRENCY", 2)
         )
         parser.add_argument(
             "--chat-concurrency",
@@ -87,6 +88,8 @@ class Command(BaseCommand):
         parser.add_argument("--no-worker", action="store_true", help="Serve the web app only.")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if options["web_workers"] is None:
+            web_workers()  # a malformed WEB_WORKERS stops the start here, naming it
         call_command("migrate", interactive=False, verbosity=0)
         self._announce_sign_in(options["host"], options["port"])
 
