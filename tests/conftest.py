@@ -262,6 +262,15 @@ def fake_openai():
 
 
 @pytest.fixture(scope="session", autouse=True)
+def fresh_cache() -> None:
+    """Marks in the Redis cache (rate limits, queued refreshes) belong to the rows of an
+    earlier run's database, whose ids this run's fresh database starts over."""
+    from django.core.cache import cache
+
+    cache.clear()
+
+
+@pytest.fixture(scope="session", autouse=True)
 def minilm_folder():
     """The packaged all-MiniLM-L6-v2 as a local fastembed folder (EMBEDDING_MODEL_PATH)."""
     from knowledge.local_model import assemble_minilm

@@ -12,6 +12,7 @@ import logging
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db import connection, transaction
 
 from accounts.models import AIProfile, User
@@ -88,10 +89,37 @@ def note_embeddings_refresh(*, scope_id: int) -> int:
     return len(stale)
 
 
+# A mark older than this is stale (a lost job): the next change queues a new one.
+QUEUED_MARK_SECONDS = 600
+
+
+def _queued_key(scope_id: int) -> str:
+    return f"note-embeddings-queued:{scope_id}"
+
+
 def note_embeddings_refresh_on_commit(scope_id: int) -> None:
+    """One refresh waiting per scope: a burst of writes (a bank filled file by file) used
+    to queue a job each, and the default worker spent minutes on them while collection
+    scans waited behind. The refresh reads the scope as it is when it runs."""
     from memory_addon import tasks
 
-    transaction.on_commit(lambda: tasks.note_embeddings_refresh_task.delay(scope_id))
+    def enqueue() -> None:
+        try:
+            first = cache.add(_queued_key(scope_id), 1, timeout=QUEUED_MARK_SECONDS)
+        except Exception:  # no Redis for the mark: queue it anyway, the job is idempotent
+            first = True
+        if first:
+            tasks.note_embeddings_refresh_task.delay(scope_id)
+
+    transaction.on_commit(enqueue)
+
+
+def note_embeddings_refresh_started(scope_id: int) -> None:
+    """A change after this point queues the next refresh."""
+    try:
+        cache.delete(_queued_key(scope_id))
+    except Exception:
+        logger.warning("Could not clear the refresh mark of scope %s", scope_id)
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,13 @@ from knowledge.retrieval import retrieve
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
+
+@pytest.fixture(autouse=True)
+def jobs_run_here(monkeypatch):
+    """The session's Celery worker, if an earlier test started it, must not take these jobs."""
+    monkeypatch.setattr(services, "_run_on_commit", lambda job: None)
+
+
 OLD = "Alpacas are calm animals that live in the Andes."
 NEW = "Alpacas hum when they are curious."
 
