@@ -63,13 +63,17 @@ def embedder_build(*, provider: str, model_name: str, ai_profile: AIProfile | No
         return FastembedEmbedder(model_name or settings.EMBEDDING_MODEL)
     if provider == Store.Provider.OPENAI:
         if ai_profile is None:
-            raise KnowledgeRefusal("Choose an AI profile with the embedding role for this server.")
+            raise KnowledgeRefusal(
+                _("Choose an AI profile with the embedding role for this server.")
+            )
         return OpenAIEmbedder(
             base_url=ai_profile.base_url,
             model_name=model_name or ai_profile.model,
             api_key=ai_profile.api_key,
         )
-    raise KnowledgeRefusal(f"Unknown embedding provider {provider!r}.")
+    raise KnowledgeRefusal(
+        _("Unknown embedding provider %(provider)s.") % {"provider": repr(provider)}
+    )
 
 
 def store_embedder(store: Store, *, for_query: bool = False) -> Embedder | None:
@@ -137,22 +141,24 @@ def store_create(
     if not name or not name.isprintable():  # no line breaks, bidi or invisible controls
         raise KnowledgeRefusal(_("Give the collection a name on one plain line."))
     if backend not in Store.Backend.values:
-        raise KnowledgeRefusal("Choose where the vectors live: postgres or qdrant.")
+        raise KnowledgeRefusal(_("Choose where the vectors live: postgres or qdrant."))
     in_qdrant = backend == Store.Backend.QDRANT
     if in_qdrant:
         if provider == Store.Provider.NONE:
-            raise KnowledgeRefusal("A keyword-only collection has no vectors to keep in Qdrant.")
+            raise KnowledgeRefusal(_("A keyword-only collection has no vectors to keep in Qdrant."))
         qdrant_url = qdrant.check_url(qdrant_url)
     if language not in Store.Language.values:
         raise KnowledgeRefusal(
             "Choose the keyword search language: " + ", ".join(Store.Language.values) + "."
         )
     if not name:
-        raise KnowledgeRefusal("Give the collection a name.")
+        raise KnowledgeRefusal(_("Give the collection a name."))
     if Store.objects.filter(owner=owner, name=name).exists():
-        raise KnowledgeRefusal(f"You already have a collection named {name!r}.")
+        raise KnowledgeRefusal(
+            _("You already have a collection named %(name)s.") % {"name": repr(name)}
+        )
     if ai_profile is not None and ai_profile.owner_id != owner.pk:
-        raise KnowledgeRefusal("That AI profile is not yours.")
+        raise KnowledgeRefusal(_("That AI profile is not yours."))
     dimension = None
     if provider == Store.Provider.FASTEMBED:
         # The name and dimension only: the model itself is loaded by the indexing worker.
@@ -368,7 +374,9 @@ def _check_folder(raw: str, owner: User) -> Path:
     if ".." in path.parts:
         raise KnowledgeRefusal(_("Give the plain path of the folder, without '..'."))
     if not path.is_absolute():
-        raise KnowledgeRefusal("Give the full path of the folder on the server, starting with /.")
+        raise KnowledgeRefusal(
+            _("Give the full path of the folder on the server, starting with /.")
+        )
     # The grant comes first: a person learns nothing about folders they may not use.
     _check_granted(owner, path)
     try:
@@ -380,9 +388,12 @@ def _check_folder(raw: str, owner: User) -> Path:
     except FileNotFoundError:
         raise KnowledgeRefusal(_("There is no folder at %(path)s.") % {"path": path}) from None
     except NotADirectoryError:
-        raise KnowledgeRefusal(f"{path} is a file, not a folder.") from None
+        raise KnowledgeRefusal(_("%(path)s is a file, not a folder.") % {"path": path}) from None
     except OSError as error:
-        raise KnowledgeRefusal(f"{path} cannot be opened ({error.strerror}).") from None
+        raise KnowledgeRefusal(
+            _("%(path)s cannot be opened (%(strerror)s).")
+            % {"path": path, "strerror": error.strerror}
+        ) from None
     return path
 
 
@@ -390,9 +401,13 @@ def _check_overlap(store: Store, path: Path) -> None:
     for existing in store.sources.filter(kind=Source.Kind.FOLDER):
         other = Path(existing.path)
         if path == other:
-            raise KnowledgeRefusal(f"This folder is already a source: {other}.")
+            raise KnowledgeRefusal(
+                _("This folder is already a source: %(other)s.") % {"other": other}
+            )
         if path.is_relative_to(other):
-            raise KnowledgeRefusal(f"This folder is already covered by the source {other}.")
+            raise KnowledgeRefusal(
+                _("This folder is already covered by the source %(other)s.") % {"other": other}
+            )
         if other.is_relative_to(path):
             raise KnowledgeRefusal(
                 f"This folder contains the existing source {other}; remove that one first."
@@ -418,7 +433,10 @@ def _start_job(
             )
     except IntegrityError:
         raise JobBusy(
-            "A scan or index job is already running for this collection; wait for it or cancel it."
+            _(
+                "A scan or index job is already running for this collection; "
+                "wait for it or cancel it."
+            )
         ) from None
     _run_on_commit(job)
     return job
@@ -444,7 +462,7 @@ def source_add_folder(
 ) -> tuple[Source, Job]:
     folder = _check_folder(path, store.owner)
     if not 1 <= max_file_mib <= 1024:
-        raise KnowledgeRefusal("The file size limit must be between 1 MiB and 1024 MiB (1 GiB).")
+        raise KnowledgeRefusal(_("The file size limit must be between 1 MiB and 1024 MiB (1 GiB)."))
     with transaction.atomic(durable=True):
         Store.objects.select_for_update().get(pk=store.pk)
         _check_overlap(store, folder)
@@ -607,7 +625,7 @@ def _already_there(name: str, source: Source, path: str) -> str:
 
 def source_add_upload(*, store: Store, files: list[UploadedFile[bytes]]) -> tuple[Source, Job]:
     if not files:
-        raise KnowledgeRefusal("Choose at least one file to upload.")
+        raise KnowledgeRefusal(_("Choose at least one file to upload."))
     names = _upload_names(files)
     _check_uploads(store, files, names)
     incoming = sum(upload.size or 0 for upload in files)
@@ -637,7 +655,9 @@ def source_add_upload(*, store: Store, files: list[UploadedFile[bytes]]) -> tupl
         prefix = _upload_prefix(source)
         for upload, name in zip(files, names, strict=True):
             if storage.save(f"{prefix}/{name}", upload) != f"{prefix}/{name}":
-                raise KnowledgeRefusal(f"The file name {name} could not be kept.")
+                raise KnowledgeRefusal(
+                    _("The file name %(name)s could not be kept.") % {"name": name}
+                )
         with transaction.atomic(durable=True):
             Store.objects.select_for_update().get(pk=store.pk)
             job = _start_job(store=store, source=source, kind=Job.Kind.SCAN)
@@ -670,7 +690,7 @@ def source_remove(*, source: Source) -> None:
     source_pk = source.pk
     with transaction.atomic(durable=True):
         if Job.objects.filter(source=source, state__in=Job.ACTIVE_STATES).exists():
-            raise JobBusy("A job is running for this source; cancel it first.")
+            raise JobBusy(_("A job is running for this source; cancel it first."))
         source.delete()
     if source.store.in_qdrant:
         qdrant.source_points_delete(source.store, source_pk)
@@ -738,7 +758,7 @@ def job_cancel(*, job: Job) -> None:
         cancel_requested=True
     )
     if not updated:
-        raise KnowledgeRefusal("This job is not running any more.")
+        raise KnowledgeRefusal(_("This job is not running any more."))
 
 
 def scan_confirm(*, scan_job: Job) -> Job:
@@ -746,7 +766,7 @@ def scan_confirm(*, scan_job: Job) -> Job:
     with transaction.atomic(durable=True):
         locked = Job.objects.select_for_update().get(pk=scan_job.pk)
         if locked.kind != Job.Kind.SCAN or locked.state != Job.State.REVIEW:
-            raise KnowledgeRefusal("This review is no longer waiting for a confirmation.")
+            raise KnowledgeRefusal(_("This review is no longer waiting for a confirmation."))
         locked.state = Job.State.SUCCEEDED
         locked.save(update_fields=["state"])
         return _start_job(
@@ -1311,7 +1331,7 @@ def watch_sources() -> int:
 def store_rebuild(*, store: Store) -> Store:
     """Start over with the configured model: drop the old vectors; sources then re-index."""
     if store.provider == Store.Provider.NONE:
-        raise KnowledgeRefusal("A keyword-only collection has no vectors to rebuild.")
+        raise KnowledgeRefusal(_("A keyword-only collection has no vectors to rebuild."))
     if store.in_qdrant:
         raise KnowledgeRefusal(
             "A collection in Qdrant cannot be rebuilt for a new model yet; create a new "
@@ -1333,7 +1353,7 @@ def store_rebuild(*, store: Store) -> Store:
         raise KnowledgeRefusal(str(error)) from error
     with transaction.atomic(durable=True):
         if Job.objects.filter(store=store, state__in=Job.ACTIVE_STATES).exists():
-            raise JobBusy("A job is running for this collection; wait for it or cancel it.")
+            raise JobBusy(_("A job is running for this collection; wait for it or cancel it."))
         with connection.cursor() as cursor:
             cursor.execute(f"DROP INDEX IF EXISTS {store.index_name}")
         Document.objects.filter(source__store=store).delete()

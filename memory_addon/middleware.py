@@ -7,6 +7,8 @@ from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponseBadRequest, HttpResponseBase, JsonResponse
 from django.utils.cache import add_never_cache_headers
+from django.utils.functional import Promise
+from django.utils.translation import gettext_lazy
 
 from memory_addon.core.storable import holds_unstorable
 
@@ -30,7 +32,7 @@ def no_store_for_signed_in(
     return middleware
 
 
-UNSTORABLE_MESSAGE = (
+UNSTORABLE_MESSAGE = gettext_lazy(
     "The request holds a NUL character or broken Unicode (a lone surrogate), which cannot "
     "be stored. Remove it and try again."
 )
@@ -40,7 +42,7 @@ class _TooDeep(Exception):
     """JSON nested deeper than Python's parser goes (a 500 before this check)."""
 
 
-TOO_DEEP_MESSAGE = "The JSON in this request is nested too deeply."
+TOO_DEEP_MESSAGE = gettext_lazy("The JSON in this request is nested too deeply.")
 
 
 def _requestholds_unstorable(request: HttpRequest) -> bool:
@@ -60,16 +62,19 @@ def _requestholds_unstorable(request: HttpRequest) -> bool:
     return False
 
 
+StrOrPromise = str | Promise
+
+
 def refuse_unstorable_text(
     get_response: Callable[[HttpRequest], HttpResponseBase],
 ) -> Callable[[HttpRequest], HttpResponseBase]:
     """PostgreSQL stores no NUL and UTF-8 has no lone surrogates: refuse them at the door
     with a clear 400 instead of a database error deep inside (a 500)."""
 
-    def refuse(message: str, request: HttpRequest) -> HttpResponseBase:
+    def refuse(message: StrOrPromise, request: HttpRequest) -> HttpResponseBase:
         if request.path.startswith("/api/"):
-            return JsonResponse({"detail": message}, status=400)
-        return HttpResponseBadRequest(message, content_type="text/plain")
+            return JsonResponse({"detail": str(message)}, status=400)
+        return HttpResponseBadRequest(str(message), content_type="text/plain")
 
     def middleware(request: HttpRequest) -> HttpResponseBase:
         try:

@@ -31,13 +31,17 @@ def _entries(path: Path) -> list[tuple[str, list[str]]]:
     entries = []
     for block in path.read_text(encoding="utf-8").split("\n\n"):
         msgid: str | None = None
+        context = ""
         strings: list[str] = []
         fuzzy = False
         for line in block.splitlines():
             if line.startswith("#,") and "fuzzy" in line:
                 fuzzy = True
+            elif line.startswith("msgctxt "):
+                context = _unquote(line[8:])
             elif line.startswith("msgid "):
-                msgid = _unquote(line[6:])
+                # A message with a context is stored under "context\x04msgid" in the .mo.
+                msgid = (context + "\x04" if context else "") + _unquote(line[6:])
             elif line.startswith("msgstr"):
                 strings.append(_unquote(line.split(" ", 1)[1]))
             elif line.startswith('"') and strings:
@@ -131,3 +135,17 @@ def test_a_refusal_from_a_service_is_in_the_persons_language(client, user):
     assert "Legen Sie unter Einstellungen ein KI-Profil an" in answer.text
     answer = client.post("/chat/new/", {"text": "Hello"}, follow=True)
     assert "Add an AI profile under Settings before you start a conversation." in answer.text
+
+
+def test_scan_statuses_and_skip_reasons_are_shown_in_german():
+    from knowledge.templatetags.scan_text import scan_reason, scan_status
+
+    with translation.override("de"):
+        assert scan_status("unchanged") == "unverändert"
+        assert scan_reason("binary content (NUL bytes)") == "binärer Inhalt (NUL-Bytes)"
+        assert scan_reason("larger than the limit of 5 MiB") == "größer als die Grenze von 5 MiB"
+        assert scan_reason("already in this collection as a.md") == (
+            "bereits in dieser Sammlung als a.md"
+        )
+        assert scan_reason("something new") == "something new"  # unknown: shown as stored
+    assert scan_status("unchanged") == "unchanged"
