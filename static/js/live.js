@@ -5,7 +5,29 @@ import { csrfToken } from "./sdk.js";
 let wasOpen = false;
 let dropped = false;
 
+// A part still in progress when the page was made (a job) may have finished before the
+// socket joined the person's group: its last push went nowhere. On every open, such parts
+// fetch their current state once.
+// When one has moved on, the parts its end changed (e.g. a collection's sources) are
+// stale too: the page's main part is fetched again.
+async function refreshInProgress() {
+  for (const element of document.querySelectorAll("[data-refresh-on-open][data-refresh-url]")) {
+    try {
+      const answer = await fetch(element.dataset.refreshUrl, { credentials: "same-origin" });
+      if (!answer.ok) continue;
+      const now = new DOMParser().parseFromString(await answer.text(), "text/html").body.firstElementChild;
+      if (now && now.dataset.state !== element.dataset.state) {
+        resync();
+        return;
+      }
+    } catch {
+      // offline for a moment: the next open tries again
+    }
+  }
+}
+
 document.addEventListener("htmx:wsOpen", () => {
+  refreshInProgress();
   document.body.dataset.live = "connected";
   if (dropped) resync();
   wasOpen = true;
