@@ -579,35 +579,50 @@ def _check_uploads(store: Store, files: list[UploadedFile[bytes]], names: list[s
                 % {"name": name, "other": seen[digest]}
             )
         seen[digest] = name
-    existing = (
-        Document.objects.filter(source__store=store, sha256__in=seen)
+    held = _held_elsewhere(store.pk, set(seen))
+    if held:
+        digest, (source, path) = next(iter(held.items()))
+        raise KnowledgeRefusal(_already_there(seen[digest], source, path))
+
+
+# Review rows whose file the collection has or will have once the review is confirmed.
+_KEPT_STATUSES = (scanning.NEW, scanning.CHANGED, scanning.UNCHANGED)
+
+
+def _held_elsewhere(
+    store_id: int, digests: set[str], *, other_than: Source | None = None
+) -> dict[str, tuple[Source, str]]:
+    """Which of these file hashes the collection already holds, and where: another
+    source's document first, then a scan that waits for review or is being indexed."""
+    held: dict[str, tuple[Source, str]] = {}
+    documents = (
+        Document.objects.filter(source__store_id=store_id, sha256__in=digests)
         .select_related("source")
         .order_by("source_id", "path")
-        .first()
     )
-    if existing is not None:
-        raise KnowledgeRefusal(
-            _already_there(seen[existing.sha256], existing.source, existing.path)
-        )
-    # Files of a scan that waits for review, or is being indexed, count too.
+    if other_than is not None:
+        documents = documents.exclude(source=other_than)
+    for document in documents:
+        held.setdefault(document.sha256, (document.source, document.path))
     scans = list(
-        Job.objects.filter(store=store, kind=Job.Kind.SCAN, state=Job.State.REVIEW).select_related(
-            "source"
-        )
+        Job.objects.filter(
+            store_id=store_id, kind=Job.Kind.SCAN, state=Job.State.REVIEW
+        ).select_related("source")
     )
     scans += [
         job.scan_job
         for job in Job.objects.filter(
-            store=store, kind=Job.Kind.INDEX, state__in=Job.ACTIVE_STATES
+            store_id=store_id, kind=Job.Kind.INDEX, state__in=Job.ACTIVE_STATES
         ).select_related("scan_job__source")
         if job.scan_job is not None
     ]
     for scan in scans:
+        if other_than is not None and scan.source_id == other_than.pk:
+            continue
         for row in scan.review:
-            if row.get("sha256") in seen and row.get("status") in ("new", "changed", "unchanged"):
-                raise KnowledgeRefusal(
-                    _already_there(seen[row["sha256"]], scan.source, row["path"])
-                )
+            if row.get("sha256") in digests and row.get("status") in _KEPT_STATUSES:
+                held.setdefault(row["sha256"], (scan.source, row["path"]))
+    return held
 
 
 def _already_there(name: str, source: Source, path: str) -> str:
@@ -968,19 +983,8 @@ def _skip_known_uploads(source: Source, rows: list[scanning.Row]) -> None:
     }
     if not fresh:
         return
-    known = dict(
-        Document.objects.filter(source__store_id=source.store_id, sha256__in=fresh)
-        .exclude(source=source)
-        .values_list("sha256", "path")
-    )
-    waiting = Job.objects.filter(
-        store_id=source.store_id, kind=Job.Kind.SCAN, state=Job.State.REVIEW
-    ).exclude(source=source)
-    for scan in waiting:
-        for row in scan.review:
-            if row.get("sha256") in fresh and row.get("status") in ("new", "changed", "unchanged"):
-                known.setdefault(row["sha256"], row["path"])
-    for digest, path in known.items():
+    held = _held_elsewhere(source.store_id, set(fresh), other_than=source)
+    for digest, (_source, path) in held.items():
         index = fresh[digest]
         rows[index] = dataclasses.replace(
             rows[index], status=scanning.SKIPPED, reason=f"already in this collection as {path}"
