@@ -195,7 +195,8 @@ class _Streamer:
             # One failed push or write (a busy pool, a Redis hiccup) is retried next time
             # round; it never ends the live updates of the answer.
             try:
-                if version != self.pushed_version:
+                pushed_now = version != self.pushed_version
+                if pushed_now:
                     self._push(text)
                     self.pushed_version = version
                 if self.done.is_set():
@@ -207,8 +208,9 @@ class _Streamer:
                     self.persisted_version = version
                     # A page loaded between the last push and this write showed the
                     # older stored text; the model may stay silent for long, so it gets
-                    # what is stored now.
-                    self._push(text)
+                    # what is stored now (unless this round pushed it already).
+                    if not pushed_now:
+                        self._push(text)
             except Exception:
                 logger.exception("A live update of message %s failed", self.message.pk)
                 connection.close()
