@@ -45,14 +45,6 @@ def _htmx(request: HttpRequest) -> bool:
     return bool(getattr(request, "htmx", False))
 
 
-def _int(value: str | None) -> int | None:
-    return row_id(value)
-
-
-def _ids(values: list[str]) -> list[int]:
-    return row_ids(values)
-
-
 def _page_context(request: HttpRequest, conversation: Conversation | None) -> dict[str, Any]:
     user = signed_in_user(request)
     query = request.GET.get("q", "")
@@ -112,9 +104,9 @@ def chat_new(request: HttpRequest) -> HttpResponse:
     try:
         conversation = services.conversation_create(
             user=user,
-            profile_id=_int(request.POST.get("profile")),
-            agent_id=_int(request.POST.get("agent")),
-            store_ids=_ids(request.POST.getlist("stores")),
+            profile_id=row_id(request.POST.get("profile")),
+            agent_id=row_id(request.POST.get("agent")),
+            store_ids=row_ids(request.POST.getlist("stores")),
             memory_on=request.POST.get("memory_on") == "on",
         )
         text = request.POST.get("text", "")
@@ -233,9 +225,9 @@ def conversation_settings(request: HttpRequest, conversation_id: int) -> HttpRes
         services.conversation_update(
             user=user,
             conversation=conversation,
-            profile_id=_int(request.POST.get("profile")),
-            agent_id=_int(request.POST.get("agent")),
-            store_ids=_ids(request.POST.getlist("stores")),
+            profile_id=row_id(request.POST.get("profile")),
+            agent_id=row_id(request.POST.get("agent")),
+            store_ids=row_ids(request.POST.getlist("stores")),
             memory_on=request.POST.get("memory_on") == "on",
         )
     except MemoryRefusal as refusal:
@@ -300,10 +292,10 @@ def schedules_page(request: HttpRequest) -> HttpResponse:
                 user=user,
                 name=request.POST.get("name", ""),
                 prompt=request.POST.get("prompt", ""),
-                profile_id=_int(request.POST.get("profile")),
-                agent_id=_int(request.POST.get("agent")),
-                store_ids=_ids(request.POST.getlist("stores")),
-                every_minutes=_int(request.POST.get("every_minutes")),
+                profile_id=row_id(request.POST.get("profile")),
+                agent_id=row_id(request.POST.get("agent")),
+                store_ids=row_ids(request.POST.getlist("stores")),
+                every_minutes=row_id(request.POST.get("every_minutes")),
                 daily_at=time.fromisoformat(daily) if daily else None,
             )
         except (MemoryRefusal, ValueError) as error:
