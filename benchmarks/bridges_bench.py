@@ -86,7 +86,7 @@ def run(write_section: Callable[[str, str], None], machine: str) -> str:
     from bridges.outbox import endpoint_deliver
     from bridges.services import binding_create, endpoint_create
     from memory_addon.services.changes import file_write
-    from memory_addon.services.scopes import user_scope
+    from memory_addon.services.scopes import ensure_user_scope
     from scripts.sample_bridge import CallbackReceiver
 
     settings.BRIDGE_RATE_LIMIT_PER_MINUTE = 1_000_000  # measured here, not limited
@@ -107,7 +107,7 @@ def run(write_section: Callable[[str, str], None], machine: str) -> str:
         for number in range(EVENTS):
             change = file_write(
                 user=user,
-                scope=user_scope(user),
+                scope=ensure_user_scope(user),
                 path="bench.md",
                 content=f"- change {number}\n",
                 base_sha256=base_sha,

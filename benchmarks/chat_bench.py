@@ -33,7 +33,7 @@ from chat.tasks import turn_run_task
 from knowledge import services as knowledge
 from knowledge.models import Job, Store
 from memory_addon.services.changes import file_write
-from memory_addon.services.scopes import agent_scope, user_scope
+from memory_addon.services.scopes import ensure_agent_scope, ensure_user_scope
 from tests.fake_openai import DIMENSION, FakeOpenAI, fake_vector
 
 ANSWER = " ".join(f"word{i}" for i in range(40))
@@ -109,7 +109,7 @@ def _setup(base_url: str) -> tuple[User, Conversation]:
     agent = Agent.objects.create(
         owner=user, name="Helper", slug="helper", memory_allowed=True, may_propose=True
     )
-    for scope, label in ((user_scope(user), "user"), (agent_scope(agent), "agent")):
+    for scope, label in ((ensure_user_scope(user), "user"), (ensure_agent_scope(agent), "agent")):
         file_write(
             user=user, scope=scope, path="index.md", content=full_index(label), base_sha256=""
         )

@@ -42,7 +42,7 @@ from accounts.models import User
 from accounts.services import api_token_create
 from benchmarks.knowledge_bench import percentile
 from memory_addon.services.changes import file_write
-from memory_addon.services.scopes import user_scope
+from memory_addon.services.scopes import ensure_user_scope
 from memory_addon.web import web_workers
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -118,7 +118,9 @@ async def _level(base: str, token: str, clients: int, seconds: float) -> dict[st
 def bench_http() -> dict[int, dict[int, dict[str, float]]]:
     user = User.objects.create_user(f"bench-http-{uuid.uuid4().hex[:8]}")
     index = "".join(f"- pref {i}: short fact {i} -> f{i}.md\n" for i in range(12))
-    file_write(user=user, scope=user_scope(user), path="index.md", content=index, base_sha256="")
+    file_write(
+        user=user, scope=ensure_user_scope(user), path="index.md", content=index, base_sha256=""
+    )
     _, token = api_token_create(user=user, name="bench")
     close_old_connections()
     results: dict[int, dict[int, dict[str, float]]] = {}

@@ -37,7 +37,7 @@ from memory_addon.core import entries  # noqa: E402
 from memory_addon.services.changes import file_write  # noqa: E402
 from memory_addon.services.context import turn_context_build  # noqa: E402
 from memory_addon.services.proposals import memory_change_request, proposal_confirm  # noqa: E402
-from memory_addon.services.scopes import agent_scope, channel_scope, user_scope  # noqa: E402
+from memory_addon.services.scopes import ensure_agent_scope, ensure_channel_scope, ensure_user_scope  # noqa: E402
 from memory_addon.services.user_settings import addon_setting_put  # noqa: E402
 from memory_addon.turns import Turn  # noqa: E402
 
@@ -86,9 +86,9 @@ def bench_turn_context() -> dict[str, float]:
     agent = Agent.objects.create(owner=user, name="Helper", slug="helper", memory_allowed=True)
     binding, _ = messaging_binding_create(owner=user, bridge="telegram", external_id="bench")
     for label, scope in (
-        ("agent", agent_scope(agent)),
-        ("chat", channel_scope(binding)),
-        ("user", user_scope(user)),
+        ("agent", ensure_agent_scope(agent)),
+        ("chat", ensure_channel_scope(binding)),
+        ("user", ensure_user_scope(user)),
     ):
         file_write(
             user=user, scope=scope, path="index.md", content=full_index(label), base_sha256=""

@@ -25,7 +25,7 @@ from memory_addon.core.storable import storable
 from memory_addon.errors import ChangeRefused
 from memory_addon.models import Proposal
 from memory_addon.outbound import OutboundRefused
-from memory_addon.services.scopes import channel_scope
+from memory_addon.services.scopes import ensure_channel_scope
 
 logger = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ def binding_create(
     with transaction.atomic(durable=True):
         binding.save()
         # The conversation's notes exist from the start: the scope picker shows them.
-        channel_scope(binding)
+        ensure_channel_scope(binding)
     return binding, secret
 
 

@@ -18,7 +18,7 @@ from knowledge.models import Job, Source
 from knowledge.services import store_create
 from memory_addon.services.changes import file_write
 from memory_addon.services.proposals import memory_change_request
-from memory_addon.services.scopes import user_scope
+from memory_addon.services.scopes import ensure_user_scope
 from memory_addon.turns import Turn
 from tests.factories import AIProfileFactory, UserFactory
 
@@ -52,7 +52,7 @@ def _pinned(
 
 
 def test_memory_tab(client, person, django_assert_num_queries):
-    scope = user_scope(person)
+    scope = ensure_user_scope(person)
 
     def add(start: int, stop: int) -> None:
         for i in range(start, stop):  # a note linking to a topic file, and the file

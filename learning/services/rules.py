@@ -27,7 +27,7 @@ from memory_addon.outbound import OutboundRefused, check_outbound_url, release_d
 from memory_addon.services.changes import change_set_apply, change_set_undo
 from memory_addon.services.locks import memory_lock
 from memory_addon.services.proposals import plan_writes
-from memory_addon.services.scopes import agent_scope, user_scope
+from memory_addon.services.scopes import ensure_agent_scope, ensure_user_scope
 
 logger = logging.getLogger(__name__)
 
@@ -221,9 +221,9 @@ def _save(user: User, suggestion: RuleSuggestion, text: str, origin: str) -> Cha
     if finding:
         raise SecretRefused(f"The rule: {finding.message()}", kind=finding.kind)
     if suggestion.target == RuleSuggestion.Target.AGENT and suggestion.agent is not None:
-        scope = agent_scope(suggestion.agent)
+        scope = ensure_agent_scope(suggestion.agent)
     else:
-        scope = user_scope(user)
+        scope = ensure_user_scope(user)
     op = {
         "action": "add",
         "text": text,

@@ -25,7 +25,7 @@ from memory_addon.core.bounded_zip import ZipRefused, open_zip, read_entry
 from memory_addon.errors import MemoryRefusal
 from memory_addon.models import ChangeSet, MemoryFile, MemoryScope
 from memory_addon.services.changes import FileWrite, change_set_apply, clean_path
-from memory_addon.services.scopes import agent_scope, channel_scope, user_scope
+from memory_addon.services.scopes import ensure_agent_scope, ensure_channel_scope, ensure_user_scope
 
 MAX_ARCHIVE_ENTRIES = 1000
 MAX_ARCHIVE_BYTES = 8 * 1024 * 1024  # uncompressed; well above the 1 MiB a person may hold
@@ -177,11 +177,11 @@ def _read_archive(archive_bytes: bytes) -> list[tuple[str, bytes]]:
 def _slot_scope(user: User, slot: _Slot) -> MemoryScope:
     if slot.scope is None:
         if slot.kind == MemoryScope.Kind.USER:
-            slot.scope = user_scope(user)
+            slot.scope = ensure_user_scope(user)
         elif slot.agent is not None:
-            slot.scope = agent_scope(slot.agent)
+            slot.scope = ensure_agent_scope(slot.agent)
         elif slot.binding is not None:
-            slot.scope = channel_scope(slot.binding)
+            slot.scope = ensure_channel_scope(slot.binding)
     assert slot.scope is not None  # noqa: S101 - project slots always hold their scope
     return slot.scope
 

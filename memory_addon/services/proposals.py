@@ -38,7 +38,12 @@ from memory_addon.services.changes import (
 from memory_addon.services.context import readable_scopes
 from memory_addon.services.locks import memory_lock
 from memory_addon.services.policy import kill_switch_on, policy_for
-from memory_addon.services.scopes import agent_scope, channel_scope, index_path, user_scope
+from memory_addon.services.scopes import (
+    ensure_agent_scope,
+    ensure_channel_scope,
+    ensure_user_scope,
+    index_path,
+)
 from memory_addon.services.user_settings import save_mode_for
 from memory_addon.turns import Turn
 
@@ -78,15 +83,15 @@ def check_may_change(turn: Turn) -> None:
 
 def target_scope(turn: Turn, name: str) -> MemoryScope:
     if name in ("", "user"):
-        return user_scope(turn.user)
+        return ensure_user_scope(turn.user)
     if name == "agent":
         if not turn.agent:
             raise ChangeRefused("This chat has no saved agent; use scope 'user'.")
-        return agent_scope(turn.agent)
+        return ensure_agent_scope(turn.agent)
     if name == "conversation":
         if not turn.binding:
             raise ChangeRefused("This chat is not a messaging conversation; use scope 'user'.")
-        return channel_scope(turn.binding)
+        return ensure_channel_scope(turn.binding)
     raise ChangeRefused("scope must be one of: user, agent, conversation.")
 
 

@@ -46,13 +46,6 @@ def ensure_channel_scope(binding: MessagingBinding) -> MemoryScope:
     return _get_or_create(MemoryScope.Kind.CHANNEL, owner=binding.owner, binding=binding)
 
 
-# The older names of the ensure_* functions (write paths only), kept for the tests and
-# benchmarks that set up scopes with them.
-user_scope = ensure_user_scope
-agent_scope = ensure_agent_scope
-channel_scope = ensure_channel_scope
-
-
 def user_scope_find(user: User) -> MemoryScope | None:
     """A pure read: the person's own scope (created with the person, see receivers.py)."""
     return MemoryScope.objects.filter(kind=MemoryScope.Kind.USER, owner=user).first()
@@ -135,9 +128,6 @@ def _switch(*, user: User, scope: MemoryScope, enabled: bool, source: str) -> No
     if changed:
         BankSwitch.objects.create(scope=scope, user=user, enabled=enabled, source=source)
     scope.enabled = enabled
-
-
-bank_scope = ensure_bank  # the older name
 
 
 def bank_set_enabled(
@@ -223,7 +213,7 @@ def bank_create(
             memory_lock(user.pk)  # a parallel create of the same key waits, then is refused
             if _key_taken(user, key):
                 raise ChangeRefused(_taken_message(key))
-            scope = bank_scope(user, key, name)
+            scope = ensure_bank(user, key, name)
             if not enabled:
                 _switch(user=user, scope=scope, enabled=False, source=ChangeSet.Source.PAGE)
     except IntegrityError as error:  # the same key created by a concurrent request

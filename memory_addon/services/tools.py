@@ -31,7 +31,7 @@ from memory_addon.services.proposals import (
     memory_change_request,
     memory_revert_request,
 )
-from memory_addon.services.scopes import BANK_INDEX_PATH, bank_find, bank_scope, scope_folder
+from memory_addon.services.scopes import BANK_INDEX_PATH, bank_find, ensure_bank, scope_folder
 from memory_addon.turns import Turn
 
 
@@ -240,7 +240,9 @@ def _bank(turn: Turn, *, write: bool = False) -> MemoryScope | None:
         if reason:
             raise NotAllowed(reason)
     scope = (
-        bank_scope(turn.user, turn.project_key) if write else bank_find(turn.user, turn.project_key)
+        ensure_bank(turn.user, turn.project_key)
+        if write
+        else bank_find(turn.user, turn.project_key)
     )
     if scope is not None and not scope.enabled:
         raise NotAllowed("Project memory is off for this project; the files are kept.")

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from accounts.models import ApiToken
 from accounts.services import api_token_create
-from memory_addon.services.scopes import user_scope
+from memory_addon.services.scopes import ensure_user_scope
 
 pytestmark = pytest.mark.django_db
 
@@ -69,7 +69,7 @@ def test_an_expired_token_is_a_401(client, user):
 
 
 def test_a_read_only_token_reads_but_every_write_is_a_403(client, user):
-    scope = user_scope(user)
+    scope = ensure_user_scope(user)
     _, token = api_token_create(user=user, name="ro", scope=ApiToken.Scope.READ_ONLY)
     assert client.get("/api/memory/scopes", **_bearer(token)).status_code == 200
     put = client.put(

@@ -222,11 +222,11 @@ def test_disabling_memory_for_the_server_stops_the_memory_block_and_its_skills(
     as_admin, as_person, person
 ):
     from memory_addon.services.changes import file_write
-    from memory_addon.services.scopes import user_scope
+    from memory_addon.services.scopes import ensure_user_scope
 
     file_write(
         user=person,
-        scope=user_scope(person),
+        scope=ensure_user_scope(person),
         path="index.md",
         content="- tea: likes tea -> tea.md\n",
         base_sha256="",

@@ -8,7 +8,7 @@ from addons.services import addon_install_zip, addon_set_enabled, addon_user_set
 from chat.models import Message
 from chat.runner import turn_run
 from memory_addon.services.changes import file_write
-from memory_addon.services.scopes import user_scope
+from memory_addon.services.scopes import ensure_user_scope
 from memory_addon.services.user_settings import addon_setting_put
 from tests.addons.conftest import example_zip
 from tests.chat.conftest import ask, conversation, profile
@@ -34,7 +34,7 @@ def tone(admin, person):
 def test_skills_memory_and_context_files_go_in_the_documented_order(fake_openai, ask, person, tone):
     file_write(
         user=person,
-        scope=user_scope(person),
+        scope=ensure_user_scope(person),
         path="index.md",
         content="- diet: vegetarian -> diet.md\n",
         base_sha256="",

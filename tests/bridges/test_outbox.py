@@ -19,7 +19,7 @@ from bridges.services import endpoint_create
 from memory_addon.models import ChangeSet, Proposal
 from memory_addon.services.changes import FileWrite, change_set_apply, change_set_undo, file_write
 from memory_addon.services.proposals import memory_change_request, proposal_reject
-from memory_addon.services.scopes import user_scope
+from memory_addon.services.scopes import ensure_user_scope
 from memory_addon.turns import Turn
 from scripts.sample_bridge import CallbackReceiver
 from tests.conftest import ROOT, child_env
@@ -50,12 +50,16 @@ def receiver_events():
 
 def write(person, text: str, base: str = "") -> ChangeSet:
     return file_write(
-        user=person, scope=user_scope(person), path="notes.md", content=text, base_sha256=base
+        user=person,
+        scope=ensure_user_scope(person),
+        path="notes.md",
+        content=text,
+        base_sha256=base,
     )
 
 
 def test_a_rolled_back_change_emits_nothing_and_a_committed_one_emits_one(person, endpoint):
-    scope = user_scope(person)
+    scope = ensure_user_scope(person)
     with pytest.raises(RuntimeError), transaction.atomic():
         change_set_apply(
             user=person,
@@ -208,7 +212,7 @@ def test_a_failing_endpoint_is_retried_with_backoff_and_keeps_the_order(
 
 
 def _sha(person) -> str:
-    return user_scope(person).files.get(path="notes.md").sha256
+    return ensure_user_scope(person).files.get(path="notes.md").sha256
 
 
 def test_a_thousand_changes_arrive_in_order_per_endpoint(person, receiver_events):

@@ -24,7 +24,7 @@ from bridges.signing import sign_headers
 from memory_addon.addons import MEMORY_ADDON, SAVE_MODE
 from memory_addon.models import MemoryFile, Proposal
 from memory_addon.services.changes import file_write
-from memory_addon.services.scopes import channel_scope
+from memory_addon.services.scopes import ensure_channel_scope
 from memory_addon.services.user_settings import addon_setting_put
 from scripts.sample_bridge import send_message
 
@@ -238,7 +238,7 @@ def test_a_memory_change_from_a_binding_waits_in_the_inbox_even_in_auto_mode(
     proposal = Proposal.objects.get(user=person)
     assert proposal.state == Proposal.State.PENDING
     assert proposal.source == "bridge"
-    assert proposal.scope == channel_scope(bound[0])
+    assert proposal.scope == ensure_channel_scope(bound[0])
     assert not MemoryFile.objects.filter(scope__owner=person, content__contains="train").exists()
     assert deliver(row)
     assert receiver.wait_for(1)
@@ -253,14 +253,14 @@ def test_another_conversations_notes_never_appear_in_the_block(
     other, _ = binding_create(owner=person, kind="standard", title="Work chat")
     file_write(
         user=person,
-        scope=channel_scope(bound[0]),
+        scope=ensure_channel_scope(bound[0]),
         path="index.md",
         content="- pets: the family has a cat -> pets.md\n",
         base_sha256="",
     )
     file_write(
         user=person,
-        scope=channel_scope(other),
+        scope=ensure_channel_scope(other),
         path="index.md",
         content="- project: codename bluebird -> project.md\n",
         base_sha256="",

@@ -7,7 +7,7 @@ import pytest
 from memory_addon.core import entries
 from memory_addon.models import MemoryFile
 from memory_addon.services.proposals import memory_change_request
-from memory_addon.services.scopes import index_path, user_scope
+from memory_addon.services.scopes import ensure_user_scope, index_path
 from memory_addon.turns import Turn
 from tests.conftest import off_loop
 from tests.factories import AIProfileFactory, UserFactory
@@ -41,7 +41,7 @@ def test_switching_to_german_walks_memory_inbox_chat_knowledge_and_settings(sign
     assert page.get_by_text("Ihr Text").first.is_visible()
     assert page.get_by_text("Gedächtnis zu").is_visible()
     screenshot("memory")
-    scope = user_scope(person)
+    scope = ensure_user_scope(person)
     index = MemoryFile.objects.get(scope=scope, path=index_path(scope)).content
     texts = [item.text.lstrip("- ") for item in entries.parse_items(index)]
     assert "sprache: antwortet auf Deutsch" in texts

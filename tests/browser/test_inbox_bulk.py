@@ -7,7 +7,7 @@ import pytest
 from memory_addon.core import entries
 from memory_addon.models import MemoryFile, Proposal
 from memory_addon.services.proposals import memory_change_request
-from memory_addon.services.scopes import user_scope
+from memory_addon.services.scopes import ensure_user_scope
 from memory_addon.turns import Turn
 from tests.conftest import off_loop, wait_until_live
 from tests.factories import UserFactory
@@ -27,7 +27,7 @@ def _propose(person, texts):
 
 
 def _saved_notes(person) -> list[str]:
-    row = MemoryFile.objects.filter(scope=user_scope(person), path="index.md").first()
+    row = MemoryFile.objects.filter(scope=ensure_user_scope(person), path="index.md").first()
     return sorted(e.text for e in entries.machine_entries(row.content)) if row else []
 
 
@@ -69,7 +69,7 @@ def test_reject_all_saves_nothing_and_undo_brings_the_cards_back(sign_in, screen
     page.get_by_role("button", name="Reject all").click()
     page.locator("[data-bulk-notice]").get_by_text("Rejected 2 proposals").wait_for()
     assert page.locator(".proposal").count() == 0
-    assert not MemoryFile.objects.filter(scope=user_scope(person)).exists()
+    assert not MemoryFile.objects.filter(scope=ensure_user_scope(person)).exists()
     assert set(Proposal.objects.values_list("state", flat=True)) == {"rejected"}
 
     page.locator("[data-bulk-notice]").get_by_role("button", name="Undo").click()
@@ -81,7 +81,7 @@ def test_reject_all_saves_nothing_and_undo_brings_the_cards_back(sign_in, screen
     page.locator("#inbox-count", has_text="2").wait_for()
     assert page.locator(".proposal").count() == 2
     assert set(Proposal.objects.values_list("state", flat=True)) == {"pending"}
-    assert not MemoryFile.objects.filter(scope=user_scope(person)).exists()
+    assert not MemoryFile.objects.filter(scope=ensure_user_scope(person)).exists()
 
 
 def test_dismissing_the_reject_all_question_changes_nothing(sign_in):

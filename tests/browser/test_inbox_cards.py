@@ -9,7 +9,7 @@ from chat.services import conversation_create
 from memory_addon.core.entries import render_entry
 from memory_addon.services.changes import file_write
 from memory_addon.services.proposals import memory_change_request
-from memory_addon.services.scopes import index_path, user_scope
+from memory_addon.services.scopes import ensure_user_scope, index_path
 from memory_addon.turns import Turn
 from tests.conftest import off_loop
 from tests.factories import AgentFactory, AIProfileFactory, UserFactory
@@ -22,7 +22,7 @@ def test_cards_name_their_chat_agent_and_time_and_a_forget_card_shows_the_note(s
     profile = AIProfileFactory(owner=person)
     agent = AgentFactory(owner=person, name="Travel Planner", memory_allowed=True, may_propose=True)
     conversation = conversation_create(user=person, profile_id=profile.pk, title="Trip to Lisbon")
-    scope = user_scope(person)
+    scope = ensure_user_scope(person)
     entry = render_entry(
         "diet: vegetarian", entry_id="e1", origin="assistant", created="2026-01-01", source="chat"
     )

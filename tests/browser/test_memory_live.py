@@ -11,7 +11,7 @@ from memory_addon.live import memory_change_fragments
 from memory_addon.models import MemoryFile
 from memory_addon.services.changes import file_write
 from memory_addon.services.proposals import memory_change_request
-from memory_addon.services.scopes import user_scope
+from memory_addon.services.scopes import ensure_user_scope
 from memory_addon.services.user_settings import addon_setting_put
 from memory_addon.turns import Turn
 from tests.conftest import off_loop, wait_until_live
@@ -72,7 +72,7 @@ def test_a_confirm_in_another_tab_shows_up_in_the_memory_tab(sign_in):
 
 def test_a_raw_save_updates_this_tabs_caps_and_the_other_tabs_entries(sign_in):
     person = UserFactory()
-    scope = user_scope(person)
+    scope = ensure_user_scope(person)
     raw = _open_memory(sign_in(person), f"/memory/?scope={scope.pk}&view=raw")
     entries_tab = _open_memory(raw.context.new_page(), f"/memory/?scope={scope.pk}")
     raw.get_by_label("index.md").fill("- one: first\n- two: second\n")
@@ -106,12 +106,12 @@ def test_undo_from_the_notice_stays_and_a_late_older_notice_does_not_contradict_
     page.locator("#inbox-count", has_text="9").wait_for()
     assert "Change undone" in notice.inner_text()
     assert notice.get_by_role("button", name="Undo").count() == 0
-    assert not MemoryFile.objects.filter(scope=user_scope(person), path="index.md").exists()
+    assert not MemoryFile.objects.filter(scope=ensure_user_scope(person), path="index.md").exists()
 
 
 def test_a_live_update_never_overwrites_a_note_being_edited(sign_in):
     person = UserFactory()
-    scope = user_scope(person)
+    scope = ensure_user_scope(person)
     off_loop(
         file_write, user=person, scope=scope, path="index.md", content="- a: one\n", base_sha256=""
     )

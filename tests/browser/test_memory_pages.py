@@ -8,7 +8,7 @@ from memory_addon.models import MemoryFile
 from memory_addon.services.changes import file_write
 from memory_addon.services.context import turn_context_build
 from memory_addon.services.proposals import memory_change_request
-from memory_addon.services.scopes import user_scope
+from memory_addon.services.scopes import ensure_user_scope
 from memory_addon.services.user_settings import save_mode_for
 from memory_addon.turns import Turn
 from tests.conftest import off_loop, wait_until_live
@@ -66,7 +66,7 @@ def test_a_new_proposal_appears_live_and_confirming_changes_the_file(sign_in, pe
     page.wait_for_load_state()
     screenshot("after-confirm")
     page.get_by_text("Saved to memory.").first.wait_for()
-    index = MemoryFile.objects.get(scope=user_scope(person), path="index.md").content
+    index = MemoryFile.objects.get(scope=ensure_user_scope(person), path="index.md").content
     assert [e.text for e in entries.machine_entries(index)] == ["- home: lives in Rome -> home.md"]
 
 
@@ -87,12 +87,12 @@ def test_edit_then_confirm_saves_the_edited_text(sign_in, person):
     )
     card.get_by_role("button", name="Save edited text").click()
     page.get_by_text("Saved to memory.").first.wait_for()
-    index = MemoryFile.objects.get(scope=user_scope(person), path="index.md").content
+    index = MemoryFile.objects.get(scope=ensure_user_scope(person), path="index.md").content
     assert "loves green tea" in index and "likes tea" not in index
 
 
 def test_a_raw_markdown_conflict_keeps_the_unsaved_text(sign_in, person, screenshot):
-    scope = user_scope(person)
+    scope = ensure_user_scope(person)
     off_loop(
         file_write,
         user=person,
@@ -120,7 +120,7 @@ def test_a_raw_markdown_conflict_keeps_the_unsaved_text(sign_in, person, screens
 
 
 def test_restore_from_history_asks_first_then_brings_the_old_text_back(sign_in, person, screenshot):
-    scope = user_scope(person)
+    scope = ensure_user_scope(person)
     off_loop(
         file_write, user=person, scope=scope, path="home.md", content="Old text.\n", base_sha256=""
     )
@@ -144,7 +144,7 @@ def test_restore_from_history_asks_first_then_brings_the_old_text_back(sign_in, 
 
 
 def test_the_secret_banner_names_the_line(sign_in, person, screenshot):
-    scope = user_scope(person)
+    scope = ensure_user_scope(person)
     MemoryFile.objects.create(
         scope=scope, path="index.md", content="Fine.\nthe password is swordfish\n", sha256="x"
     )
@@ -169,7 +169,7 @@ def test_the_policy_banner_appears_for_a_read_only_organization(sign_in, person)
 
 
 def test_disabling_the_add_on_stops_memory_and_keeps_the_files(sign_in, person, screenshot):
-    scope = user_scope(person)
+    scope = ensure_user_scope(person)
     off_loop(
         file_write,
         user=person,
@@ -233,4 +233,4 @@ def test_an_automatic_save_shows_saved_to_memory_with_undo_live(sign_in, person)
     # The Undo answered in place: still the Memory tab, and the entry left it live.
     assert page.url.endswith("/memory/")
     page.locator(".entry-text", has_text="likes green tea").wait_for(state="detached")
-    assert not MemoryFile.objects.filter(scope=user_scope(person), path="index.md").exists()
+    assert not MemoryFile.objects.filter(scope=ensure_user_scope(person), path="index.md").exists()

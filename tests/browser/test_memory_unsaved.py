@@ -9,7 +9,7 @@ import pytest
 from memory_addon.core import entries
 from memory_addon.models import MemoryFile
 from memory_addon.services.changes import file_write
-from memory_addon.services.scopes import user_scope
+from memory_addon.services.scopes import ensure_user_scope
 from tests.conftest import off_loop
 from tests.factories import UserFactory
 
@@ -22,7 +22,7 @@ EIGHT = "".join(f"- n{i}: " + "x" * 245 + "\n" for i in range(8))
 
 
 def _index(person) -> str:
-    return MemoryFile.objects.get(scope=user_scope(person), path="index.md").content
+    return MemoryFile.objects.get(scope=ensure_user_scope(person), path="index.md").content
 
 
 def test_the_raw_editor_asks_before_leaving_with_unsaved_text_and_not_after_saving(sign_in):
@@ -56,7 +56,7 @@ def test_a_refused_raw_save_still_counts_as_unsaved(sign_in):
     off_loop(
         file_write,
         user=person,
-        scope=user_scope(person),
+        scope=ensure_user_scope(person),
         path="index.md",
         content=FULL,
         base_sha256="",
@@ -82,7 +82,7 @@ def test_a_full_memory_lists_the_notes_to_delete_and_keeps_the_new_note(sign_in,
     off_loop(
         file_write,
         user=person,
-        scope=user_scope(person),
+        scope=ensure_user_scope(person),
         path="index.md",
         content=FULL,
         base_sha256="",
@@ -114,7 +114,7 @@ def test_a_note_edit_over_the_cap_keeps_the_edit_open_after_making_room(sign_in)
     off_loop(
         file_write,
         user=person,
-        scope=user_scope(person),
+        scope=ensure_user_scope(person),
         path="index.md",
         content=EIGHT,
         base_sha256="",
@@ -141,7 +141,7 @@ def test_the_make_room_list_fits_a_phone(sign_in, screenshot):
     off_loop(
         file_write,
         user=person,
-        scope=user_scope(person),
+        scope=ensure_user_scope(person),
         path="index.md",
         content=FULL,
         base_sha256="",

@@ -16,7 +16,7 @@ from learning.services.references import reference_upload
 from memory_addon.models import ChangeSet, FileChange
 from memory_addon.services.notes import note_add
 from memory_addon.services.proposals import memory_change_request
-from memory_addon.services.scopes import agent_scope, user_scope
+from memory_addon.services.scopes import ensure_agent_scope, ensure_user_scope
 from memory_addon.turns import Turn
 from tests.conftest import off_loop
 from tests.factories import AgentFactory, AIProfileFactory, UserFactory
@@ -33,9 +33,11 @@ def _world():
     person = UserFactory(is_staff=True)
     profile = AIProfileFactory(owner=person, name="Local model with a long name", model=LONG)
     agent = AgentFactory(owner=person, name="Research helper", slug="research-helper")
-    scope = user_scope(person)
+    scope = ensure_user_scope(person)
     note_add(user=person, scope=scope, text=f"home: lives in Rome {LONG}", source="page")
-    note_add(user=person, scope=agent_scope(agent), text="tone: short answers", source="page")
+    note_add(
+        user=person, scope=ensure_agent_scope(agent), text="tone: short answers", source="page"
+    )
     memory_change_request(
         turn=Turn(user=person),
         operation={"action": "add", "text": f"- city: moved to Berlin {LONG}"},

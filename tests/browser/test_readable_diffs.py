@@ -7,7 +7,7 @@ import pytest
 
 from memory_addon.services.changes import file_write
 from memory_addon.services.proposals import memory_change_request
-from memory_addon.services.scopes import index_path, user_scope
+from memory_addon.services.scopes import ensure_user_scope, index_path
 from memory_addon.turns import Turn
 from tests.conftest import off_loop
 from tests.factories import UserFactory
@@ -39,7 +39,7 @@ def test_the_inbox_shows_the_note_without_fences_and_the_raw_diff_on_request(sig
 
 def test_history_marks_the_changed_words(sign_in, screenshot):
     person = UserFactory()
-    scope = user_scope(person)
+    scope = ensure_user_scope(person)
     path = index_path(scope)
     file_write(
         user=person,

@@ -12,7 +12,7 @@ from knowledge.services import store_create
 from memory_addon.addons import MEMORY_ADDON, SAVE_MODE
 from memory_addon.models import MemoryFile, Proposal
 from memory_addon.services.changes import file_write
-from memory_addon.services.scopes import user_scope
+from memory_addon.services.scopes import ensure_user_scope
 from memory_addon.services.user_settings import addon_setting_put
 from tests.conftest import off_loop, wait_until_live
 
@@ -111,7 +111,7 @@ def test_confirming_in_the_chat_removes_the_card_from_the_inbox_live(
     chat.wait_for_url(f"**/chat/{conversation.pk}/")
     inbox.locator(f"#proposal-{proposal.pk}").wait_for(state="detached")
     assert chat.get_by_text("Proposal confirmed.").is_visible()
-    index = MemoryFile.objects.get(scope=user_scope(person), path="index.md").content
+    index = MemoryFile.objects.get(scope=ensure_user_scope(person), path="index.md").content
     assert "lives in Rome" in index
 
 
@@ -122,12 +122,12 @@ def test_auto_mode_shows_saved_to_memory_and_undo_restores_the_file_byte_for_byt
     off_loop(
         file_write,
         user=person,
-        scope=user_scope(person),
+        scope=ensure_user_scope(person),
         path="index.md",
         content=original,
         base_sha256="",
     )
-    before = MemoryFile.objects.get(scope=user_scope(person), path="index.md")
+    before = MemoryFile.objects.get(scope=ensure_user_scope(person), path="index.md")
     addon_setting_put(user=person, addon=MEMORY_ADDON, key=SAVE_MODE, value="auto")
     fake_openai.chat_replies += [
         {"tool_calls": [{"id": "c1", "name": "propose_change", "arguments": ADD_HOME}]},
@@ -155,7 +155,7 @@ def test_sent_along_lists_the_memory_items_and_excerpts(
     off_loop(
         file_write,
         user=person,
-        scope=user_scope(person),
+        scope=ensure_user_scope(person),
         path="index.md",
         content="- diet: vegetarian, no fish -> diet.md\n",
         base_sha256="",

@@ -13,7 +13,7 @@ from memory_addon.addons import MEMORY_ADDON, SAVE_MODE
 from memory_addon.core import entries
 from memory_addon.models import ChangeSet, MemoryFile, Proposal
 from memory_addon.services.changes import file_write
-from memory_addon.services.scopes import user_scope
+from memory_addon.services.scopes import ensure_user_scope
 from memory_addon.services.user_settings import addon_setting_put
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -49,7 +49,7 @@ def test_a_scripted_stream_is_stored_complete_with_usage_and_timing(fake_openai,
 def test_the_memory_block_goes_first_and_sent_along_records_it(fake_openai, ask, person):
     file_write(
         user=person,
-        scope=user_scope(person),
+        scope=ensure_user_scope(person),
         path="index.md",
         content="- diet: vegetarian -> diet.md\n",
         base_sha256="",
@@ -128,7 +128,7 @@ def test_auto_mode_saves_at_once_and_records_the_change_for_undo(fake_openai, as
     answer = run(ask("Remember that I live in Rome"))
     change = ChangeSet.objects.get(user=person, origin=ChangeSet.Origin.AUTOMATIC)
     assert change.message_ref == str(answer.pk)
-    index = MemoryFile.objects.get(scope=user_scope(person), path="index.md").content
+    index = MemoryFile.objects.get(scope=ensure_user_scope(person), path="index.md").content
     assert [e.text for e in entries.machine_entries(index)] == ["- home: lives in Rome -> home.md"]
 
 
@@ -251,7 +251,7 @@ def test_a_profile_without_tools_gets_the_memory_block_only(fake_openai, ask, co
 def test_memory_off_sends_no_memory_and_no_tools(fake_openai, ask, conversation, person):
     file_write(
         user=person,
-        scope=user_scope(person),
+        scope=ensure_user_scope(person),
         path="index.md",
         content="- secret-ish note\n",
         base_sha256="",

@@ -16,7 +16,7 @@ from knowledge import services
 from knowledge.models import Document, Job, Source
 from knowledge.retrieval import retrieve
 from memory_addon.services.changes import file_write
-from memory_addon.services.scopes import user_scope
+from memory_addon.services.scopes import ensure_user_scope
 from tests.conftest import free_port
 
 pytestmark = pytest.mark.django_db
@@ -106,7 +106,7 @@ def test_uploads_are_kept_on_s3_and_indexed_from_there(client, user, store, s3):
 def test_memory_and_conversation_exports_are_written_to_s3_and_read_back(client, user, s3):
     file_write(
         user=user,
-        scope=user_scope(user),
+        scope=ensure_user_scope(user),
         path="home.md",
         content="Lives in Rome.\n",
         base_sha256=None,

@@ -15,7 +15,7 @@ from memory_addon.core import entries
 from memory_addon.errors import ChangeRefused
 from memory_addon.models import MemoryFile
 from memory_addon.services.changes import change_set_undo, file_write
-from memory_addon.services.scopes import user_scope
+from memory_addon.services.scopes import ensure_user_scope
 
 pytestmark = pytest.mark.django_db
 
@@ -46,18 +46,22 @@ def entry(text: str, created: date | None = None) -> str:
 
 def write_index(person, body: str) -> MemoryFile:
     file_write(
-        user=person, scope=user_scope(person), path="index.md", content=body, base_sha256=None
+        user=person,
+        scope=ensure_user_scope(person),
+        path="index.md",
+        content=body,
+        base_sha256=None,
     )
-    return MemoryFile.objects.get(scope=user_scope(person), path="index.md")
+    return MemoryFile.objects.get(scope=ensure_user_scope(person), path="index.md")
 
 
 def index_of(person) -> str:
-    return MemoryFile.objects.get(scope=user_scope(person), path="index.md").content
+    return MemoryFile.objects.get(scope=ensure_user_scope(person), path="index.md").content
 
 
 def run_job(person, kind, callbacks) -> CleanupJob:
     with callbacks(execute=False) as queued:
-        job = cleanup.cleanup_start(user=person, scope=user_scope(person), kind=kind)
+        job = cleanup.cleanup_start(user=person, scope=ensure_user_scope(person), kind=kind)
     assert len(queued) == 1
     cleanup.cleanup_run(job_id=job.pk)
     job.refresh_from_db()
@@ -116,7 +120,7 @@ def test_archive_and_restore_round_trip_byte_for_byte_and_each_step_undoes(perso
     old = [entry("lived in Milan", old_day), entry("had a dog", old_day)]
     body = MINE + "\n" + old[0] + "\n\n" + entry("lives in Rome") + "\n\n" + old[1] + "\n"
     original = write_index(person, body).content
-    scope = user_scope(person)
+    scope = ensure_user_scope(person)
     picks = [i.entry_id for i in core.old_entries(original, today=timezone.localdate(), days=180)]
     assert len(picks) == 2
     archived = cleanup.archive_entries(user=person, scope=scope, ids=picks)
@@ -134,7 +138,7 @@ def test_archive_and_restore_round_trip_byte_for_byte_and_each_step_undoes(perso
 def test_only_entries_older_than_180_days_can_be_archived_and_deleting_is_a_change(person):
     body = MINE + "\n" + entry("lives in Rome") + "\n"
     fresh = entries.machine_entries(write_index(person, body).content)[0].entry_id
-    scope = user_scope(person)
+    scope = ensure_user_scope(person)
     with pytest.raises(ChangeRefused, match="older than 180 days"):
         cleanup.archive_entries(user=person, scope=scope, ids=[fresh])
     old_body = body + "\n" + entry("had a dog", timezone.localdate() - timedelta(days=181)) + "\n"
@@ -179,7 +183,7 @@ def test_a_slow_cleanup_reply_changes_nothing(
 
 def test_the_cleanup_page_checks_the_owner_and_bad_input_is_a_message(client, person):
     write_index(person, MINE + "\n" + entry("lives in Rome") + "\n")
-    scope = user_scope(person)
+    scope = ensure_user_scope(person)
     client.force_login(person)
     page = client.get(f"/learning/cleanup/?scope={scope.pk}")
     assert page.status_code == 200 and "1 machine entry" in page.text

@@ -10,7 +10,7 @@ from django.utils import timezone
 from memory_addon.core import entries
 from memory_addon.models import MemoryFile
 from memory_addon.services.changes import file_write
-from memory_addon.services.scopes import user_scope
+from memory_addon.services.scopes import ensure_user_scope
 from tests.conftest import off_loop
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -37,7 +37,7 @@ def test_merge_shows_a_diff_then_apply_then_undo(
     off_loop(
         file_write,
         user=person,
-        scope=user_scope(person),
+        scope=ensure_user_scope(person),
         path="index.md",
         content=body,
         base_sha256=None,

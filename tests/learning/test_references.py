@@ -13,7 +13,7 @@ from learning.models import ReferenceFile
 from learning.services import references
 from memory_addon.errors import ChangeRefused, LimitExceeded, SecretRefused, StaleBase
 from memory_addon.services.changes import file_write
-from memory_addon.services.scopes import user_scope
+from memory_addon.services.scopes import ensure_user_scope
 from tests.factories import OrganizationFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -137,7 +137,7 @@ def test_the_turn_sends_them_after_the_memory_block_and_lists_them_in_sent_along
 ):
     file_write(
         user=person,
-        scope=user_scope(person),
+        scope=ensure_user_scope(person),
         path="index.md",
         content="I live in Rome.\n",
         base_sha256=None,

@@ -19,7 +19,7 @@ from learning.services import rules
 from memory_addon.errors import MemoryRefusal, SecretRefused
 from memory_addon.models import ChangeSet, MemoryFile
 from memory_addon.services.changes import file_write
-from memory_addon.services.scopes import agent_scope, user_scope
+from memory_addon.services.scopes import ensure_agent_scope, ensure_user_scope
 from tests.factories import AgentFactory, OrganizationFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -68,7 +68,7 @@ def test_detection_sends_only_the_masked_message_and_shows_a_card(
 ):
     file_write(
         user=person,
-        scope=user_scope(person),
+        scope=ensure_user_scope(person),
         path="index.md",
         content="I live in Rome and keep bees.\n",
         base_sha256=None,
@@ -244,7 +244,11 @@ def test_save_writes_the_edited_rule_and_undo_within_30_seconds_removes_it(
     fake_openai, person, answered, django_capture_on_commit_callbacks
 ):
     file_write(
-        user=person, scope=user_scope(person), path="index.md", content="Mine.\n", base_sha256=None
+        user=person,
+        scope=ensure_user_scope(person),
+        path="index.md",
+        content="Mine.\n",
+        base_sha256=None,
     )
     before = index_text(person)
     _, answer = answered(RULE)
@@ -304,7 +308,7 @@ def test_a_chat_with_a_saved_agent_saves_into_the_agents_memory(
     [card] = rule_cards_for(person.pk, [answer.pk])[answer.pk]
     assert card.folder == f"Memory/agents/{agent.slug}"
     rules.rule_save(user=person, suggestion=suggestion, text=suggestion.text)
-    assert "British English" in MemoryFile.objects.get(scope=agent_scope(agent)).content
+    assert "British English" in MemoryFile.objects.get(scope=ensure_agent_scope(agent)).content
     assert index_text(person) == ""
 
 

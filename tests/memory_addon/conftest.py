@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from memory_addon.services.scopes import user_scope
+from memory_addon.services.scopes import ensure_user_scope
 from memory_addon.turns import Turn
 
 
@@ -41,7 +41,7 @@ def api(client, user):
 
 @pytest.fixture
 def scope(user):
-    return user_scope(user)
+    return ensure_user_scope(user)
 
 
 @pytest.fixture

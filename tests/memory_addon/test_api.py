@@ -7,7 +7,7 @@ import pytest
 from memory_addon.models import ChangeSet
 from memory_addon.services.changes import file_write
 from memory_addon.services.proposals import memory_change_request
-from memory_addon.services.scopes import user_scope
+from memory_addon.services.scopes import ensure_user_scope
 from memory_addon.turns import Turn
 from tests.factories import UserFactory
 
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def stranger_objects():
     stranger = UserFactory()
-    scope = user_scope(stranger)
+    scope = ensure_user_scope(stranger)
     change = file_write(user=stranger, scope=scope, path="a.md", content="theirs\n", base_sha256="")
     proposal = memory_change_request(
         turn=Turn(user=stranger), operation={"action": "add", "text": "- x: y -> x.md"}
@@ -109,7 +109,7 @@ def test_session_api_writes_need_the_csrf_token(user):
     strict = Client(enforce_csrf_checks=True)
     strict.force_login(user)
     response = strict.put(
-        f"/api/memory/scopes/{user_scope(user).pk}/file?path=a.md",
+        f"/api/memory/scopes/{ensure_user_scope(user).pk}/file?path=a.md",
         data='{"content": "x"}',
         content_type="application/json",
     )

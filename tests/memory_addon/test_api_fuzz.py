@@ -12,7 +12,7 @@ import pytest
 from accounts.services import api_token_create
 from memory_addon.services.changes import file_write
 from memory_addon.services.proposals import memory_change_request
-from memory_addon.services.scopes import user_scope
+from memory_addon.services.scopes import ensure_user_scope
 from memory_addon.turns import Turn
 from tests.factories import UserFactory
 
@@ -23,7 +23,7 @@ def test_generated_requests_never_get_a_server_error(live_asgi_server, tmp_path)
     user = UserFactory()
     file_write(
         user=user,
-        scope=user_scope(user),
+        scope=ensure_user_scope(user),
         path="index.md",
         content="- a: b -> a.md\n",
         base_sha256="",

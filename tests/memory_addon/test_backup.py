@@ -9,7 +9,7 @@ import pytest
 
 from memory_addon.models import ChangeSet, MemoryFile
 from memory_addon.services.changes import file_write
-from memory_addon.services.scopes import agent_scope, user_scope
+from memory_addon.services.scopes import ensure_agent_scope, ensure_user_scope
 from tests.factories import AgentFactory
 
 pytestmark = pytest.mark.django_db
@@ -29,7 +29,11 @@ def test_export_holds_every_scope_as_markdown(api, user, scope):
         user=user, scope=scope, path="index.md", content="- home: Rome -> home.md\n", base_sha256=""
     )
     file_write(
-        user=user, scope=agent_scope(agent), path="index.md", content="Use tabs.\n", base_sha256=""
+        user=user,
+        scope=ensure_agent_scope(agent),
+        path="index.md",
+        content="Use tabs.\n",
+        base_sha256="",
     )
     response = api.get("/api/memory/export")
     assert response.status_code == 200 and response["Content-Type"] == "application/zip"
@@ -66,7 +70,7 @@ def test_restore_refuses_secrets_traversal_and_unknown_folders(client, user):
     assert "'..'" in reasons["Memory/../../etc/x.md"]
     assert "no matching memory folder" in reasons["Memory/agents/ghost/index.md"]
     assert body["added"] == [] and "hunter22" not in str(body)
-    assert not MemoryFile.objects.filter(scope=user_scope(user)).exists()
+    assert not MemoryFile.objects.filter(scope=ensure_user_scope(user)).exists()
 
 
 def test_restore_of_something_that_is_not_a_zip_is_a_clear_400(client, user):
@@ -201,18 +205,18 @@ def test_a_bad_crc_on_the_files_page_is_a_form_error_not_a_500(client, user):
 
 
 def _fill(user, scope, binding):
-    from memory_addon.services.scopes import bank_scope, channel_scope
+    from memory_addon.services.scopes import ensure_bank, ensure_channel_scope
 
     upper, lower = AgentFactory(owner=user, slug="Coder"), AgentFactory(owner=user, slug="coder")
     writes = [
         (scope, "index.md", "- home: Rome -> home.md\n"),
         (scope, "home.md", "Lives in Rome.\n"),
-        (agent_scope(upper), "index.md", "Use tabs.\n"),
-        (agent_scope(lower), "index.md", "Use spaces.\n"),
-        (channel_scope(binding), "index.md", "Family chat.\n"),
-        (bank_scope(user, "key-one", "../../Memory"), "MEMORY.md", "Bank one.\n"),
-        (bank_scope(user, "key-two", "Same"), "MEMORY.md", "Bank two.\n"),
-        (bank_scope(user, "key-three", "same"), "MEMORY.md", "Bank three.\n"),
+        (ensure_agent_scope(upper), "index.md", "Use tabs.\n"),
+        (ensure_agent_scope(lower), "index.md", "Use spaces.\n"),
+        (ensure_channel_scope(binding), "index.md", "Family chat.\n"),
+        (ensure_bank(user, "key-one", "../../Memory"), "MEMORY.md", "Bank one.\n"),
+        (ensure_bank(user, "key-two", "Same"), "MEMORY.md", "Bank two.\n"),
+        (ensure_bank(user, "key-three", "same"), "MEMORY.md", "Bank three.\n"),
     ]
     for target, path, text in writes:
         file_write(user=user, scope=target, path=path, content=text, base_sha256="")

@@ -15,7 +15,7 @@ from memory_addon.services.proposals import (
     proposals_decide_all,
     proposals_reopen,
 )
-from memory_addon.services.scopes import user_scope
+from memory_addon.services.scopes import ensure_user_scope
 from memory_addon.turns import Turn
 from tests.factories import UserFactory
 
@@ -29,7 +29,7 @@ def _propose(user, text):
 
 
 def _notes(user):
-    row = MemoryFile.objects.filter(scope=user_scope(user), path="index.md").first()
+    row = MemoryFile.objects.filter(scope=ensure_user_scope(user), path="index.md").first()
     return [e.text for e in entries.machine_entries(row.content)] if row else []
 
 
@@ -48,7 +48,7 @@ def test_foreign_and_expired_proposals_are_skipped_and_left_untouched(user):
 
 
 def test_a_proposal_that_no_longer_applies_is_reported_and_the_rest_saved(user):
-    scope = user_scope(user)
+    scope = ensure_user_scope(user)
     file_write(
         user=user,
         scope=scope,

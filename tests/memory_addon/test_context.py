@@ -11,7 +11,7 @@ from addons.services import addon_install_zip, addon_set_enabled, addon_user_set
 from memory_addon.core import entries
 from memory_addon.services.changes import file_write
 from memory_addon.services.context import turn_context_build
-from memory_addon.services.scopes import agent_scope, channel_scope
+from memory_addon.services.scopes import ensure_agent_scope, ensure_channel_scope
 from memory_addon.services.user_settings import addon_setting_put
 from tests.addons.conftest import example_zip
 from tests.factories import AgentFactory, OrganizationFactory, UserFactory
@@ -85,14 +85,14 @@ def test_order_is_agent_then_conversation_then_user(turn, user, binding, scope):
     agent = AgentFactory(owner=user, memory_allowed=True)
     file_write(
         user=user,
-        scope=agent_scope(agent),
+        scope=ensure_agent_scope(agent),
         path="index.md",
         content="Agent note.\n",
         base_sha256="",
     )
     file_write(
         user=user,
-        scope=channel_scope(binding),
+        scope=ensure_channel_scope(binding),
         path="index.md",
         content="Chat note.\n",
         base_sha256="",
@@ -108,14 +108,14 @@ def test_a_messaging_conversation_never_reads_another_conversations_notes(turn, 
     other, _ = messaging_binding_create(owner=user, bridge="slack", external_id="C99")
     file_write(
         user=user,
-        scope=channel_scope(other),
+        scope=ensure_channel_scope(other),
         path="index.md",
         content="Other chat secret plan.\n",
         base_sha256="",
     )
     file_write(
         user=user,
-        scope=channel_scope(binding),
+        scope=ensure_channel_scope(binding),
         path="index.md",
         content="This chat note.\n",
         base_sha256="",
@@ -216,7 +216,7 @@ def test_the_turn_context_takes_two_queries_with_every_scope_full(
     agent = AgentFactory(owner=user, memory_allowed=True)
     organization = OrganizationFactory(rules="Be kind.")
     Membership.objects.create(organization=organization, user=user)
-    for target in (scope, agent_scope(agent), channel_scope(binding)):
+    for target in (scope, ensure_agent_scope(agent), ensure_channel_scope(binding)):
         content = "\n\n".join(_entry(f"- n{i}: note {i} -> n{i}.md", f"e{i}") for i in range(12))
         file_write(user=user, scope=target, path="index.md", content=content, base_sha256="")
     full = replace(turn, agent=agent, binding=binding)
@@ -297,7 +297,7 @@ def test_the_turn_block_never_exceeds_the_per_turn_byte_cap(turn, user, binding,
     organization = OrganizationFactory(rules="Answer briefly. " * 40)
     Membership.objects.create(organization=organization, user=user)
     agent = AgentFactory(owner=user, memory_allowed=True)
-    for target in (scope, agent_scope(agent), channel_scope(binding)):
+    for target in (scope, ensure_agent_scope(agent), ensure_channel_scope(binding)):
         lines = [f"- t{i}: " + "x" * 70 + f" -> t{i}.md" for i in range(23)]
         file_write(
             user=user, scope=target, path="index.md", content="\n".join(lines), base_sha256=""

@@ -10,7 +10,7 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 
 from memory_addon.services.changes import file_write
-from memory_addon.services.scopes import agent_scope, user_scope
+from memory_addon.services.scopes import ensure_agent_scope, ensure_user_scope
 from tests import conftest
 from tests.factories import AgentFactory, UserFactory
 
@@ -47,7 +47,7 @@ def fresh_database():
 
 def _some_memory() -> None:
     person = UserFactory()
-    own = user_scope(person)
+    own = ensure_user_scope(person)
     file_write(
         user=person,
         scope=own,
@@ -62,7 +62,7 @@ def _some_memory() -> None:
     agent = AgentFactory(owner=person)
     file_write(
         user=person,
-        scope=agent_scope(agent),
+        scope=ensure_agent_scope(agent),
         path="index.md",
         content="Ünïcode ✓\n",
         base_sha256=None,

@@ -15,7 +15,7 @@ from accounts.models import ApiToken
 from accounts.services import api_token_create, api_token_revoke
 from memory_addon.models import MemoryFile
 from memory_addon.services.changes import file_write
-from memory_addon.services.scopes import bank_find, user_scope
+from memory_addon.services.scopes import bank_find, ensure_user_scope
 from memory_addon.services.user_settings import addon_setting_put
 from tests.conftest import ROOT
 from tests.factories import UserFactory
@@ -65,7 +65,11 @@ def token(person):
 
 def _notes(person, text="- home: lives in Rome -> home.md\n"):
     file_write(
-        user=person, scope=user_scope(person), path="index.md", content=text, base_sha256=None
+        user=person,
+        scope=ensure_user_scope(person),
+        path="index.md",
+        content=text,
+        base_sha256=None,
     )
 
 
@@ -128,7 +132,7 @@ def test_propose_change_asks_first_and_revert_change_takes_back_a_saved_note(
     [(ok, reverted)] = mcp(live_asgi_server, token, [("revert_change", {"change_id": change_id})])
     assert ok, reverted
     assert not MemoryFile.objects.filter(
-        scope=user_scope(person), content__contains="green tea"
+        scope=ensure_user_scope(person), content__contains="green tea"
     ).exists()
 
 

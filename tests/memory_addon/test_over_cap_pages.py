@@ -6,7 +6,7 @@ import pytest
 
 from memory_addon.models import MemoryFile
 from memory_addon.services.changes import file_write
-from memory_addon.services.scopes import user_scope
+from memory_addon.services.scopes import ensure_user_scope
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -17,7 +17,7 @@ FULL = "".join(f"- n{i}: " + "x" * 270 + "\n" for i in range(7))
 @pytest.fixture
 def full(client, user):
     client.force_login(user)
-    scope = user_scope(user)
+    scope = ensure_user_scope(user)
     file_write(user=user, scope=scope, path="index.md", content=FULL, base_sha256="")
     return scope
 

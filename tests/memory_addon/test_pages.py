@@ -9,7 +9,7 @@ from django.test.utils import CaptureQueriesContext
 from memory_addon.models import MemoryFile, Proposal
 from memory_addon.services.changes import file_write
 from memory_addon.services.proposals import memory_change_request
-from memory_addon.services.scopes import user_scope
+from memory_addon.services.scopes import ensure_user_scope
 from memory_addon.services.user_settings import addon_setting_put
 from memory_addon.turns import Turn
 from tests.factories import AgentFactory, UserFactory
@@ -76,7 +76,7 @@ def test_files_and_audit_query_counts_do_not_grow(signed_in, user, scope):
 
 def test_another_users_scope_and_files_are_404(signed_in):
     stranger = UserFactory()
-    scope = user_scope(stranger)
+    scope = ensure_user_scope(stranger)
     file_write(user=stranger, scope=scope, path="a.md", content="theirs\n", base_sha256="")
     version = scope.versions.get()
     assert signed_in.get(f"/memory/?scope={scope.pk}").status_code == 404

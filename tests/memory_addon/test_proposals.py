@@ -18,7 +18,7 @@ from memory_addon.services.proposals import (
     proposal_reject,
     proposals_expire,
 )
-from memory_addon.services.scopes import agent_scope, channel_scope
+from memory_addon.services.scopes import ensure_agent_scope, ensure_channel_scope
 from memory_addon.services.user_settings import addon_setting_put
 from tests.factories import AgentFactory, OrganizationFactory
 
@@ -299,14 +299,14 @@ def test_an_agent_cannot_widen_ask_into_auto(turn, user):
         turn=replace(turn, agent=agent), operation={**ADD, "scope": "agent"}
     )
     assert outcome.kind == "proposed"
-    assert outcome.proposal.scope == agent_scope(agent)
+    assert outcome.proposal.scope == ensure_agent_scope(agent)
 
 
 def test_conversation_scope_goes_to_the_bindings_own_notes(turn, user, binding):
     outcome = memory_change_request(
         turn=replace(turn, binding=binding), operation={**ADD, "scope": "conversation"}
     )
-    assert outcome.proposal.scope == channel_scope(binding)
+    assert outcome.proposal.scope == ensure_channel_scope(binding)
     assert outcome.proposal.source == "bridge"
 
 

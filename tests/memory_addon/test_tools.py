@@ -7,7 +7,7 @@ import pytest
 from memory_addon.models import ChangeSet, MemoryFile
 from memory_addon.services.changes import file_write
 from memory_addon.services.context import bank_startup_context
-from memory_addon.services.scopes import bank_scope
+from memory_addon.services.scopes import ensure_bank
 from memory_addon.services.tools import tool_call_execute, tool_schemas
 from memory_addon.services.user_settings import addon_setting_put
 
@@ -105,7 +105,7 @@ def test_edit_memory_fails_without_writing_unless_exactly_one_match(bank_turn, u
     call(bank_turn, "write_memory", content="a b a\n")
     ok, output = call(bank_turn, "edit_memory", old_string=old, new_string="x")
     assert not ok and f"occurs {count} times" in output
-    scope = bank_scope(user, "git:abc123")
+    scope = ensure_bank(user, "git:abc123")
     assert MemoryFile.objects.get(scope=scope, path="MEMORY.md").content == "a b a\n"
 
 
@@ -128,7 +128,7 @@ def test_bank_file_limit_is_128_kib(bank_turn):
 
 def test_a_bank_that_is_off_keeps_its_files_but_refuses_tools(bank_turn, user):
     call(bank_turn, "write_memory", content="kept\n")
-    scope = bank_scope(user, "git:abc123")
+    scope = ensure_bank(user, "git:abc123")
     scope.enabled = False
     scope.save()
     ok, output = call(bank_turn, "read_memory")
@@ -137,7 +137,7 @@ def test_a_bank_that_is_off_keeps_its_files_but_refuses_tools(bank_turn, user):
 
 
 def test_startup_context_is_bounded_with_a_visible_marker(user):
-    scope = bank_scope(user, "git:big")
+    scope = ensure_bank(user, "git:big")
     MemoryFile.objects.create(
         scope=scope,
         path="MEMORY.md",
@@ -150,7 +150,7 @@ def test_startup_context_is_bounded_with_a_visible_marker(user):
 
 
 def test_startup_context_cuts_at_25_kib(user):
-    scope = bank_scope(user, "git:wide")
+    scope = ensure_bank(user, "git:wide")
     MemoryFile.objects.create(
         scope=scope, path="MEMORY.md", content=("y" * 999 + "\n") * 50, sha256="x"
     )

@@ -18,7 +18,7 @@ from memory_addon.selectors import proposals_with_diffs
 from memory_addon.services.changes import file_write
 from memory_addon.services.context import bank_startup_context
 from memory_addon.services.proposals import memory_change_request, proposal_confirm
-from memory_addon.services.scopes import bank_scope, user_scope
+from memory_addon.services.scopes import ensure_bank, ensure_user_scope
 from memory_addon.services.tools import tool_call_execute
 from memory_addon.services.user_settings import addon_setting_put
 from memory_addon.turns import Turn
@@ -147,7 +147,7 @@ def _bank_turn(user, **changes):
 def _seed_bank(user):
     ok, output = call(_bank_turn(user), "write_memory", content="# Notes\nuse make test\n")
     assert ok, output
-    return bank_scope(user, "proj-1")
+    return ensure_bank(user, "proj-1")
 
 
 @pytest.mark.parametrize(
@@ -254,7 +254,7 @@ def test_a_proposal_whose_entry_changed_says_so_on_its_card(turn, user, scope):
 def test_parallel_propose_change_calls_never_fail_with_a_database_error(mode):
     user = UserFactory()
     _mode(user, mode)
-    user_scope(user)
+    ensure_user_scope(user)
     errors: list[BaseException] = []
     outputs: list[str] = []
     start = threading.Barrier(12)
@@ -336,7 +336,7 @@ def _flagged_file(scope, path, content):
 
 def test_tool_outputs_mask_secrets_on_every_path(turn, user, scope):
     _flagged_file(scope, "wifi.md", f"{PROSE_SECRET}\n")
-    bank = bank_scope(user, "proj-1")
+    bank = ensure_bank(user, "proj-1")
     _flagged_file(bank, "MEMORY.md", f"deploy notes\n{PROSE_SECRET}\n")
     outputs = [
         call(turn, "context_read", path="wifi.md")[1],
