@@ -85,8 +85,11 @@ def bank_find(user: User, project_key: str) -> MemoryScope | None:
 def ensure_bank(user: User, project_key: str, project_name: str = "") -> MemoryScope:
     """The bank of this project, created on a write path (a read uses bank_find)."""
     scope = bank_find(user, project_key)
+    named = bool(project_name) and (scope is None or scope.project_name != project_name)
+    if named:
+        _check_name(project_name)
     if scope is None:
-        _check_identity(project_key, project_name)
+        _check_key(project_key)
         with transaction.atomic():
             # Counted and created under the person's lock: parallel creates cannot all
             # see room for one more bank.
@@ -101,13 +104,7 @@ def ensure_bank(user: User, project_key: str, project_name: str = "") -> MemoryS
                     % {"banks": banks, "limit": settings.MEMORY_MAX_BANKS_PER_PERSON}
                 )
             scope = _get_or_create(MemoryScope.Kind.PROJECT, owner=user, project_key=project_key)
-    if project_name and scope.project_name != project_name:
-        if (
-            project_name != project_name.strip()
-            or len(project_name) > MAX_PROJECT_NAME
-            or not project_name.isprintable()
-        ):
-            raise ChangeRefused(gettext("The project key and name must be plain one-line text."))
+    if named:
         MemoryScope.objects.filter(pk=scope.pk).update(project_name=project_name)
         scope.project_name = project_name
     return scope
@@ -140,12 +137,9 @@ def bank_set_enabled(
 ) -> MemoryScope:
     """Turn a bank on or off (creating it if needed); its files are never touched.
 
-    A real switch is in the bank's history (a change set without file changes, so there
-    is nothing to undo) and reaches the person's open pages; switching to the state it
+    A real switch is a row in the bank's history (BankSwitch); switching to the state it
     already has records nothing.
     """
-    if project_name:
-        _refuse_secret("The project name", project_name)
     with transaction.atomic(durable=True):
         scope = ensure_bank(user, project_key, project_name)
         _switch(user=user, scope=scope, enabled=enabled, source=source)
@@ -172,22 +166,33 @@ def _clean_identity(project_key: str, project_name: str) -> tuple[str, str]:
 
 
 def _check_identity(key: str, name: str) -> None:
-    """A new bank's key and name: one plain line each (the page, the API and tools)."""
-    if key != key.strip() or name != name.strip():
+    """A bank's key and name: one plain line each (the page, the API and tools)."""
+    _check_key(key)
+    _check_name(name)
+
+
+def _plain_line(value: str) -> None:
+    if value != value.strip() or not value.isprintable():
         raise ChangeRefused(gettext("The project key and name must be plain one-line text."))
+
+
+def _check_key(key: str) -> None:
+    _plain_line(key)
     if not key:
         raise ChangeRefused(gettext("Give the project key the agent sends for this project."))
     if len(key) > MAX_PROJECT_KEY:
         raise ChangeRefused(
             gettext("The project key is longer than %(max)d characters.") % {"max": MAX_PROJECT_KEY}
         )
+    _refuse_secret("The project key", key)
+
+
+def _check_name(name: str) -> None:
+    _plain_line(name)
     if len(name) > MAX_PROJECT_NAME:
         raise ChangeRefused(
             gettext("The name is longer than %(max)d characters.") % {"max": MAX_PROJECT_NAME}
         )
-    if any(not char.isprintable() for char in key + name):
-        raise ChangeRefused(gettext("The project key and name must be plain one-line text."))
-    _refuse_secret("The project key", key)
     if name:
         _refuse_secret("The project name", name)
 
@@ -207,7 +212,7 @@ def bank_create(
     *, user: User, project_key: str, project_name: str = "", enabled: bool = True
 ) -> MemoryScope:
     """A new, empty bank for a project identity; an existing one is never taken over."""
-    key, name = _clean_identity(project_key, project_name)
+    key, name = project_key.strip(), project_name.strip()  # ensure_bank checks them
     try:
         with transaction.atomic(durable=True):
             memory_lock(user.pk)  # a parallel create of the same key waits, then is refused
