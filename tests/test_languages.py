@@ -148,4 +148,5 @@ def test_scan_statuses_and_skip_reasons_are_shown_in_german():
             "bereits in dieser Sammlung als a.md"
         )
         assert scan_reason("something new") == "something new"  # unknown: shown as stored
-    assert scan_status("unchanged") == "unchanged"
+    with translation.override("en"):
+        assert scan_status("unchanged") == "unchanged"

@@ -10,42 +10,38 @@ import re
 from collections.abc import Callable
 
 from django import template
-from django.utils.translation import gettext, pgettext
+from django.utils.translation import gettext, gettext_noop, pgettext_lazy
 
 register = template.Library()
 
 _STATUSES = {
-    "new": lambda: pgettext("scan status", "new"),
-    "changed": lambda: pgettext("scan status", "changed"),
-    "unchanged": lambda: pgettext("scan status", "unchanged"),
-    "skipped": lambda: pgettext("scan status", "skipped"),
-    "deleted": lambda: pgettext("scan status", "deleted"),
+    "new": pgettext_lazy("scan status", "new"),
+    "changed": pgettext_lazy("scan status", "changed"),
+    "unchanged": pgettext_lazy("scan status", "unchanged"),
+    "skipped": pgettext_lazy("scan status", "skipped"),
+    "deleted": pgettext_lazy("scan status", "deleted"),
 }
 
-_FIXED = {
-    "symbolic link (not followed)": lambda: gettext("symbolic link (not followed)"),
-    "binary content (NUL bytes)": lambda: gettext("binary content (NUL bytes)"),
-    "binary content (control characters)": lambda: gettext("binary content (control characters)"),
-    "ignored by .gitignore": lambda: gettext("ignored by .gitignore"),
-    "excluded by a pattern": lambda: gettext("excluded by a pattern"),
-    "format not supported": lambda: gettext("format not supported"),
-    "not matched by the include patterns": lambda: gettext("not matched by the include patterns"),
-    "the scan reached 500 MiB of accepted files": lambda: gettext(
-        "the scan reached 500 MiB of accepted files"
-    ),
-    "not a regular file": lambda: gettext("not a regular file"),
-    "removed from the collection": lambda: gettext("removed from the collection"),
-    "no longer in the source": lambda: gettext("no longer in the source"),
-    "changed since the review; run Update now to review it again": lambda: gettext(
-        "changed since the review; run Update now to review it again"
-    ),
-    "PDF could not be read (damaged, or too large to parse safely)": lambda: gettext(
-        "PDF could not be read (damaged, or too large to parse safely)"
-    ),
-    "PDF has no extractable text (image-only or scanned)": lambda: gettext(
-        "PDF has no extractable text (image-only or scanned)"
-    ),
-}
+# Reasons the scanner and the index job store word for word (gettext_noop marks them for
+# the catalogue; they are translated when shown).
+_FIXED = frozenset(
+    (
+        gettext_noop("symbolic link (not followed)"),
+        gettext_noop("binary content (NUL bytes)"),
+        gettext_noop("binary content (control characters)"),
+        gettext_noop("ignored by .gitignore"),
+        gettext_noop("excluded by a pattern"),
+        gettext_noop("format not supported"),
+        gettext_noop("not matched by the include patterns"),
+        gettext_noop("the scan reached 500 MiB of accepted files"),
+        gettext_noop("not a regular file"),
+        gettext_noop("removed from the collection"),
+        gettext_noop("no longer in the source"),
+        gettext_noop("changed since the review; run Update now to review it again"),
+        gettext_noop("PDF could not be read (damaged, or too large to parse safely)"),
+        gettext_noop("PDF has no extractable text (image-only or scanned)"),
+    )
+)
 
 _PATTERNS: list[tuple[re.Pattern[str], Callable[[re.Match[str]], str]]] = [
     (
@@ -73,15 +69,13 @@ _PATTERNS: list[tuple[re.Pattern[str], Callable[[re.Match[str]], str]]] = [
 
 @register.filter
 def scan_status(value: str) -> str:
-    translate = _STATUSES.get(value)
-    return translate() if translate else value
+    return str(_STATUSES.get(value, value))
 
 
 @register.filter
 def scan_reason(value: str) -> str:
-    translate = _FIXED.get(value)
-    if translate:
-        return translate()
+    if value in _FIXED:
+        return gettext(value)
     for pattern, render in _PATTERNS:
         match = pattern.fullmatch(value or "")
         if match:
