@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
-from django.db import connection
 from django.db.models import OuterRef, Q, Subquery
 from django.utils.translation import gettext
 
 from accounts.models import User
+from memory_addon.compiled import CompiledQuery
 from memory_addon.core import entries
 from memory_addon.core.budget import Candidate, pack
 from memory_addon.core.secret_guard import mask_outbound
@@ -83,17 +83,6 @@ class ReadableScope:
     index: str  # the index file's text ("" when there is none yet)
 
 
-# The same query for every turn but its three ids: compiled once per process, as the
-# policy query is (building it through the ORM cost more than the database's own time).
-_NO_ROW = -1
-_scope_sql: dict[str, tuple[str, tuple[Any, ...], dict[int, str]]] = {}
-_SENTINELS = {
-    "user": -7_700_000_000_071,
-    "agent": -7_700_000_000_072,
-    "binding": -7_700_000_000_073,
-}
-
-
 def _scope_query(user_id: int, agent_id: int, binding_id: int) -> Any:
     index = MemoryFile.objects.filter(scope=OuterRef("pk"), path=INDEX_PATH).values("content")
     wanted = (
@@ -106,21 +95,16 @@ def _scope_query(user_id: int, agent_id: int, binding_id: int) -> Any:
     )
 
 
+_READABLE_SCOPES = CompiledQuery(_scope_query, "user_id", "agent_id", "binding_id")
+_NO_ROW = -1  # an id no row has: the turn has no agent or binding
+
+
 def _readable_scopes_found(turn: Turn) -> dict[str, MemoryScope]:
-    key = connection.alias
-    if key not in _scope_sql:
-        query = _scope_query(**{f"{name}_id": value for name, value in _SENTINELS.items()})
-        sql, params = query.query.get_compiler(key).as_sql()
-        names = {value: name for name, value in _SENTINELS.items()}
-        slots = {i: names[value] for i, value in enumerate(params) if value in names}
-        _scope_sql[key] = (sql, tuple(params), slots)
-    sql, template, slots = _scope_sql[key]
-    ids = {
-        "user": turn.user.pk,
-        "agent": turn.agent.pk if turn.agent else _NO_ROW,
-        "binding": turn.binding.pk if turn.binding else _NO_ROW,
-    }
-    params = [ids[slots[i]] if i in slots else value for i, value in enumerate(template)]
+    sql, params = _READABLE_SCOPES.sql(
+        user_id=turn.user.pk,
+        agent_id=turn.agent.pk if turn.agent else _NO_ROW,
+        binding_id=turn.binding.pk if turn.binding else _NO_ROW,
+    )
     return {scope.kind: scope for scope in MemoryScope.objects.raw(sql, params)}
 
 

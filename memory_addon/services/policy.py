@@ -15,6 +15,7 @@ from accounts.models import Membership, User
 from addons.models import InstalledAddon
 from addons.selectors import TurnAddons, turn_addon_columns, turn_addons_from
 from memory_addon.addons import MEMORY_ADDON
+from memory_addon.compiled import CompiledQuery
 from memory_addon.models import AddonInstallation
 
 
@@ -61,24 +62,13 @@ def _policy_query(user_pk: int, with_addons: bool) -> QuerySet[User, Any]:
     )
 
 
-# The query is the same for everyone but the person's id: it is compiled once per process
-# (building it through the ORM cost several times the database's own time per request).
-_SENTINEL = -7_700_000_000_077
-_compiled: dict[tuple[str, bool], tuple[str, tuple[Any, ...], tuple[int, ...]]] = {}
+_POLICY = CompiledQuery(lambda user_pk: _policy_query(user_pk, False), "user_pk")
+_POLICY_WITH_ADDONS = CompiledQuery(lambda user_pk: _policy_query(user_pk, True), "user_pk")
 _JSON_ARRAYS = ("addons_installed", "addons_rules", "addons_settings")
 
 
 def _policy_row(user_pk: int, with_addons: bool) -> dict[str, Any]:
-    key = (connection.alias, with_addons)
-    if key not in _compiled:
-        query = _policy_query(_SENTINEL, with_addons).query
-        sql, params = query.get_compiler(connection.alias).as_sql()
-        slots = tuple(i for i, value in enumerate(params) if value == _SENTINEL)
-        _compiled[key] = (sql, tuple(params), slots)
-    sql, template, slots = _compiled[key]
-    params = list(template)
-    for slot in slots:
-        params[slot] = user_pk
+    sql, params = (_POLICY_WITH_ADDONS if with_addons else _POLICY).sql(user_pk=user_pk)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         values = cursor.fetchone()
