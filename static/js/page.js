@@ -76,11 +76,7 @@ function labelCells(root) {
 document.addEventListener("DOMContentLoaded", () => labelCells(document));
 document.addEventListener("htmx:afterSettle", (event) => labelCells(event.target));
 // Live fragments (websocket swaps) bring new tables too: label their cells as they arrive.
-document.addEventListener("DOMContentLoaded", () => {
-  new MutationObserver((records) => {
-    if (records.some((record) => record.addedNodes.length)) labelCells(document);
-  }).observe(document.body, { childList: true, subtree: true });
-});
+document.addEventListener("htmx:oobAfterSwap", () => labelCells(document));
 
 // Editors with data-warn-unsaved ask before the page is left with text not saved: text
 // typed since the last save, or text the server refused (data-unsaved on the form).
