@@ -406,6 +406,8 @@ MEMORY_BANK_MAX_FILES = env_int("MEMORY_BANK_MAX_FILES", 100)
 MEMORY_BANK_FILE_MAX_BYTES = env_int("MEMORY_BANK_FILE_MAX_BYTES", 128 * 1024)
 MEMORY_BANK_MAX_BYTES = env_int("MEMORY_BANK_MAX_BYTES", 1024 * 1024)
 MEMORY_MAX_BANKS_PER_PERSON = env_int("MEMORY_MAX_BANKS_PER_PERSON", 20)
+# Embed changed notes in the background after each memory write (semantic list_memory, M4).
+MEMORY_NOTE_EMBEDDINGS_ON_WRITE = env_bool("MEMORY_NOTE_EMBEDDINGS_ON_WRITE", True)
 # Pending proposals a person can have; a new one expires the oldest beyond this.
 MEMORY_MAX_PENDING_PROPOSALS = env_int("MEMORY_MAX_PENDING_PROPOSALS", 50)
 # Everything a person stores: memory, project banks and uploaded documents together.

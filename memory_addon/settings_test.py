@@ -22,3 +22,7 @@ embedded.start()
 from memory_addon.settings import *  # noqa: E402, F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+# A refresh queued by any test that writes memory ran in the session's worker while the
+# next test's teardown emptied the tables, and one of them deadlocked. Tests of the
+# refresh switch it on.
+MEMORY_NOTE_EMBEDDINGS_ON_WRITE = False

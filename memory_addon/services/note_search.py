@@ -103,6 +103,9 @@ def note_embeddings_refresh_on_commit(scope_id: int) -> None:
     scans waited behind. The refresh reads the scope as it is when it runs."""
     from memory_addon import tasks
 
+    if not settings.MEMORY_NOTE_EMBEDDINGS_ON_WRITE:
+        return
+
     def enqueue() -> None:
         try:
             first = cache.add(_queued_key(scope_id), 1, timeout=QUEUED_MARK_SECONDS)

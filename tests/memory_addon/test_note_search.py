@@ -33,8 +33,9 @@ def _wait_for_embeddings(count: int, deadline_s: float = 120) -> None:
 
 @pytest.mark.django_db(transaction=True)
 def test_list_memory_finds_a_paraphrase_after_the_celery_job_embeds_the_notes(
-    celery_worker, user, scope, turn
+    celery_worker, user, scope, turn, settings
 ):
+    settings.MEMORY_NOTE_EMBEDDINGS_ON_WRITE = True
     _write_notes(user, scope)
     # No word of the question is in the note: keyword search alone finds nothing.
     assert _keyword([scope.pk], PARAPHRASE, 10) == []
@@ -47,7 +48,10 @@ def test_list_memory_finds_a_paraphrase_after_the_celery_job_embeds_the_notes(
 
 
 @pytest.mark.django_db
-def test_only_changed_notes_are_embedded_again(user, scope, django_capture_on_commit_callbacks):
+def test_only_changed_notes_are_embedded_again(
+    user, scope, django_capture_on_commit_callbacks, settings
+):
+    settings.MEMORY_NOTE_EMBEDDINGS_ON_WRITE = True
     with django_capture_on_commit_callbacks() as callbacks:
         _write_notes(user, scope)
     assert len(callbacks) >= len(NOTES)  # each change set schedules a refresh after commit
