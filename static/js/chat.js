@@ -8,6 +8,11 @@ function refreshStreaming() {
   });
 }
 document.addEventListener("htmx:wsOpen", refreshStreaming);
+// A sent message's answer can finish (or fail) before the send's response is on the page;
+// its pushes found nothing to replace then, so the new answer asks for itself once.
+document.addEventListener("htmx:afterSwap", (event) => {
+  if (event.detail.target && event.detail.target.id === "messages") refreshStreaming();
+});
 
 const texts = document.body.dataset;
 

@@ -279,6 +279,46 @@ def test_a_failed_answer_says_why_and_retry_answers_again(
     ]
 
 
+def test_an_answer_that_ends_before_the_send_returns_still_shows_its_end(
+    chat_worker, fake_openai, sign_in, person, conversation
+):
+    """The failed answer's push reaches the page before the send's response does."""
+    fake_openai.chat_replies.append({"status": 500, "message": "out of memory"})
+    chat = sign_in(person)
+    held: dict = {}
+
+    def release_when_both_arrived() -> None:
+        if held.get("pushed") and "route" in held and not held.get("done"):
+            held["done"] = True
+            held["route"].fulfill(response=held["response"])
+
+    def relay(ws) -> None:
+        server = ws.connect_to_server()
+
+        def forward(message) -> None:
+            ws.send(message)
+            if 'data-state="failed"' in str(message):
+                held["pushed"] = True
+                release_when_both_arrived()
+
+        server.on_message(forward)
+
+    def hold_send(route) -> None:
+        response = route.fetch()
+        held["route"], held["response"] = route, response
+        release_when_both_arrived()
+
+    chat.route_web_socket("**/ws/events/", relay)
+    chat.route(f"**/chat/{conversation.pk}/send/", hold_send)
+    chat.goto(f"/chat/{conversation.pk}/")
+    wait_until_live(chat)
+    send(chat, "Hi")
+    failed = chat.locator("article.msg-assistant[data-state=failed]")
+    failed.wait_for()
+    assert held.get("done")
+    assert "out of memory" in failed.get_by_role("alert").inner_text()
+
+
 def test_the_chat_fits_a_390_px_screen(
     chat_worker, fake_openai, sign_in, person, conversation, screenshot
 ):
