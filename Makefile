@@ -42,6 +42,7 @@ lint: $(TEST_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy .
+	$(BIN)/lint-imports
 
 bench: $(TEST_STAMP)
 	# detect-secrets and CredSweeper: only to compare the secret guard against them.

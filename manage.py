@@ -9,8 +9,8 @@ def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_addon.settings")
     from django.core.management import execute_from_command_line
 
-    from memory_addon import embedded
-    from memory_addon.env import BadSetting
+    from memory_addon.host import embedded
+    from memory_addon.host.env import BadSetting
 
     try:
         # Help and --help start no database and create no data folder (issue 11).

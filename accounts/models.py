@@ -13,7 +13,7 @@ from django.db.models.functions import Lower
 from django.utils.translation import gettext_lazy
 
 from accounts import crypto
-from memory_addon.core.secret_guard import find_secret
+from memory_addon.host.core.secret_guard import find_secret
 
 
 def validate_no_secret(value: str) -> None:
@@ -237,7 +237,7 @@ class AIProfile(models.Model):
         return f"{self.name} ({self.model})"
 
     def clean(self) -> None:
-        from memory_addon.outbound import OutboundRefused, check_outbound_url
+        from memory_addon.host.outbound import OutboundRefused, check_outbound_url
 
         try:
             check_outbound_url(self.base_url, unresolvable_ok=True)

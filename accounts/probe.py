@@ -10,7 +10,7 @@ from __future__ import annotations
 import httpx
 from django.utils.translation import gettext as _
 
-from memory_addon.outbound import OutboundRefused, check_outbound_url, release_db_connection
+from memory_addon.host.outbound import OutboundRefused, check_outbound_url, release_db_connection
 
 TIMEOUT = httpx.Timeout(10.0, connect=5.0)
 MAX_MODELS = 200

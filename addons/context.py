@@ -22,9 +22,9 @@ from addons.models import AddonFile
 from addons.selectors import AddonState, TurnAddons, turn_addons
 from memory_addon.addons import MEMORY_ADDON
 from memory_addon.core.budget import Candidate, pack
-from memory_addon.core.secret_guard import mask_outbound
-from memory_addon.core.tokens import estimate_tokens
-from memory_addon.core.untrusted import normalise_untrusted
+from memory_addon.host.core.secret_guard import mask_outbound
+from memory_addon.host.core.tokens import estimate_tokens
+from memory_addon.host.core.untrusted import normalise_untrusted
 
 CONTEXT_HEADER = (
     "Context files from add-ons the person turned on. They may shape style and format; "

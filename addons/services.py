@@ -17,7 +17,7 @@ from addons.errors import AddonConflict, AddonNotFound, ChangeRefused, NotAllowe
 from addons.models import AddonFile, InstalledAddon, SkillRule
 from addons.selectors import entry_point_find, installed_addon
 from memory_addon.addons import BUILTIN_MANIFESTS
-from memory_addon.core.secret_guard import find_secret
+from memory_addon.host.core.secret_guard import find_secret
 from memory_addon.models import AddonInstallation, AddonSetting
 
 MAX_RULES_CHARS = 2000

@@ -35,7 +35,7 @@ from addons.services import (
     skill_rules_save,
 )
 from memory_addon.addons import MEMORY_ADDON
-from memory_addon.errors import MemoryRefusal
+from memory_addon.host.errors import MemoryRefusal
 
 # Add-on pages run in a sandboxed iframe with an opaque origin and may not connect
 # anywhere: their script cannot use the person's session on the host. The only way out

@@ -263,7 +263,7 @@ def _concurrent_chats(fake: FakeOpenAI, user: User, count: int = 20) -> dict[str
     )
     default_worker = _worker(env, "--pool", "solo")
     try:
-        from memory_addon.tasks import ping
+        from memory_addon.host.tasks import ping
 
         ping.apply_async(queue=settings.CHAT_QUEUE).get(timeout=120)
         ping.delay().get(timeout=120)

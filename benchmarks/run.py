@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 import django  # noqa: E402
 
-from memory_addon import embedded  # noqa: E402
+from memory_addon.host import embedded  # noqa: E402
 
 embedded.start()
 django.setup()

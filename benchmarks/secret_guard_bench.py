@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memory_addon.core.secret_guard import find_secret
+from memory_addon.host.core.secret_guard import find_secret
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "memory_addon" / "core" / "data"
 CASES = DATA / "secret_cases.jsonl"
@@ -143,7 +143,7 @@ def _credsweeper(ml_threshold: object) -> Detector:
 
 def detectors() -> list[tuple[str, Callable[[], Detector]]]:
     return [
-        ("ours (memory_addon.core.secret_guard)", lambda: ours),
+        ("ours (memory_addon.host.core.secret_guard)", lambda: ours),
         ("detect-secrets 1.5.0, all plugins, default filters", _detect_secrets),
         ("CredSweeper, rules only (ML off)", lambda: _credsweeper(0)),
         ("CredSweeper, rules + ML (medium)", lambda: _credsweeper("medium")),
@@ -290,7 +290,7 @@ UUID); its ML pass brings false refusals down to about 6% but costs recall and r
 300 to 900 lines/s on these sets (load-dependent), far below the goal. Neither is a base that reaches the goals, both
 pull in large dependency trees (CredSweeper: pandas, lxml, openpyxl, ONNX models), and
 neither normalises look-alike letters or handles German labels. So the guard stays one
-pure module (`memory_addon/core/secret_guard.py`, word lists in `secret_words.py`) with its
+pure module (`memory_addon/host/core/secret_guard.py`, word lists in `secret_words.py`) with its
 own rules; the two detectors
 are only in the optional `bench` extra, to re-run this comparison.
 

@@ -37,7 +37,7 @@ if __name__ == "__main__":  # standalone: the same embedded database as `make be
     sys.path.insert(0, str(_root))
     import django
 
-    from memory_addon import embedded
+    from memory_addon.host import embedded
 
     embedded.start()
     django.setup()

@@ -23,7 +23,8 @@ from django.utils import timezone
 from accounts.models import Membership
 from bridges.models import DeliveryAttempt, EventEndpoint, OutboxEvent
 from bridges.outgoing import backoff_seconds, post_signed
-from memory_addon.core.secret_guard import find_secret
+from memory_addon.host.core.secret_guard import find_secret
+from memory_addon.host.queue import queue_job, queue_job_on_commit
 
 logger = logging.getLogger(__name__)
 
@@ -99,11 +100,7 @@ def outbox_emit(*, user_id: int, event_type: str, data: dict[str, Any]) -> int:
 
 
 def _deliver_on_commit(endpoint_id: int, countdown: float = 0) -> None:
-    from bridges.tasks import endpoint_deliver_task
-
-    transaction.on_commit(
-        lambda: endpoint_deliver_task.apply_async(args=(endpoint_id,), countdown=countdown)
-    )
+    queue_job_on_commit("bridges.endpoint_deliver", endpoint_id, countdown=countdown)
 
 
 # --- Delivery --------------------------------------------------------------------
@@ -206,9 +203,7 @@ def endpoint_deliver(*, endpoint_id: int) -> int:
         finally:
             _release_lease(endpoint_id)
         if retry_in is not None:
-            from bridges.tasks import endpoint_deliver_task
-
-            endpoint_deliver_task.apply_async(args=(endpoint_id,), countdown=retry_in)
+            queue_job("bridges.endpoint_deliver", endpoint_id, countdown=retry_in)
             return sent
         # An event committed while we held the lease had its task turned away: look again.
         if _due(endpoint_id) is None:
@@ -245,11 +240,9 @@ def endpoints_sweep() -> int:
         .values_list("pk", flat=True)
         .distinct()
     )
-    from bridges.tasks import endpoint_deliver_task
-
     ids = list(due)
     for endpoint_id in ids:
-        endpoint_deliver_task.delay(endpoint_id)
+        queue_job("bridges.endpoint_deliver", endpoint_id)
     return len(ids)
 
 

@@ -15,7 +15,7 @@ import httpx
 from django.conf import settings
 
 from bridges.signing import sign_headers
-from memory_addon.outbound import (
+from memory_addon.host.outbound import (
     OutboundRefused,
     check_outbound_url,
     release_db_connection,

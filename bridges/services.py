@@ -21,10 +21,11 @@ from bridges.outgoing import backoff_seconds, check_webhook_target, post_signed
 from bridges.signing import new_secret
 from chat.models import Conversation, Message
 from chat.services import default_profile
-from memory_addon.core.storable import storable
-from memory_addon.errors import ChangeRefused
+from memory_addon.host.core.storable import storable
+from memory_addon.host.errors import ChangeRefused
+from memory_addon.host.outbound import OutboundRefused
+from memory_addon.host.queue import queue_job, queue_job_on_commit
 from memory_addon.models import Proposal
-from memory_addon.outbound import OutboundRefused
 from memory_addon.services.scopes import ensure_channel_scope
 
 logger = logging.getLogger(__name__)
@@ -168,9 +169,7 @@ def inbound_accept(*, binding: MessagingBinding, incoming: Incoming) -> tuple[In
 
 
 def _process_on_commit(inbound_id: int) -> None:
-    from bridges.tasks import inbound_process_task
-
-    transaction.on_commit(lambda: inbound_process_task.delay(inbound_id))
+    queue_job_on_commit("bridges.inbound_process", inbound_id)
 
 
 def bridge_conversation(binding: MessagingBinding) -> Conversation:
@@ -288,11 +287,7 @@ def _inbound_finish(inbound: InboundMessage) -> None:
 
 
 def _callback_on_commit(inbound_id: int, countdown: float = 0) -> None:
-    from bridges.tasks import callback_send_task
-
-    transaction.on_commit(
-        lambda: callback_send_task.apply_async(args=(inbound_id,), countdown=countdown)
-    )
+    queue_job_on_commit("bridges.callback_send", inbound_id, countdown=countdown)
 
 
 def callback_body(inbound: InboundMessage) -> bytes:
@@ -355,9 +350,7 @@ def callback_send(*, inbound_id: int) -> bool:
             callback_next_at=now + timedelta(seconds=wait),
             callback_lease_until=None,
         )
-        from bridges.tasks import callback_send_task
-
-        callback_send_task.apply_async(args=(inbound_id,), countdown=wait)
+        queue_job("bridges.callback_send", inbound_id, countdown=wait)
         return False
     rows.update(
         callback_state=InboundMessage.Callback.FAILED,
@@ -371,7 +364,6 @@ def callback_send(*, inbound_id: int) -> bool:
 def bridges_sweep() -> dict[str, int]:
     """Beat: resend due answers whose task was lost, restart messages no worker took."""
     from bridges.outbox import endpoints_sweep
-    from bridges.tasks import callback_send_task, inbound_process_task
 
     now = timezone.now()
     callbacks = list(
@@ -381,7 +373,7 @@ def bridges_sweep() -> dict[str, int]:
         .values_list("pk", flat=True)[:500]
     )
     for inbound_id in callbacks:
-        callback_send_task.delay(inbound_id)
+        queue_job("bridges.callback_send", inbound_id)
     stuck = list(
         InboundMessage.objects.filter(
             state=InboundMessage.State.RECEIVED,
@@ -389,7 +381,7 @@ def bridges_sweep() -> dict[str, int]:
         ).values_list("pk", flat=True)[:500]
     )
     for inbound_id in stuck:
-        inbound_process_task.delay(inbound_id)
+        queue_job("bridges.inbound_process", inbound_id)
     return {"callbacks": len(callbacks), "inbound": len(stuck), "endpoints": endpoints_sweep()}
 
 

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 import openai
 
-from memory_addon import metrics
+from memory_addon.host import metrics
 
 ErrorKind = Literal[
     "auth",

@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -28,9 +28,9 @@ from chat.models import Conversation, Message
 from chat.selectors import message_html
 from chat.services import stop_requested
 from learning.services.references import reference_block_build
-from memory_addon.core.storable import storable, storable_value
-from memory_addon.core.tokens import estimate_tokens
-from memory_addon.outbound import OutboundRefused, check_outbound_url, release_db_connection
+from memory_addon.host.core.storable import storable, storable_value
+from memory_addon.host.core.tokens import estimate_tokens
+from memory_addon.host.outbound import OutboundRefused, check_outbound_url, release_db_connection
 from memory_addon.services.context import turn_context_build
 from memory_addon.services.policy import Policy, policy_for
 from memory_addon.services.tools import tool_call_execute, tool_schemas
@@ -646,4 +646,29 @@ def _execute(turn: Turn, call: client.ToolCall) -> tuple[bool, str]:
         return False, f"The tool {call.name} failed on the server; nothing was changed."
 
 
-__all__ = ["message_finish", "storable", "turn_run"]
+def messages_reap_stalled() -> int:
+    """Mark answers whose worker died (or that no worker picked up) as failed."""
+    now = timezone.now()
+    stalled = Message.objects.filter(state=Message.State.STREAMING).filter(
+        started_at__isnull=False,
+        heartbeat_at__lt=now - timedelta(seconds=settings.CHAT_STALE_SECONDS),
+    ) | Message.objects.filter(
+        state=Message.State.STREAMING,
+        started_at__isnull=True,
+        created_at__lt=now - timedelta(seconds=settings.CHAT_QUEUED_MAX_SECONDS),
+    )
+    count = 0
+    for message in stalled.select_related("conversation"):
+        reason = (
+            "The worker writing this answer stopped; the text above is incomplete."
+            if message.started_at
+            else "No chat worker picked up this answer."
+        )
+        if message_finish(
+            message=message, state=Message.State.FAILED, error=reason, only_if_streaming=True
+        ):
+            count += 1
+    return count
+
+
+__all__ = ["message_finish", "messages_reap_stalled", "storable", "turn_run"]

@@ -12,7 +12,7 @@ from accounts.models import Agent, AIProfile, User
 from chat.models import Conversation, Message
 from knowledge.models import Store
 from learning.selectors import RuleCard, learning_off_reason, rule_cards_for
-from memory_addon.core.markdown import render_markdown
+from memory_addon.host.core.markdown import render_markdown
 from memory_addon.models import ChangeSet, Proposal
 from memory_addon.selectors import proposals_with_diffs
 from memory_addon.services.policy import Policy

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
 
 from django.conf import settings
 from django.core.cache import cache
@@ -14,7 +13,8 @@ from django.utils.translation import gettext
 from accounts.models import Agent, AIProfile, User
 from chat.models import Conversation, Message
 from knowledge.models import Store
-from memory_addon.errors import ChangeRefused
+from memory_addon.host.errors import ChangeRefused
+from memory_addon.host.queue import queue_job_on_commit
 
 logger = logging.getLogger(__name__)
 TITLE_CHARS = 60
@@ -124,12 +124,7 @@ def conversation_delete(*, conversation: Conversation) -> None:
 
 
 def _enqueue_on_commit(message: Message) -> None:
-    from chat.tasks import turn_run_task
-
-    message_id = message.pk
-    transaction.on_commit(
-        lambda: turn_run_task.apply_async(args=(message_id,), queue=settings.CHAT_QUEUE)
-    )
+    queue_job_on_commit("chat.turn_run", message.pk, queue=settings.CHAT_QUEUE)
 
 
 def _check_idle(conversation: Conversation) -> None:
@@ -242,30 +237,3 @@ def stop_requested(message: Message) -> bool:
 def message_stop(*, message: Message) -> None:
     if message.state == Message.State.STREAMING:
         stop_request(message)
-
-
-def messages_reap_stalled() -> int:
-    """Mark answers whose worker died (or that no worker picked up) as failed."""
-    from chat.runner import message_finish
-
-    now = timezone.now()
-    stalled = Message.objects.filter(state=Message.State.STREAMING).filter(
-        started_at__isnull=False,
-        heartbeat_at__lt=now - timedelta(seconds=settings.CHAT_STALE_SECONDS),
-    ) | Message.objects.filter(
-        state=Message.State.STREAMING,
-        started_at__isnull=True,
-        created_at__lt=now - timedelta(seconds=settings.CHAT_QUEUED_MAX_SECONDS),
-    )
-    count = 0
-    for message in stalled.select_related("conversation"):
-        reason = (
-            "The worker writing this answer stopped; the text above is incomplete."
-            if message.started_at
-            else "No chat worker picked up this answer."
-        )
-        if message_finish(
-            message=message, state=Message.State.FAILED, error=reason, only_if_streaming=True
-        ):
-            count += 1
-    return count

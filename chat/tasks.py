@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from chat import runner, schedules, services
+from chat import runner, schedules
 
 
 @shared_task(name="chat.turn_run", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
@@ -12,7 +12,7 @@ def turn_run_task(message_id: int) -> None:
 
 @shared_task(name="chat.reap_stalled", ignore_result=True)
 def reap_stalled_task() -> int:
-    return services.messages_reap_stalled()
+    return runner.messages_reap_stalled()
 
 
 @shared_task(name="chat.schedules_due", ignore_result=True)

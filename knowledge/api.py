@@ -24,7 +24,7 @@ from knowledge.schemas import (
     StoreIn,
     StoreOut,
 )
-from memory_addon.schemas import ErrorOut
+from memory_addon.host.schemas import ErrorOut
 
 router = Router(tags=["knowledge"])
 ERRORS = {400: ErrorOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut}

@@ -9,7 +9,7 @@ class KnowledgeConfig(AppConfig):
 
     def ready(self) -> None:
         from knowledge.services import upload_bytes
-        from memory_addon.storage import register_storage_counter
+        from memory_addon.host.storage import register_storage_counter
 
         # Uploaded documents count toward the person's storage quota.
         register_storage_counter(upload_bytes)

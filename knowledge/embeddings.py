@@ -23,7 +23,7 @@ import httpx
 from django.conf import settings
 
 from knowledge.local_model import PACKAGED_MODEL, assemble_minilm, default_model_folder
-from memory_addon.outbound import OutboundRefused, check_outbound_url, shared_http_client
+from memory_addon.host.outbound import OutboundRefused, check_outbound_url, shared_http_client
 
 logger = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ from django.conf import settings
 from django.template.loader import render_to_string
 
 from knowledge.models import Job
-from memory_addon.events import push_fragment_on_commit
+from memory_addon.host.push import push_fragment_on_commit
 
 SETTLED = (Job.State.REVIEW, Job.State.SUCCEEDED, Job.State.FAILED, Job.State.CANCELLED)
 

@@ -27,7 +27,7 @@ from qdrant_client import models as qm
 
 from knowledge.errors import KnowledgeRefusal
 from knowledge.models import Chunk, StagedChunk, Store
-from memory_addon.outbound import OutboundRefused, check_outbound_url, release_db_connection
+from memory_addon.host.outbound import OutboundRefused, check_outbound_url, release_db_connection
 
 logger = logging.getLogger(__name__)
 UPSERT_BATCH = 256

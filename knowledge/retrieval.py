@@ -14,8 +14,8 @@ from knowledge.core import blocks, bm25
 from knowledge.embeddings import EmbeddingUnavailable
 from knowledge.models import Chunk, Store
 from knowledge.services import store_embedder
-from memory_addon.core.fulltext import or_query, query_words
-from memory_addon.outbound import release_db_connection
+from memory_addon.host.core.fulltext import or_query, query_words
+from memory_addon.host.outbound import release_db_connection
 
 logger = logging.getLogger(__name__)
 CANDIDATES = 50

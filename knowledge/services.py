@@ -41,10 +41,11 @@ from knowledge.embeddings import (
 )
 from knowledge.errors import IndexMismatch, JobBusy, KnowledgeRefusal
 from knowledge.models import Chunk, Document, FolderGrant, Job, Source, StagedChunk, Store
-from memory_addon import filestore
-from memory_addon.errors import LimitExceeded
-from memory_addon.outbound import release_db_connection
-from memory_addon.storage import storage_check
+from memory_addon.host import filestore
+from memory_addon.host.errors import LimitExceeded
+from memory_addon.host.outbound import release_db_connection
+from memory_addon.host.queue import queue_job_on_commit
+from memory_addon.host.storage import storage_check
 
 logger = logging.getLogger(__name__)
 MIB = 1024 * 1024
@@ -443,10 +444,8 @@ def _start_job(
 
 
 def _run_on_commit(job: Job) -> None:
-    from knowledge import tasks
-
-    task = tasks.scan_source if job.kind == Job.Kind.SCAN else tasks.index_source
-    transaction.on_commit(lambda: task.delay(job.pk))
+    task = "knowledge.scan_source" if job.kind == Job.Kind.SCAN else "knowledge.index_source"
+    queue_job_on_commit(task, job.pk)
     events.job_changed_on_commit(job)
 
 

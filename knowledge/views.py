@@ -21,8 +21,8 @@ from knowledge.embeddings import EmbeddingUnavailable
 from knowledge.forms import FolderSourceForm, SearchForm, StoreForm, UploadForm
 from knowledge.models import Job, Source, Store
 from knowledge.retrieval import retrieve
-from memory_addon.core.ids import row_id
-from memory_addon.errors import MemoryRefusal
+from memory_addon.host.core.ids import row_id
+from memory_addon.host.errors import MemoryRefusal
 
 
 def _store(request: HttpRequest, store_id: int) -> Store:

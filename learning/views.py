@@ -27,7 +27,7 @@ from learning.services import references, rules
 from memory_addon.core import entries
 from memory_addon.core.diffs import unified_diff
 from memory_addon.core.readable_diff import readable_diff
-from memory_addon.errors import ChangeRefused, LimitExceeded, MemoryRefusal
+from memory_addon.host.errors import ChangeRefused, LimitExceeded, MemoryRefusal
 from memory_addon.models import ChangeSet, MemoryFile, MemoryScope
 from memory_addon.selectors import scopes_for_user
 from memory_addon.services.scopes import INDEX_PATH, scope_folder

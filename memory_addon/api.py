@@ -12,7 +12,7 @@ from accounts.auth import TokenAuth
 from addons.api import router as addons_router
 from chat.api import router as chat_router
 from knowledge.api import router as knowledge_router
-from memory_addon.errors import MemoryRefusal
+from memory_addon.host.errors import MemoryRefusal
 from memory_addon.memory_api import chats_router
 from memory_addon.memory_api import router as memory_router
 

@@ -10,10 +10,13 @@ class MemoryAddonConfig(AppConfig):
 
     def ready(self) -> None:
         from accounts.models import Agent, User
-        from memory_addon import receivers
+        from memory_addon import events, receivers  # noqa: F401  (events: live-page listeners)
+        from memory_addon.host.storage import register_storage_counter
+        from memory_addon.selectors import memory_bytes
 
         post_save.connect(receivers.user_created, sender=User, dispatch_uid="memory-user-scope")
         post_save.connect(receivers.agent_created, sender=Agent, dispatch_uid="memory-agent-scope")
         post_migrate.connect(
             receivers.scopes_after_migrate, sender=self, dispatch_uid="memory-missing-scopes"
         )
+        register_storage_counter(memory_bytes)

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.asgi import get_asgi_application
 
-from memory_addon import embedded
+from memory_addon.host import embedded
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_addon.settings")
 embedded.start()  # the embedded servers, unless DATABASE_URL / REDIS_URL name others
@@ -18,9 +18,9 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.urls import path  # noqa: E402
 
-from memory_addon.consumers import EventsConsumer  # noqa: E402
+from memory_addon.host.consumers import EventsConsumer  # noqa: E402
+from memory_addon.host.websocket_origin import SameOriginValidator  # noqa: E402
 from memory_addon.mcp_server import mcp_app  # noqa: E402
-from memory_addon.websocket_origin import SameOriginValidator  # noqa: E402
 
 websocket_urlpatterns = [path("ws/events/", EventsConsumer.as_asgi())]
 

@@ -11,7 +11,7 @@ from typing import Any
 from celery import Celery, signals
 
 # Their signal handlers: job metrics, and the request id carried into jobs.
-from memory_addon import metrics, request_id  # noqa: F401
+from memory_addon.host import metrics, request_id  # noqa: F401
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_addon.settings")
 
@@ -24,11 +24,12 @@ def _is_celery_command(argv: list[str]) -> bool:
 
 if _is_celery_command(sys.argv):
     # A worker or beat started on its own: the embedded servers, before the settings load.
-    from memory_addon import embedded
+    from memory_addon.host import embedded
 
     embedded.start()
 
-app = Celery("memory_addon")
+# The host's tasks live outside the installed apps' tasks modules.
+app = Celery("memory_addon", include=["memory_addon.host.tasks"])
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 

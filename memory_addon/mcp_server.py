@@ -106,7 +106,7 @@ def tool_run(caller: Caller, name: str, arguments: dict[str, Any]) -> tuple[bool
 def _search(user: User, arguments: dict[str, Any]) -> tuple[bool, str]:
     from knowledge.models import Store
     from knowledge.retrieval import retrieve
-    from memory_addon.errors import MemoryRefusal
+    from memory_addon.host.errors import MemoryRefusal
 
     query = str(arguments.get("query") or "").strip()
     if not query:

@@ -15,9 +15,9 @@ from accounts.auth import signed_in_user, token_scope
 from accounts.models import Agent, MessagingBinding, User
 from accounts.token_access import command_refusal, tool_refusal
 from addons.context import addon_context_build
-from memory_addon import filestore
-from memory_addon.core.secret_guard import find_secret
-from memory_addon.errors import MemoryRefusal, NotAllowed
+from memory_addon.host import filestore
+from memory_addon.host.core.secret_guard import find_secret
+from memory_addon.host.errors import MemoryRefusal, NotAllowed
 from memory_addon.models import ChangeSet, FileChange, MemoryFile, MemoryScope, Proposal
 from memory_addon.schemas import (
     ChangeDetailOut,

@@ -10,8 +10,8 @@ from django.utils.translation import gettext
 from accounts.models import User
 from memory_addon.addons import MEMORY_ADDON, SAVE_MODE
 from memory_addon.core import entries
-from memory_addon.core.secret_guard import KIND_LABELS, find_secret
-from memory_addon.core.tokens import estimate_tokens
+from memory_addon.host.core.secret_guard import KIND_LABELS, find_secret
+from memory_addon.host.core.tokens import estimate_tokens
 from memory_addon.models import AddonSetting, MemoryFile, MemoryScope
 from memory_addon.selectors import scopes_for_user
 from memory_addon.services.context import turn_context_build

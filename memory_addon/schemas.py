@@ -6,9 +6,7 @@ from typing import Any, Literal
 from ninja import Schema
 from pydantic import Field
 
-
-class ErrorOut(Schema):
-    detail: str
+from memory_addon.host.schemas import ErrorOut as ErrorOut
 
 
 class ScopeOut(Schema):

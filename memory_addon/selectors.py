@@ -11,9 +11,9 @@ from django.shortcuts import get_object_or_404
 
 from accounts.models import User
 from memory_addon.core.diffs import unified_diff
-from memory_addon.core.ids import row_id
 from memory_addon.core.readable_diff import readable_diff
-from memory_addon.errors import MemoryRefusal
+from memory_addon.host.core.ids import row_id
+from memory_addon.host.errors import MemoryRefusal
 from memory_addon.models import ChangeSet, FileChange, MemoryFile, MemoryScope, Proposal
 from memory_addon.services.proposals import plan_proposal
 from memory_addon.services.scopes import scope_folder
@@ -211,3 +211,9 @@ def pending_proposals(user: User) -> list[Proposal]:
         .select_related("scope__agent", "scope__binding", "agent")
         .order_by("-created_at", "-id")
     )
+
+
+def memory_bytes(user_id: int) -> int:
+    """What a person's memory files take (their share of the storage quota)."""
+    total = MemoryFile.objects.filter(scope__owner_id=user_id).aggregate(total=Sum("size"))
+    return int(total["total"] or 0)

@@ -5,13 +5,13 @@ from __future__ import annotations
 import base64
 import os
 from pathlib import Path
-from urllib.parse import parse_qs, unquote, urlparse
 
 import django_stubs_ext
 
-from memory_addon import embedded
-from memory_addon.env import (
+from memory_addon.host import embedded
+from memory_addon.host.env import (
     BadSetting,
+    database_from_url,
     env_bool,
     env_float,
     env_int,
@@ -66,8 +66,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     # First: every later log line and every job this request starts carry its id.
-    "memory_addon.request_id.request_id_middleware",
-    "memory_addon.metrics.count_requests",
+    "memory_addon.host.request_id.request_id_middleware",
+    "memory_addon.host.metrics.count_requests",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -75,13 +75,13 @@ MIDDLEWARE = [
     "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    "memory_addon.middleware.refuse_unstorable_text",
+    "memory_addon.host.middleware.refuse_unstorable_text",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "csp.middleware.CSPMiddleware",
-    "memory_addon.middleware.no_store_for_signed_in",
+    "memory_addon.host.middleware.no_store_for_signed_in",
     # Last, as django-axes asks: it turns a locked-out sign-in into its answer.
     "axes.middleware.AxesMiddleware",
 ]
@@ -106,32 +106,6 @@ TEMPLATES = [
         },
     },
 ]
-
-
-def database_from_url(url: str) -> dict[str, object]:
-    """Django DATABASES entry from a postgres:// URL (host may be a socket folder)."""
-    parsed = urlparse(url)
-    query = {key: values[-1] for key, values in parse_qs(parsed.query).items()}
-    host = query.pop("host", None) or unquote(parsed.hostname or "")
-    return {
-        "ENGINE": "django.db.backends.postgresql",
-        "NAME": unquote(parsed.path.lstrip("/")),
-        "USER": unquote(parsed.username or ""),
-        "PASSWORD": unquote(parsed.password or ""),
-        "HOST": host,
-        "PORT": str(parsed.port or ""),
-        # A pool instead of persistent per-thread connections: under ASGI those
-        # exhausted PostgreSQL's connection limit and answered HTTP 500 under load.
-        "CONN_MAX_AGE": 0,
-        "OPTIONS": {
-            **query,
-            "pool": {
-                "min_size": env_int("DATABASE_POOL_MIN", 1),
-                "max_size": env_int("DATABASE_POOL_MAX", 10),
-                "timeout": env_int("DATABASE_POOL_TIMEOUT", 10),
-            },
-        },
-    }
 
 
 # True in the process that started (or attached to) the embedded server; its children
@@ -275,7 +249,7 @@ _fernet_keys = env_secret("ENCRYPTION_KEYS") or (
 )
 ENCRYPTION_KEYS = [key.strip() for key in _fernet_keys.split(",") if key.strip()]
 
-# Servers the host may call for AI profiles (see memory_addon/outbound.py).
+# Servers the host may call for AI profiles (see memory_addon/host/outbound.py).
 OUTBOUND_ALLOW_LOOPBACK = env_bool("OUTBOUND_ALLOW_LOOPBACK", True)
 # Bridge callbacks and event endpoints are set by any signed-in person: this machine is
 # not a target unless an administrator says so (a local bridge on the same host).
@@ -345,7 +319,7 @@ if LOG_FORMAT not in {"json", "plain"}:
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"request_id": {"()": "memory_addon.request_id.RequestIdFilter"}},
+    "filters": {"request_id": {"()": "memory_addon.host.request_id.RequestIdFilter"}},
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s]: %(message)s"},
         "json": {

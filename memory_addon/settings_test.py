@@ -15,7 +15,7 @@ os.environ.setdefault(
 os.environ.setdefault("WEBHOOK_ALLOW_LOOPBACK", "true")
 
 # The test run is an entry point: it starts (or attaches to) its own embedded servers.
-from memory_addon import embedded
+from memory_addon.host import embedded
 
 embedded.start()
 

@@ -10,12 +10,6 @@ from memory_addon.services.note_search import (
 from memory_addon.services.proposals import proposals_expire
 
 
-@shared_task(name="memory_addon.ping")
-def ping() -> str:
-    """Answered by any live worker; /healthz uses it."""
-    return "pong"
-
-
 @shared_task(name="memory_addon.proposals_expire")
 def proposals_expire_task() -> int:
     return proposals_expire()

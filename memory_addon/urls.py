@@ -5,7 +5,7 @@ from django.urls import include, path
 
 from memory_addon import bank_views, views
 from memory_addon.api import api
-from memory_addon.metrics import metrics_view
+from memory_addon.host.metrics import metrics_view
 
 urlpatterns = [
     path("", views.home, name="home"),

@@ -19,15 +19,15 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from accounts.auth import signed_in_user
 from accounts.models import Agent
-from memory_addon import filestore, health
 from memory_addon.addons import MEMORY_ADDON
 from memory_addon.core import entries
 from memory_addon.core.diffs import unified_diff
 from memory_addon.core.entries import MAX_ENTRY_CHARS
-from memory_addon.core.ids import row_id, row_ids
-from memory_addon.core.markdown import render_markdown
 from memory_addon.core.readable_diff import readable_diff
-from memory_addon.errors import LimitExceeded, MemoryRefusal, StaleBase
+from memory_addon.host import filestore, health
+from memory_addon.host.core.ids import row_id, row_ids
+from memory_addon.host.core.markdown import render_markdown
+from memory_addon.host.errors import LimitExceeded, MemoryRefusal, StaleBase
 from memory_addon.live import notice_context
 from memory_addon.models import ChangeSet, FileChange, MemoryFile, MemoryScope, Proposal
 from memory_addon.pages import banners_for, notes_matching, scope_page

@@ -4,7 +4,7 @@ import os
 
 from django.core.wsgi import get_wsgi_application
 
-from memory_addon import embedded
+from memory_addon.host import embedded
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_addon.settings")
 embedded.start()  # the embedded servers, unless DATABASE_URL / REDIS_URL name others

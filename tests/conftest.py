@@ -90,7 +90,7 @@ def celery_worker(
         cwd=ROOT,
         env=env,
     )
-    from memory_addon.tasks import ping
+    from memory_addon.host.tasks import ping
 
     # The first ping waits in the queue until the worker is up: that is the readiness signal.
     assert ping.delay().get(timeout=60) == "pong"

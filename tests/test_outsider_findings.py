@@ -10,7 +10,7 @@ from bridges.models import EventEndpoint, OutboxEvent
 from bridges.outbox import outbox_emit, safe_summary
 from bridges.services import BridgeRefused, Incoming, binding_create, inbound_accept
 from memory_addon.core import entries
-from memory_addon.errors import ChangeRefused
+from memory_addon.host.errors import ChangeRefused
 from memory_addon.services.changes import file_write
 from memory_addon.services.notes import note_add, note_edit, note_key
 from memory_addon.services.scopes import ensure_user_scope

@@ -11,7 +11,7 @@ from django.db import connection
 
 from knowledge import services as knowledge
 from knowledge.models import Job, Source
-from memory_addon.errors import ChangeRefused, LimitExceeded
+from memory_addon.host.errors import ChangeRefused, LimitExceeded
 from memory_addon.models import MemoryScope, Proposal
 from memory_addon.services.proposals import memory_change_request
 from memory_addon.services.scopes import bank_create

@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from memory_addon.core.secret_guard import mask_outbound
-from memory_addon.core.tokens import estimate_tokens
-from memory_addon.core.untrusted import normalise_untrusted
+from memory_addon.host.core.secret_guard import mask_outbound
+from memory_addon.host.core.tokens import estimate_tokens
+from memory_addon.host.core.untrusted import normalise_untrusted
 
 MAX_EXCERPTS = 6
 MAX_PER_SOURCE = 2

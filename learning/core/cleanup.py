@@ -12,7 +12,7 @@ import re
 from datetime import date, timedelta
 
 from memory_addon.core import entries
-from memory_addon.core.untrusted import normalise_untrusted
+from memory_addon.host.core.untrusted import normalise_untrusted
 
 ARCHIVE_PATH = "archive.md"
 _WORD = re.compile(r"\w+", re.UNICODE)

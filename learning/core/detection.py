@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from memory_addon.core.entries import MAX_ENTRY_CHARS
-from memory_addon.core.untrusted import normalise_untrusted
+from memory_addon.host.core.untrusted import normalise_untrusted
 
 SYSTEM = (
     "You decide whether one chat message asks the assistant to follow a lasting rule in "

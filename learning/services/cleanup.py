@@ -15,10 +15,11 @@ from chat import client
 from learning.core import cleanup
 from learning.models import CleanupJob
 from memory_addon.core import entries
-from memory_addon.core.secret_guard import mask_outbound
-from memory_addon.errors import ChangeRefused, NotAllowed
+from memory_addon.host.core.secret_guard import mask_outbound
+from memory_addon.host.errors import ChangeRefused, NotAllowed
+from memory_addon.host.outbound import OutboundRefused, check_outbound_url, release_db_connection
+from memory_addon.host.queue import queue_job_on_commit
 from memory_addon.models import ChangeSet, MemoryFile, MemoryScope, content_hash
-from memory_addon.outbound import OutboundRefused, check_outbound_url, release_db_connection
 from memory_addon.services.changes import ABSENT, FileWrite, change_set_apply
 from memory_addon.services.scopes import INDEX_PATH
 
@@ -58,10 +59,7 @@ def cleanup_start(*, user: User, scope: MemoryScope, kind: str) -> CleanupJob:
         job = CleanupJob.objects.create(
             user=user, scope=scope, kind=kind, base_sha256=content_hash(content)
         )
-        from learning.tasks import cleanup_run_task
-
-        job_id = job.pk
-        transaction.on_commit(lambda: cleanup_run_task.delay(job_id))
+        queue_job_on_commit("learning.cleanup_run", job.pk)
     return job
 
 

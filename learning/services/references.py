@@ -23,8 +23,8 @@ from knowledge.core.extract import Unreadable
 from knowledge.services import granted_folders
 from learning.core import reference
 from learning.models import ReferenceFile
-from memory_addon.core.secret_guard import find_secret, mask_outbound
-from memory_addon.errors import ChangeRefused, LimitExceeded, SecretRefused, StaleBase
+from memory_addon.host.core.secret_guard import find_secret, mask_outbound
+from memory_addon.host.errors import ChangeRefused, LimitExceeded, SecretRefused, StaleBase
 from memory_addon.services.policy import Policy, kill_switch_on, policy_for
 
 MAX_FILES_PER_PERSON = 20

@@ -19,11 +19,12 @@ from learning.core.rule_filter import check
 from learning.models import LearningDay, RuleSuggestion
 from learning.selectors import learning_off_reason, undo_open
 from memory_addon.core import entries
-from memory_addon.core.secret_guard import find_secret, mask_outbound
-from memory_addon.core.untrusted import normalise_untrusted
-from memory_addon.errors import ChangeRefused, NotAllowed, ProposalClosed, SecretRefused
+from memory_addon.host.core.secret_guard import find_secret, mask_outbound
+from memory_addon.host.core.untrusted import normalise_untrusted
+from memory_addon.host.errors import ChangeRefused, NotAllowed, ProposalClosed, SecretRefused
+from memory_addon.host.outbound import OutboundRefused, check_outbound_url, release_db_connection
+from memory_addon.host.queue import queue_job_on_commit
 from memory_addon.models import ChangeSet
-from memory_addon.outbound import OutboundRefused, check_outbound_url, release_db_connection
 from memory_addon.services.changes import change_set_apply, change_set_undo
 from memory_addon.services.locks import memory_lock
 from memory_addon.services.proposals import plan_writes
@@ -80,10 +81,7 @@ def rule_check_after_answer(*, answer_id: int) -> RuleSuggestion | None:
                 state=RuleSuggestion.State.DETECTING,
                 cue=check(question.content).cue,
             )
-            from learning.tasks import rule_detect_task
-
-            suggestion_id = suggestion.pk
-            transaction.on_commit(lambda: rule_detect_task.delay(suggestion_id))
+            queue_job_on_commit("learning.rule_detect", suggestion.pk)
     except IntegrityError:
         return None  # a concurrent check of the same message or answer won
     return suggestion

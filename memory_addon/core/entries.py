@@ -27,8 +27,6 @@ FENCE_CLOSE = "<!-- /memory:entry -->"
 INDEX_LINE = re.compile(
     r"^\s*[-*]\s+(?P<topic>[^:\n]+?):\s*(?P<summary>.*?)\s*->\s*(?P<file>[^\s]+\.md)\s*$"
 )
-ORIGINS = ("assistant", "automatic", "learning", "cleanup", "restore")
-SOURCES = ("page", "api", "chat", "bridge", "learning", "cleanup")
 
 ItemKind = Literal["person", "machine"]
 

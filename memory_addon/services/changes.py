@@ -13,22 +13,22 @@ from django.utils import timezone
 
 from accounts.models import Agent, User
 from bridges.outbox import memory_changed_event
-from memory_addon import events
 from memory_addon.core import entries
 from memory_addon.core.paths import PathRefused, normalize_path
-from memory_addon.core.secret_guard import find_secret
-from memory_addon.errors import (
+from memory_addon.host.core.secret_guard import find_secret
+from memory_addon.host.errors import (
     ChangeRefused,
     LimitExceeded,
     PathNotAllowed,
     SecretRefused,
     StaleBase,
 )
+from memory_addon.host.storage import storage_check
 from memory_addon.models import ChangeSet, FileChange, MemoryFile, MemoryScope, content_hash
 from memory_addon.services.locks import memory_lock
 from memory_addon.services.note_search import note_embeddings_refresh_on_commit
 from memory_addon.services.scopes import index_path
-from memory_addon.storage import storage_check
+from memory_addon.signals import memory_changed, send_on_commit
 
 ABSENT = ""  # the base hash of a file that does not exist
 
@@ -215,7 +215,7 @@ def change_set_apply(
             )
             _store(scope, write, existing, machine=machine)
         FileChange.objects.bulk_create(rows)
-        events.memory_changed_on_commit(user.pk, change_set.pk, origin)
+        send_on_commit(memory_changed, user_id=user.pk, change_set_id=change_set.pk)
         # B4: the event is written in this transaction, so no change goes without it.
         memory_changed_event(
             user_id=scope.owner_id or user.pk,

@@ -12,12 +12,12 @@ from django.db.models import OuterRef, Q, Subquery
 from django.utils.translation import gettext
 
 from accounts.models import User
-from memory_addon.compiled import CompiledQuery
 from memory_addon.core import entries
 from memory_addon.core.budget import Candidate, pack
-from memory_addon.core.secret_guard import mask_outbound
-from memory_addon.core.tokens import estimate_tokens
-from memory_addon.core.untrusted import normalise_untrusted
+from memory_addon.host.compiled import CompiledQuery
+from memory_addon.host.core.secret_guard import mask_outbound
+from memory_addon.host.core.tokens import estimate_tokens
+from memory_addon.host.core.untrusted import normalise_untrusted
 from memory_addon.models import MemoryFile, MemoryScope
 from memory_addon.services.policy import Policy, kill_switch_on, policy_for
 from memory_addon.services.scopes import BANK_INDEX_PATH, INDEX_PATH, scope_folder

@@ -23,8 +23,8 @@ from typing import Any
 
 from django.db import transaction
 
-from memory_addon.core.secret_guard import mask_outbound
-from memory_addon.errors import ChangeRefused, MemoryRefusal, NotAllowed
+from memory_addon.host.core.secret_guard import mask_outbound
+from memory_addon.host.errors import ChangeRefused, MemoryRefusal, NotAllowed
 from memory_addon.models import ChangeSet, MemoryFile, MemoryScope
 from memory_addon.services.changes import FileWrite, change_set_apply, clean_path
 from memory_addon.services.context import memory_readable, neutralize

@@ -18,9 +18,10 @@ from django.db import connection, transaction
 from accounts.models import AIProfile, User
 from knowledge.core.blocks import fuse_weighted
 from knowledge.embeddings import Embedder, EmbeddingUnavailable, FastembedEmbedder, OpenAIEmbedder
-from memory_addon.core.fulltext import or_query
+from memory_addon.host.core.fulltext import or_query
+from memory_addon.host.outbound import release_db_connection
+from memory_addon.host.queue import queue_job
 from memory_addon.models import MemoryFile, MemoryScope, NoteEmbedding
-from memory_addon.outbound import release_db_connection
 
 logger = logging.getLogger(__name__)
 CANDIDATES = 20
@@ -101,8 +102,6 @@ def note_embeddings_refresh_on_commit(scope_id: int) -> None:
     """One refresh waiting per scope: a burst of writes (a bank filled file by file) used
     to queue a job each, and the default worker spent minutes on them while collection
     scans waited behind. The refresh reads the scope as it is when it runs."""
-    from memory_addon import tasks
-
     if not settings.MEMORY_NOTE_EMBEDDINGS_ON_WRITE:
         return
 
@@ -112,7 +111,7 @@ def note_embeddings_refresh_on_commit(scope_id: int) -> None:
         except Exception:  # no Redis for the mark: queue it anyway, the job is idempotent
             first = True
         if first:
-            tasks.note_embeddings_refresh_task.delay(scope_id)
+            queue_job("memory_addon.note_embeddings_refresh", scope_id)
 
     transaction.on_commit(enqueue)
 

@@ -11,7 +11,7 @@ from django.utils.translation import gettext as _
 
 from accounts.models import User
 from memory_addon.core import entries
-from memory_addon.errors import ChangeRefused
+from memory_addon.host.errors import ChangeRefused
 from memory_addon.models import ChangeSet, MemoryFile, MemoryScope
 from memory_addon.services.changes import file_write
 from memory_addon.services.scopes import index_path

@@ -15,7 +15,7 @@ from accounts.models import Membership, User
 from addons.models import InstalledAddon
 from addons.selectors import TurnAddons, turn_addon_columns, turn_addons_from
 from memory_addon.addons import MEMORY_ADDON
-from memory_addon.compiled import CompiledQuery
+from memory_addon.host.compiled import CompiledQuery
 from memory_addon.models import AddonInstallation
 
 

@@ -14,11 +14,10 @@ from django.utils import timezone
 
 from accounts.models import User
 from bridges.outbox import proposal_created_event, proposal_resolved_event
-from memory_addon import events
 from memory_addon.core import entries
-from memory_addon.core.secret_guard import find_secret
-from memory_addon.core.untrusted import normalise_untrusted
-from memory_addon.errors import (
+from memory_addon.host.core.secret_guard import find_secret
+from memory_addon.host.core.untrusted import normalise_untrusted
+from memory_addon.host.errors import (
     ChangeRefused,
     LimitExceeded,
     MemoryRefusal,
@@ -45,6 +44,7 @@ from memory_addon.services.scopes import (
     index_path,
 )
 from memory_addon.services.user_settings import save_mode_for
+from memory_addon.signals import proposal_added, proposal_removed, proposals_counted, send_on_commit
 from memory_addon.turns import Turn
 
 ACTIONS = ("add", "replace", "remove", "write_topic", "delete_topic")
@@ -426,7 +426,7 @@ def _proposal_create(
         expires_at=timezone.now() + timedelta(hours=settings.MEMORY_PROPOSAL_TTL_HOURS),
     )
     _count_changed_on_commit(turn.user)
-    events.proposal_added_on_commit(turn.user.pk, proposal.pk)
+    send_on_commit(proposal_added, user_id=turn.user.pk, proposal_id=proposal.pk)
     proposal_created_event(
         user_id=turn.user.pk,
         proposal_id=proposal.pk,
@@ -448,7 +448,7 @@ def _expire_beyond_cap(user: User) -> None:
             state=Proposal.State.EXPIRED, decided_at=timezone.now()
         )
         for proposal_id in oldest:
-            events.proposal_removed_on_commit(user.pk, proposal_id)
+            send_on_commit(proposal_removed, user_id=user.pk, proposal_id=proposal_id)
             proposal_resolved_event(
                 user_id=user.pk, proposal_id=proposal_id, state=Proposal.State.EXPIRED
             )
@@ -533,7 +533,7 @@ def _summary(op: dict[str, Any]) -> str:
 
 def _count_changed_on_commit(user: User) -> None:
     pending = Proposal.objects.filter(user=user, state=Proposal.State.PENDING).count()
-    events.proposals_changed_on_commit(user.pk, pending)
+    send_on_commit(proposals_counted, user_id=user.pk, pending_count=pending)
 
 
 def proposal_confirm(
@@ -554,7 +554,7 @@ def proposal_confirm(
             locked.state, locked.decided_at = Proposal.State.EXPIRED, timezone.now()
             locked.save(update_fields=["state", "decided_at"])
             _count_changed_on_commit(user)
-            events.proposal_removed_on_commit(user.pk, locked.pk)
+            send_on_commit(proposal_removed, user_id=user.pk, proposal_id=locked.pk)
             proposal_resolved_event(user_id=user.pk, proposal_id=locked.pk, state=locked.state)
             expired = True
         else:
@@ -573,7 +573,7 @@ def _confirm_locked(user: User, locked: Proposal, edited_text: str | None) -> Ch
     locked.change_set = change_set
     locked.save(update_fields=["state", "decided_at", "change_set"])
     _count_changed_on_commit(user)
-    events.proposal_removed_on_commit(user.pk, locked.pk)
+    send_on_commit(proposal_removed, user_id=user.pk, proposal_id=locked.pk)
     proposal_resolved_event(
         user_id=user.pk,
         proposal_id=locked.pk,
@@ -626,7 +626,7 @@ def _reject_locked(user: User, locked: Proposal) -> None:
     locked.state, locked.decided_at = Proposal.State.REJECTED, timezone.now()
     locked.save(update_fields=["state", "decided_at"])
     _count_changed_on_commit(user)
-    events.proposal_removed_on_commit(user.pk, locked.pk)
+    send_on_commit(proposal_removed, user_id=user.pk, proposal_id=locked.pk)
     proposal_resolved_event(user_id=user.pk, proposal_id=locked.pk, state=locked.state)
 
 
@@ -699,7 +699,7 @@ def proposals_reopen(*, user: User, proposal_ids: Sequence[int]) -> list[Proposa
         for row in rows:
             row.state, row.decided_at = Proposal.State.PENDING, None
             row.save(update_fields=["state", "decided_at"])
-            events.proposal_added_on_commit(user.pk, row.pk)
+            send_on_commit(proposal_added, user_id=user.pk, proposal_id=row.pk)
             proposal_created_event(
                 user_id=user.pk,
                 proposal_id=row.pk,
@@ -723,7 +723,7 @@ def proposals_expire() -> int:
         for user in User.objects.filter(pk__in={user_id for _, user_id in expiring}):
             _count_changed_on_commit(user)
         for proposal_id, user_id in expiring:
-            events.proposal_removed_on_commit(user_id, proposal_id)
+            send_on_commit(proposal_removed, user_id=user_id, proposal_id=proposal_id)
             proposal_resolved_event(
                 user_id=user_id, proposal_id=proposal_id, state=Proposal.State.EXPIRED
             )

@@ -14,8 +14,8 @@ from django.db import IntegrityError, transaction
 from django.utils.translation import gettext
 
 from accounts.models import Agent, MessagingBinding, User
-from memory_addon.core.secret_guard import find_secret
-from memory_addon.errors import ChangeRefused, LimitExceeded, SecretRefused
+from memory_addon.host.core.secret_guard import find_secret
+from memory_addon.host.errors import ChangeRefused, LimitExceeded, SecretRefused
 from memory_addon.models import BankSwitch, ChangeSet, MemoryScope
 from memory_addon.services.locks import memory_lock
 

@@ -13,9 +13,9 @@ from typing import Any
 from django.db import transaction
 
 from accounts.models import User
-from memory_addon.core.fulltext import snippet
-from memory_addon.core.secret_guard import mask_outbound
-from memory_addon.errors import ChangeRefused, MemoryRefusal, NotAllowed
+from memory_addon.host.core.fulltext import snippet
+from memory_addon.host.core.secret_guard import mask_outbound
+from memory_addon.host.errors import ChangeRefused, MemoryRefusal, NotAllowed
 from memory_addon.models import ChangeSet, MemoryFile, MemoryScope
 from memory_addon.services.changes import (
     ABSENT,

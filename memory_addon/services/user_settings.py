@@ -11,7 +11,7 @@ from accounts.models import User
 from addons.core.manifest import SettingDecl
 from addons.selectors import installed_addon, switched_off_by, user_enabled
 from memory_addon.addons import MEMORY_ADDON, SAVE_MODE
-from memory_addon.errors import ChangeRefused, MemoryRefusal
+from memory_addon.host.errors import ChangeRefused, MemoryRefusal
 from memory_addon.models import AddonSetting
 
 logger = logging.getLogger(__name__)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory_addon import events
+from memory_addon.host import push
 from memory_addon.live import memory_change_fragments
 from memory_addon.models import MemoryFile
 from memory_addon.services.changes import file_write
@@ -101,8 +101,8 @@ def test_undo_from_the_notice_stays_and_a_late_older_notice_does_not_contradict_
     # The older "Saved to memory" arrives late (say from a slow process): it must not
     # put back an Undo for a change this tab already undid.
     person_id, html = off_loop(memory_change_fragments, saved.pk)
-    off_loop(events.push_fragment, person_id, html)
-    off_loop(events.push_fragment, person_id, '<span id="inbox-count" hx-swap-oob="true">9</span>')
+    off_loop(push.push_fragment, person_id, html)
+    off_loop(push.push_fragment, person_id, '<span id="inbox-count" hx-swap-oob="true">9</span>')
     page.locator("#inbox-count", has_text="9").wait_for()
     assert "Change undone" in notice.inner_text()
     assert notice.get_by_role("button", name="Undo").count() == 0

@@ -9,7 +9,8 @@ import pytest
 from django.db import connection
 
 from chat.models import Message
-from chat.services import conversation_create, message_send, messages_reap_stalled
+from chat.runner import messages_reap_stalled
+from chat.services import conversation_create, message_send
 from tests.chat.conftest import start_chat_worker, wait_for_worker
 
 pytestmark = pytest.mark.django_db(transaction=True)

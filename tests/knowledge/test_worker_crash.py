@@ -13,7 +13,7 @@ from knowledge import services
 from knowledge.models import Chunk, Job, StagedChunk
 from knowledge.retrieval import retrieve
 from knowledge.tasks import index_source
-from memory_addon.tasks import ping
+from memory_addon.host.tasks import ping
 from tests.conftest import ROOT, child_env
 from tests.knowledge.conftest import barrier
 

@@ -12,7 +12,7 @@ from learning.core import cleanup as core
 from learning.models import CleanupJob
 from learning.services import cleanup
 from memory_addon.core import entries
-from memory_addon.errors import ChangeRefused
+from memory_addon.host.errors import ChangeRefused
 from memory_addon.models import MemoryFile
 from memory_addon.services.changes import change_set_undo, file_write
 from memory_addon.services.scopes import ensure_user_scope

@@ -11,7 +11,7 @@ from chat.runner import turn_run
 from knowledge.models import FolderGrant
 from learning.models import ReferenceFile
 from learning.services import references
-from memory_addon.errors import ChangeRefused, LimitExceeded, SecretRefused, StaleBase
+from memory_addon.host.errors import ChangeRefused, LimitExceeded, SecretRefused, StaleBase
 from memory_addon.services.changes import file_write
 from memory_addon.services.scopes import ensure_user_scope
 from tests.factories import OrganizationFactory, UserFactory

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from memory_addon.celery import app
-from memory_addon.tasks import ping
+from memory_addon.host.tasks import ping
 
 
 def test_ping_task_round_trips_through_a_real_worker(celery_worker):

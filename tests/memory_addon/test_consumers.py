@@ -15,10 +15,10 @@ from django.conf import settings
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from memory_addon import events
 from memory_addon.asgi import application
-from memory_addon.consumers import CLOSE_REDIS_LOST, EventsConsumer
-from memory_addon.events import push_fragment, user_group
+from memory_addon.host import push
+from memory_addon.host.consumers import CLOSE_REDIS_LOST, EventsConsumer
+from memory_addon.host.push import push_fragment, user_group
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -70,7 +70,7 @@ def test_a_redis_timeout_in_the_layer_does_not_drop_the_socket(client, user, mon
         finally:
             await communicator.disconnect()
 
-    with caplog.at_level(logging.INFO, logger="memory_addon.consumers"):
+    with caplog.at_level(logging.INFO, logger="memory_addon.host.consumers"):
         received = async_to_sync(scenario)()
     assert flaky.raised == 1
     assert received == fragment
@@ -132,7 +132,7 @@ def test_a_push_redis_refuses_is_dropped_not_raised(monkeypatch, caplog):
         raise RedisConnectionError("Connection refused")
 
     monkeypatch.setattr(layer, "group_send", refused)
-    with caplog.at_level(logging.WARNING, logger="memory_addon.events"):
+    with caplog.at_level(logging.WARNING, logger="memory_addon.host.push"):
         push_fragment(1, "<div id='x'>1</div>")
     assert "Live push to user 1 dropped" in caplog.text
 
@@ -144,9 +144,9 @@ def test_a_push_to_a_hanging_redis_gives_up_within_its_bound(monkeypatch, caplog
         await asyncio.sleep(60)
 
     monkeypatch.setattr(layer, "group_send", hangs)
-    monkeypatch.setattr(events, "PUSH_TIMEOUT_SECONDS", 0.2)
+    monkeypatch.setattr(push, "PUSH_TIMEOUT_SECONDS", 0.2)
     begin = time.monotonic()
-    with caplog.at_level(logging.WARNING, logger="memory_addon.events"):
+    with caplog.at_level(logging.WARNING, logger="memory_addon.host.push"):
         push_fragment(1, "<div id='x'>1</div>")
     assert time.monotonic() - begin < 5
     assert "Live push to user 1 dropped" in caplog.text

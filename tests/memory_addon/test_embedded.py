@@ -4,7 +4,7 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-from memory_addon.settings import database_from_url
+from memory_addon.host.env import database_from_url
 
 pytestmark = pytest.mark.django_db
 

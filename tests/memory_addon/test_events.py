@@ -9,7 +9,7 @@ from django.conf import settings
 from django.db import transaction
 
 from memory_addon.asgi import application
-from memory_addon.events import push_fragment_on_commit
+from memory_addon.host.push import push_fragment_on_commit
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

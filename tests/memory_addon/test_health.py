@@ -24,7 +24,7 @@ def test_healthz_is_cheap_liveness_without_a_worker_round_trip(client, django_as
 
 
 def test_healthz_reuses_one_redis_connection(client):
-    from memory_addon import health
+    from memory_addon.host import health
 
     client.get("/healthz")
     first = health._redis_clients.copy()

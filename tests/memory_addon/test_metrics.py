@@ -16,8 +16,8 @@ from django.http import HttpResponse
 from django.test import RequestFactory, override_settings
 from prometheus_client.parser import text_string_to_metric_families
 
-from memory_addon.request_id import request_id_middleware
-from memory_addon.tasks import ping
+from memory_addon.host.request_id import request_id_middleware
+from memory_addon.host.tasks import ping
 from tests.conftest import ROOT, child_env
 from tests.factories import UserFactory
 

@@ -9,7 +9,13 @@ from django.utils import timezone
 
 from accounts.models import Membership, Organization
 from memory_addon.core import entries
-from memory_addon.errors import ChangeRefused, NotAllowed, ProposalClosed, SecretRefused, StaleBase
+from memory_addon.host.errors import (
+    ChangeRefused,
+    NotAllowed,
+    ProposalClosed,
+    SecretRefused,
+    StaleBase,
+)
 from memory_addon.models import AddonSetting, ChangeSet, MemoryFile, Proposal
 from memory_addon.services.changes import file_write
 from memory_addon.services.proposals import (

@@ -106,12 +106,12 @@ def test_a_killed_worker_and_a_killed_web_server_come_back(tmp_path):
         new_worker = _child(process, "worker --concurrency")
         assert new_worker.pid != worker.pid
 
-        web = _child(process, "memory_addon.web")
+        web = _child(process, "memory_addon.host.web")
         web.kill()
         line = output.wait_for("stopped unexpectedly")
         assert line.startswith("web stopped unexpectedly") and "crash 1 of 5" in line
         output.wait_for(READY_LINE)
-        assert _child(process, "memory_addon.web").pid != web.pid
+        assert _child(process, "memory_addon.host.web").pid != web.pid
         assert _healthy(base)
         if os.geteuid() == 0:
             _assert_unprivileged_or_explained(process, "".join(output.lines))
@@ -128,7 +128,7 @@ def test_five_crashes_in_a_row_end_the_run_with_a_clear_message(tmp_path):
     try:
         output.wait_for(READY_LINE)
         for crash in range(1, 6):
-            web = _child(process, "memory_addon.web")
+            web = _child(process, "memory_addon.host.web")
             web.send_signal(signal.SIGKILL)
             if crash < 5:
                 assert f"crash {crash} of 5" in output.wait_for("stopped unexpectedly")

@@ -82,7 +82,7 @@ def test_a_command_that_needs_the_database_starts_it_in_the_data_folder(tmp_path
         ("MEMORY_INDEX_MAX_LINES", "abc", ["manage.py", "help"], "is not a whole number"),
         ("PORT", "eighty", ["manage.py", "serve", "--help"], "is not a whole number"),
         ("DEBUG", "maybe", ["manage.py", "help"], "is not a yes/no value"),
-        ("WEB_WORKERS", "abc", ["-m", "memory_addon.web"], "must be a whole number"),
+        ("WEB_WORKERS", "abc", ["-m", "memory_addon.host.web"], "must be a whole number"),
     ],
 )
 def test_a_malformed_environment_value_stops_the_start_naming_it(

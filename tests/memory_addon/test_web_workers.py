@@ -11,8 +11,8 @@ import urllib.request
 import psutil
 import pytest
 
+from memory_addon.host.web import uvicorn_command, web_workers
 from memory_addon.management.commands.serve import Command
-from memory_addon.web import uvicorn_command, web_workers
 from tests.conftest import ROOT, free_port, test_database_url
 
 
@@ -46,7 +46,7 @@ def test_two_web_workers_answer_requests(tmp_path):
     env = {**os.environ, "WEB_WORKERS": "2", "DATA_DIR": str(tmp_path)}
     env |= {"DATABASE_URL": test_database_url(), "PYTHONUNBUFFERED": "1"}
     process = subprocess.Popen(
-        [sys.executable, "-m", "memory_addon.web", "--host", "127.0.0.1", "--port", str(port)],
+        [sys.executable, "-m", "memory_addon.host.web", "--host", "127.0.0.1", "--port", str(port)],
         cwd=ROOT,
         env=env,
         stdout=subprocess.DEVNULL,
@@ -78,5 +78,5 @@ def test_compose_starts_the_web_server_through_the_per_core_launcher():
     from tests.test_compose import _config
 
     command = _config()["services"]["web"]["command"]
-    assert command[:3] == ["python", "-m", "memory_addon.web"]
+    assert command[:3] == ["python", "-m", "memory_addon.host.web"]
     assert "--workers" not in command  # WEB_WORKERS or the container's cores decide

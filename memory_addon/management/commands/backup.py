@@ -8,7 +8,12 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from memory_addon.backups import BackupFailed, backup_create, backups_prune, default_backup_path
+from memory_addon.host.backups import (
+    BackupFailed,
+    backup_create,
+    backups_prune,
+    default_backup_path,
+)
 
 
 class Command(BaseCommand):

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from memory_addon.backups import BackupFailed, backup_restore
+from memory_addon.host.backups import BackupFailed, backup_restore
 
 
 class Command(BaseCommand):

@@ -26,9 +26,9 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
 from accounts.services import first_admin_ensure
-from memory_addon.core.supervise import RestartPolicy
-from memory_addon.env import env_int
-from memory_addon.web import web_workers
+from memory_addon.host.core.supervise import RestartPolicy
+from memory_addon.host.env import env_int
+from memory_addon.host.web import web_workers
 
 STOP_GRACE_SECONDS = 15
 POLL_SECONDS = 0.2
@@ -175,7 +175,7 @@ class Command(BaseCommand):
         celery = [python, "-m", "celery", "-A", "memory_addon"]
         quiet = ["--without-gossip", "--without-mingle"]
         workers = options["web_workers"] or web_workers()
-        web = [python, "-m", "memory_addon.web", "--workers", str(workers)]
+        web = [python, "-m", "memory_addon.host.web", "--workers", str(workers)]
         web += ["--host", options["host"], "--port", str(options["port"]), "--no-access-log"]
         commands = [("web", web, env)]
         if options["no_worker"]:
@@ -247,7 +247,7 @@ class Command(BaseCommand):
         probe = [
             sys.executable,
             "-c",
-            "import django, celery, uvicorn, memory_addon.core.supervise",
+            "import django, celery, uvicorn, memory_addon.host.core.supervise",
         ]
         try:
             result = subprocess.run(  # noqa: S603

@@ -4,7 +4,7 @@ import pytest
 
 from knowledge.core import blocks
 from knowledge.core.blocks import Candidate, fuse, neutralize, render, select
-from memory_addon.core.tokens import estimate_tokens
+from memory_addon.host.core.tokens import estimate_tokens
 
 
 def _candidates(n, per_source=1, words=20):

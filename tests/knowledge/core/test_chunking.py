@@ -5,7 +5,7 @@ from hypothesis import strategies as st
 
 from knowledge.core.chunking import chunk_pages
 from knowledge.core.extract import Page
-from memory_addon.core.tokens import estimate_tokens
+from memory_addon.host.core.tokens import estimate_tokens
 
 
 def test_long_text_becomes_overlapping_chunks_of_about_800_tokens():

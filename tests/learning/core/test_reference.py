@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from learning.core.reference import clean, cut_at_boundary, name_problem, pack, render, tool_for
-from memory_addon.core.tokens import estimate_tokens
+from memory_addon.host.core.tokens import estimate_tokens
 
 
 @pytest.mark.parametrize(

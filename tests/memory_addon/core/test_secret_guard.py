@@ -9,7 +9,7 @@ import pytest
 
 from benchmarks import secret_guard_bench as bench
 from memory_addon.core.entries import render_entry
-from memory_addon.core.secret_guard import MASK, find_in_line, find_secret, mask_outbound
+from memory_addon.host.core.secret_guard import MASK, find_in_line, find_secret, mask_outbound
 
 CASES = [
     json.loads(line)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memory_addon.core.supervise import RestartPolicy
+from memory_addon.host.core.supervise import RestartPolicy
 
 
 def test_the_pause_doubles_up_to_the_maximum():

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from memory_addon.core.tokens import estimate_tokens
+from memory_addon.host.core.tokens import estimate_tokens
 
 
 def test_estimate_is_a_quarter_of_the_utf8_bytes_rounded_up():

@@ -10,7 +10,7 @@ from django.utils.cache import add_never_cache_headers
 from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy
 
-from memory_addon.core.storable import holds_unstorable
+from memory_addon.host.core.storable import holds_unstorable
 
 
 def no_store_for_signed_in(

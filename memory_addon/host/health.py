@@ -10,7 +10,7 @@ import redis
 from django.conf import settings
 from django.db import connection
 
-from memory_addon.tasks import ping
+from memory_addon.host.tasks import ping
 
 WORKER_TIMEOUT_SECONDS = 5.0
 

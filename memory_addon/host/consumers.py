@@ -9,8 +9,8 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from memory_addon import metrics
-from memory_addon.events import FragmentEvent, user_group
+from memory_addon.host import metrics
+from memory_addon.host.push import FragmentEvent, user_group
 
 logger = logging.getLogger(__name__)
 

@@ -57,7 +57,7 @@ SPECS = {
 
 
 def _client() -> redis.Redis:
-    from memory_addon.health import redis_client
+    from memory_addon.host.health import redis_client
 
     return redis_client(settings.REDIS_URL)
 

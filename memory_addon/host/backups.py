@@ -19,7 +19,7 @@ from typing import Any
 from django.conf import settings
 from django.db import connection
 
-from memory_addon.settings import database_from_url
+from memory_addon.host.env import database_from_url
 
 BACKUP_PREFIX = "memory-"
 BACKUP_SUFFIX = ".dump"

@@ -31,8 +31,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
-from memory_addon.core import secret_words as words
-from memory_addon.core.entries import ORIGINS, SOURCES
+from memory_addon.host.core import secret_words as words
+from memory_addon.host.core.entry_fence import ORIGINS, SOURCES
 
 SecretKind = Literal[
     "known token format", "password assignment", "password in prose", "random-looking string"

@@ -9,9 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from django.conf import settings
-from django.db.models import Sum
 
-from memory_addon.errors import LimitExceeded
+from memory_addon.host.errors import LimitExceeded
 
 _counters: list[Callable[[int], int]] = []
 
@@ -19,16 +18,6 @@ _counters: list[Callable[[int], int]] = []
 def register_storage_counter(counter: Callable[[int], int]) -> None:
     if counter not in _counters:
         _counters.append(counter)
-
-
-def memory_bytes(user_id: int) -> int:
-    from memory_addon.models import MemoryFile
-
-    total = MemoryFile.objects.filter(scope__owner_id=user_id).aggregate(total=Sum("size"))
-    return int(total["total"] or 0)
-
-
-register_storage_counter(memory_bytes)
 
 
 def storage_used(user_id: int) -> int:

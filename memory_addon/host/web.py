@@ -1,4 +1,4 @@
-"""Start the ASGI server with one web worker per core: `python -m memory_addon.web [options]`.
+"""Start the ASGI server with one web worker per core: `python -m memory_addon.host.web [options]`.
 
 One uvicorn process runs Python on one core at a time; WEB_WORKERS processes (default:
 the cores this process may use) serve requests side by side. `manage.py serve` and

@@ -6,6 +6,7 @@ import os
 import secrets
 from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import parse_qs, unquote, urlparse
 
 
 def env_str(name: str, default: str = "") -> str:
@@ -81,3 +82,29 @@ def secret_in_data_dir(path: Path, generate: Callable[[], str] | None = None) ->
     with os.fdopen(fd, "w") as handle:
         handle.write(value)
     return value
+
+
+def database_from_url(url: str) -> dict[str, object]:
+    """Django DATABASES entry from a postgres:// URL (host may be a socket folder)."""
+    parsed = urlparse(url)
+    query = {key: values[-1] for key, values in parse_qs(parsed.query).items()}
+    host = query.pop("host", None) or unquote(parsed.hostname or "")
+    return {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": unquote(parsed.path.lstrip("/")),
+        "USER": unquote(parsed.username or ""),
+        "PASSWORD": unquote(parsed.password or ""),
+        "HOST": host,
+        "PORT": str(parsed.port or ""),
+        # A pool instead of persistent per-thread connections: under ASGI those
+        # exhausted PostgreSQL's connection limit and answered HTTP 500 under load.
+        "CONN_MAX_AGE": 0,
+        "OPTIONS": {
+            **query,
+            "pool": {
+                "min_size": env_int("DATABASE_POOL_MIN", 1),
+                "max_size": env_int("DATABASE_POOL_MAX", 10),
+                "timeout": env_int("DATABASE_POOL_TIMEOUT", 10),
+            },
+        },
+    }

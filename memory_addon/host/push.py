@@ -1,0 +1,67 @@
+"""Live push: HTML fragments sent to one person's websocket group, from sync code."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import threading
+from typing import TypedDict
+
+from channels.layers import get_channel_layer
+from django.db import transaction
+from redis.exceptions import RedisError
+
+logger = logging.getLogger(__name__)
+
+
+class FragmentEvent(TypedDict):
+    type: str
+    html: str
+
+
+def user_group(user_id: int) -> str:
+    return f"user.{user_id}"
+
+
+PUSH_TIMEOUT_SECONDS = 5.0
+_push_loop: tuple[int, asyncio.AbstractEventLoop] | None = None
+_push_loop_lock = threading.Lock()
+
+
+def _loop_for_pushes() -> asyncio.AbstractEventLoop:
+    """One event loop per process, in a daemon thread, for every push from sync code.
+
+    async_to_sync made a new loop (and with it a new Redis connection) for every push;
+    a push per streamed chunk or indexed file then cost more than the work it reported.
+    The pid check gives a forked worker child its own loop.
+    """
+    global _push_loop
+    with _push_loop_lock:
+        if _push_loop is None or _push_loop[0] != os.getpid() or _push_loop[1].is_closed():
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="live-push", daemon=True).start()
+            _push_loop = (os.getpid(), loop)
+        return _push_loop[1]
+
+
+def push_fragment(user_id: int, html: str) -> None:
+    """Send an out-of-band htmx fragment (it carries its own element id)."""
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    event: FragmentEvent = {"type": "fragment", "html": html}
+    send = layer.group_send(user_group(user_id), event)
+    future = asyncio.run_coroutine_threadsafe(send, _loop_for_pushes())
+    try:
+        future.result(PUSH_TIMEOUT_SECONDS)
+    except (TimeoutError, ConnectionError, RedisError) as error:
+        # A push is best effort: the change is committed, and open pages resync when their
+        # socket comes back. A Redis hiccup must not turn a saved change into an error page.
+        future.cancel()
+        logger.warning("Live push to user %s dropped: %r", user_id, error)
+
+
+def push_fragment_on_commit(user_id: int, html: str) -> None:
+    """Push only once the surrounding transaction has committed, never for a rollback."""
+    transaction.on_commit(lambda: push_fragment(user_id, html))
