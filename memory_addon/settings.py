@@ -292,6 +292,10 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# A prefork child that ends a job above this (a local model loaded for indexing holds
+# over a gigabyte) is replaced by a fresh one, so an idle worker gives the memory back.
+WORKER_MAX_MEMORY_MB = env_int("WORKER_MAX_MEMORY_MB", 400)
+CELERY_WORKER_MAX_MEMORY_PER_CHILD = WORKER_MAX_MEMORY_MB * 1024  # Celery counts KiB
 CELERY_RESULT_EXPIRES = 3600
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TIMEZONE = TIME_ZONE

@@ -57,7 +57,7 @@ def test_importing_the_settings_starts_nothing(tmp_path):
     code = (
         "import os, django; os.environ['DJANGO_SETTINGS_MODULE'] = 'memory_addon.settings'\n"
         "django.setup()\n"
-        "from django.conf import settings; from memory_addon import embedded\n"
+        "from django.conf import settings; from memory_addon.host import embedded\n"
         "print(settings.DATABASES['default']['HOST'], settings.EMBEDDED_DATABASE,\n"
         "      embedded.started('postgres'), embedded.started('redis'))\n"
     )
