@@ -13,14 +13,15 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from accounts.services import api_token_create
 from chat.models import Conversation, Message
 from knowledge.models import Job, Source
 from knowledge.services import store_create
 from memory_addon.services.changes import file_write
 from memory_addon.services.proposals import memory_change_request
-from memory_addon.services.scopes import ensure_user_scope
+from memory_addon.services.scopes import bank_create, ensure_user_scope
 from memory_addon.turns import Turn
-from tests.factories import AIProfileFactory, UserFactory
+from tests.factories import AgentFactory, AIProfileFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -129,3 +130,61 @@ def test_knowledge_collection_page(client, person, django_assert_num_queries, tm
 
     url = reverse("knowledge_store", args=[store.pk])
     _pinned(client, url, add, 9, django_assert_num_queries)
+
+
+def _growing(make: Callable[[int], object]) -> Callable[[int, int], None]:
+    def add(start: int, stop: int) -> None:
+        for i in range(start, stop):
+            make(i)
+
+    return add
+
+
+def test_memory_history_and_audit(client, person, django_assert_num_queries):
+    scope = ensure_user_scope(person)
+
+    def changes(prefix: str) -> Callable[[int, int], None]:
+        def change(i: int) -> None:
+            path = f"{prefix}{i}.md"
+            file_write(user=person, scope=scope, path=path, content=f"v{i}\n", base_sha256="")
+
+        return _growing(change)
+
+    _pinned(client, reverse("memory_audit"), changes("a"), 4, django_assert_num_queries)
+    _pinned(client, reverse("memory_files"), changes("f"), 5, django_assert_num_queries)
+
+
+def test_project_banks_screen(client, person, django_assert_num_queries):
+    def bank(i: int) -> None:
+        scope = bank_create(user=person, project_key=f"github.com/me/p{i}")
+        file_write(user=person, scope=scope, path="MEMORY.md", content=f"p{i}\n", base_sha256="")
+
+    _pinned(client, reverse("memory_banks"), _growing(bank), 6, django_assert_num_queries)
+
+
+def test_chat_and_knowledge_lists(client, person, django_assert_num_queries):
+    profile = AIProfileFactory(owner=person)
+
+    def conversation(i: int) -> None:
+        Conversation.objects.create(owner=person, ai_profile=profile, title=f"chat {i}")
+
+    def store(i: int) -> None:
+        store_create(owner=person, name=f"collection {i}", provider="none")
+
+    _pinned(client, reverse("chat"), _growing(conversation), 10, django_assert_num_queries)
+    _pinned(client, reverse("knowledge"), _growing(store), 4, django_assert_num_queries)
+
+
+def test_settings_agents_and_tokens(client, person, django_assert_num_queries):
+    def profile(i: int) -> None:
+        AIProfileFactory(owner=person, name=f"profile {i}")
+
+    def agent(i: int) -> None:
+        AgentFactory(owner=person, name=f"agent {i}")
+
+    def token(i: int) -> None:
+        api_token_create(user=person, name=f"token {i}")
+
+    _pinned(client, reverse("accounts:settings"), _growing(profile), 4, django_assert_num_queries)
+    _pinned(client, reverse("accounts:agents"), _growing(agent), 4, django_assert_num_queries)
+    _pinned(client, reverse("accounts:api_tokens"), _growing(token), 4, django_assert_num_queries)
