@@ -33,7 +33,7 @@ from memory_addon.core.tokens import estimate_tokens
 from memory_addon.outbound import OutboundRefused, check_outbound_url, release_db_connection
 from memory_addon.services.context import turn_context_build
 from memory_addon.services.policy import Policy, policy_for
-from memory_addon.services.tools import tool_call_execute, tool_schemas
+from memory_addon.services.tools import ToolResult, ToolSchema, tool_call_execute, tool_schemas
 from memory_addon.turns import Turn
 
 logger = logging.getLogger(__name__)
@@ -248,7 +248,7 @@ class Prepared:
     turn: Turn
     endpoint: client.Endpoint
     messages: list[dict[str, Any]]
-    tools: list[dict[str, Any]] | None
+    tools: list[ToolSchema] | None
     sent_along: dict[str, Any] = field(default_factory=dict)
     citations: list[dict[str, Any]] = field(default_factory=list)
     policy: Policy | None = None
@@ -638,12 +638,12 @@ def _logged(round_number: int, call: client.ToolCall, ok: bool, text: str) -> di
     }
 
 
-def _execute(turn: Turn, call: client.ToolCall) -> tuple[bool, str]:
+def _execute(turn: Turn, call: client.ToolCall) -> ToolResult:
     try:
         return tool_call_execute(turn=turn, name=call.name, arguments=call.arguments)
     except Exception:
         logger.exception("Tool %s failed", call.name)
-        return False, f"The tool {call.name} failed on the server; nothing was changed."
+        return ToolResult(False, f"The tool {call.name} failed on the server; nothing was changed.")
 
 
 __all__ = ["message_finish", "storable", "turn_run"]

@@ -1,10 +1,12 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
 from ninja import Schema
-from pydantic import Field
+from pydantic import Field, JsonValue
+
+from memory_addon.core.operations import Operation
 
 
 class ErrorOut(Schema):
@@ -142,7 +144,7 @@ class TurnContextOut(Schema):
 class ToolCallIn(Schema):
     turn: TurnIn
     name: str
-    arguments: dict[str, Any] | str = Field(default_factory=dict)
+    arguments: dict[str, JsonValue] | str = Field(default_factory=dict)
 
 
 class ToolCallOut(Schema):
@@ -155,7 +157,7 @@ class ProposalOut(Schema):
     state: str
     scope_id: int
     folder: str
-    operation: dict[str, Any]
+    operation: Operation
     reason: str
     why_waiting: str
     source: str
@@ -171,8 +173,8 @@ class ConfirmIn(Schema):
 class SettingOut(Schema):
     addon: str
     key: str
-    value: Any
+    value: JsonValue
 
 
 class SettingIn(Schema):
-    value: Any
+    value: JsonValue
