@@ -15,6 +15,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    JsonValue,
     StringConstraints,
     ValidationError,
     field_validator,
@@ -215,7 +216,7 @@ class Manifest(_Strict):
     def resolve_context_file(self, path: str, values: dict[str, Any]) -> str:
         return _PLACEHOLDER.sub(lambda m: str(values.get(m.group(1), "")), path)
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> dict[str, JsonValue]:
         return self.model_dump(mode="json", by_alias=True, exclude_defaults=False)
 
 
