@@ -34,7 +34,7 @@ from memory_addon.outbound import OutboundRefused, check_outbound_url, release_d
 from memory_addon.services.context import turn_context_build
 from memory_addon.services.policy import Policy, policy_for
 from memory_addon.services.tools import ToolResult, ToolSchema, tool_call_execute, tool_schemas
-from memory_addon.turns import Turn
+from memory_addon.turns import Turn, run_kind_of
 
 logger = logging.getLogger(__name__)
 
@@ -354,7 +354,7 @@ def _prepare(message: Message) -> Prepared:
         user=conversation.owner,
         agent=conversation.agent,
         binding=conversation.binding,
-        run_kind=conversation.run_kind,
+        run_kind=run_kind_of(conversation.run_kind),
         conversation_ref=str(conversation.pk),
         message_ref=str(message.pk),
         reply_ref_trusted=True,  # the host made both references

@@ -1,12 +1,12 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
 
 from ninja import Schema
 from pydantic import Field, JsonValue
 
 from memory_addon.core.operations import Operation
+from memory_addon.turns import RunKind
 
 
 class ErrorOut(Schema):
@@ -83,7 +83,7 @@ class VersionOut(Schema):
 class TurnIn(Schema):
     agent_id: int | None = None
     binding_id: int | None = None
-    run_kind: Literal["interactive", "scheduled", "background"] = "interactive"
+    run_kind: RunKind = "interactive"
     context_window: int = Field(8192, ge=256, le=10_000_000)
     memory_off: bool = False
     conversation_ref: str = Field("", max_length=200)

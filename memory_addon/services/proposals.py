@@ -15,6 +15,7 @@ from django.utils import timezone
 from accounts.models import User
 from bridges.outbox import proposal_created_event, proposal_resolved_event
 from memory_addon import events
+from memory_addon.addons import SaveMode
 from memory_addon.core import entries
 from memory_addon.core.operations import ModelAction, Operation
 from memory_addon.core.secret_guard import find_secret
@@ -316,7 +317,7 @@ def _refuse_secrets(parts: dict[str, str]) -> None:
             )
 
 
-def _save_mode(turn: Turn) -> str:
+def _save_mode(turn: Turn) -> SaveMode:
     save_mode = save_mode_for(turn.user)
     if save_mode == "never":
         raise NotAllowed(

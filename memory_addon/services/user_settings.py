@@ -10,7 +10,7 @@ from django.db import transaction
 from accounts.models import User
 from addons.core.manifest import SettingDecl
 from addons.selectors import installed_addon, switched_off_by, user_enabled
-from memory_addon.addons import MEMORY_ADDON, SAVE_MODE
+from memory_addon.addons import MEMORY_ADDON, SAVE_MODE, SaveMode
 from memory_addon.errors import ChangeRefused, MemoryRefusal
 from memory_addon.models import AddonSetting
 
@@ -70,11 +70,12 @@ def addon_setting_put(*, user: User, addon: str, key: str, value: Any) -> Any:
     return clean
 
 
-def save_mode_for(user: User) -> str:
+def save_mode_for(user: User) -> SaveMode:
     """The person's save mode; anything unreadable means 'ask'."""
     try:
         value = addon_setting_get(user=user, addon=MEMORY_ADDON, key=SAVE_MODE)
-        return str(declared_setting(MEMORY_ADDON, SAVE_MODE).check(value))
+        mode = declared_setting(MEMORY_ADDON, SAVE_MODE).check(value)
+        return "auto" if mode == "auto" else "never" if mode == "never" else "ask"
     except Exception:  # a broken row or a database hiccup must never widen saving
         logger.warning("save-mode of user %s unreadable; asking", user.pk, exc_info=True)
         return "ask"
