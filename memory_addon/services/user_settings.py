@@ -6,6 +6,7 @@ import logging
 from typing import Any
 
 from django.db import transaction
+from pydantic import JsonValue
 
 from accounts.models import User
 from addons.core.manifest import SettingDecl
@@ -35,13 +36,13 @@ def declared_setting(addon: str, key: str) -> SettingDecl:
     return setting
 
 
-def addon_settings_values(*, user: User, addon: str) -> dict[str, Any]:
+def addon_settings_values(*, user: User, addon: str) -> dict[str, JsonValue]:
     """Every declared setting of an add-on with the person's value or its default."""
     state = installed_addon(addon)
     if state is None:
         raise UnknownSetting(f"There is no installed add-on {addon!r}.")
     stored = dict(AddonSetting.objects.filter(user=user, addon=addon).values_list("key", "value"))
-    values: dict[str, Any] = {}
+    values: dict[str, JsonValue] = {}
     for declared in state.manifest.settings:
         value = stored.get(declared.key, declared.default)
         try:
