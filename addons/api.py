@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.http import HttpRequest
 from ninja import File, Router, Status, UploadedFile
+from pydantic import JsonValue
 
 from accounts.auth import signed_in_user
 from addons.core.package import MAX_PACKAGE_BYTES
@@ -50,20 +49,20 @@ KEPT_NOTE = (
 )
 
 
-def _out(state: AddonState, off: set[str]) -> dict[str, Any]:
+def _out(state: AddonState, off: set[str]) -> AddonOut:
     manifest = state.manifest
-    return {
-        "id": manifest.id,
-        "name": manifest.name,
-        "version": manifest.version,
-        "author": manifest.author,
-        "description": manifest.description,
-        "source": state.source,
-        "enabled_for_server": state.enabled,
-        "enabled_for_me": user_enabled(state, off),
-        "user_toggle": manifest.user_toggle,
-        "manifest": manifest.as_json(),
-    }
+    return AddonOut(
+        id=manifest.id,
+        name=manifest.name,
+        version=manifest.version,
+        author=manifest.author,
+        description=manifest.description,
+        source=state.source,
+        enabled_for_server=state.enabled,
+        enabled_for_me=user_enabled(state, off),
+        user_toggle=manifest.user_toggle,
+        manifest=manifest.as_json(),
+    )
 
 
 def _state(addon: str) -> AddonState:
@@ -74,7 +73,7 @@ def _state(addon: str) -> AddonState:
 
 
 @router.get("/", response=list[AddonOut], summary="Installed add-ons, with their manifests")
-def addon_list(request: HttpRequest) -> list[dict[str, Any]]:
+def addon_list(request: HttpRequest) -> list[AddonOut]:
     off = switched_off_by(signed_in_user(request))
     return [_out(state, off) for state in installed_addons()]
 
@@ -84,7 +83,7 @@ def addon_list(request: HttpRequest) -> list[dict[str, Any]]:
     response={201: AddonOut, **ERRORS},
     summary="Install an uploaded package (administrators); it starts switched off",
 )
-def install_upload(request: HttpRequest, package: File[UploadedFile]) -> Status[dict[str, Any]]:
+def install_upload(request: HttpRequest, package: File[UploadedFile]) -> Status[AddonOut]:
     user = signed_in_user(request)
     if package.size is not None and package.size > MAX_PACKAGE_BYTES:
         raise ChangeRefused(f"The package is larger than {MAX_PACKAGE_BYTES // 1024} KiB.")
@@ -97,7 +96,7 @@ def install_upload(request: HttpRequest, package: File[UploadedFile]) -> Status[
     response={201: AddonOut, **ERRORS},
     summary="Install the add-on an installed Python distribution offers (administrators)",
 )
-def install_entry_point(request: HttpRequest, payload: EntryPointIn) -> Status[dict[str, Any]]:
+def install_entry_point(request: HttpRequest, payload: EntryPointIn) -> Status[AddonOut]:
     user = signed_in_user(request)
     row = addon_install_entry_point(user=user, name=payload.name)
     return Status(201, _out(_state(row.addon_id), switched_off_by(user)))
@@ -108,7 +107,7 @@ def install_entry_point(request: HttpRequest, payload: EntryPointIn) -> Status[d
     response={200: AddonOut, **ERRORS},
     summary="Switch an add-on on or off for the server (administrators); off keeps its files",
 )
-def set_enabled(request: HttpRequest, addon: str, payload: EnabledIn) -> dict[str, Any]:
+def set_enabled(request: HttpRequest, addon: str, payload: EnabledIn) -> AddonOut:
     user = signed_in_user(request)
     addon_set_enabled(user=user, addon_id=addon, enabled=payload.enabled)
     return _out(_state(addon), switched_off_by(user))
@@ -119,7 +118,7 @@ def set_enabled(request: HttpRequest, addon: str, payload: EnabledIn) -> dict[st
     response={200: AddonOut, **ERRORS},
     summary="Switch an add-on on or off for yourself, where its manifest allows it",
 )
-def set_enabled_for_me(request: HttpRequest, addon: str, payload: EnabledIn) -> dict[str, Any]:
+def set_enabled_for_me(request: HttpRequest, addon: str, payload: EnabledIn) -> AddonOut:
     user = signed_in_user(request)
     addon_user_set_enabled(user=user, addon_id=addon, enabled=payload.enabled)
     return _out(_state(addon), switched_off_by(user))
@@ -130,23 +129,23 @@ def set_enabled_for_me(request: HttpRequest, addon: str, payload: EnabledIn) -> 
     response={200: RemovalOut, **ERRORS},
     summary="Remove an installed add-on (administrators); people's settings and files are kept",
 )
-def remove(request: HttpRequest, addon: str) -> dict[str, Any]:
+def remove(request: HttpRequest, addon: str) -> RemovalOut:
     removal = addon_remove(user=signed_in_user(request), addon_id=addon)
-    return {
-        "addon_id": removal.addon_id,
-        "deleted_package_files": removal.package_files,
-        "kept_settings": removal.kept_settings,
-        "kept_rules": removal.kept_rules,
-        "kept_note": KEPT_NOTE,
-    }
+    return RemovalOut(
+        addon_id=removal.addon_id,
+        deleted_package_files=removal.package_files,
+        kept_settings=removal.kept_settings,
+        kept_rules=removal.kept_rules,
+        kept_note=KEPT_NOTE,
+    )
 
 
 @router.get(
     "/{addon}/settings",
-    response={200: dict[str, Any], 404: ErrorOut},
+    response={200: dict[str, JsonValue], 404: ErrorOut},
     summary="All your settings of an add-on (declared defaults where you chose nothing)",
 )
-def settings_all(request: HttpRequest, addon: str) -> dict[str, Any]:
+def settings_all(request: HttpRequest, addon: str) -> dict[str, JsonValue]:
     return addon_settings_values(user=signed_in_user(request), addon=addon)
 
 
@@ -155,9 +154,9 @@ def settings_all(request: HttpRequest, addon: str) -> dict[str, Any]:
     response={200: SettingOut, 404: ErrorOut},
     summary="Read a user setting (sdk.userSettings.get)",
 )
-def setting_get(request: HttpRequest, addon: str, key: str) -> dict[str, Any]:
+def setting_get(request: HttpRequest, addon: str, key: str) -> SettingOut:
     value = addon_setting_get(user=signed_in_user(request), addon=addon, key=key)
-    return {"addon": addon, "key": key, "value": value}
+    return SettingOut(addon=addon, key=key, value=value)
 
 
 @router.put(
@@ -168,11 +167,11 @@ def setting_get(request: HttpRequest, addon: str, key: str) -> dict[str, Any]:
         "requestBody": {"content": {"application/json": {"example": {"value": "formal"}}}}
     },
 )
-def setting_put(request: HttpRequest, addon: str, key: str, payload: SettingIn) -> dict[str, Any]:
+def setting_put(request: HttpRequest, addon: str, key: str, payload: SettingIn) -> SettingOut:
     value = addon_setting_put(
         user=signed_in_user(request), addon=addon, key=key, value=payload.value
     )
-    return {"addon": addon, "key": key, "value": value}
+    return SettingOut(addon=addon, key=key, value=value)
 
 
 @router.get(
@@ -180,12 +179,12 @@ def setting_put(request: HttpRequest, addon: str, key: str, payload: SettingIn) 
     response={200: SkillRulesOut, 404: ErrorOut},
     summary="The learned rules you keep for a skill",
 )
-def rules_get(request: HttpRequest, addon: str, skill: str) -> dict[str, Any]:
+def rules_get(request: HttpRequest, addon: str, skill: str) -> SkillRulesOut:
     state = _state(addon)
     if state.manifest.skill(skill) is None:
         raise AddonNotFound(f"There is no skill {skill!r} in the add-on {addon!r}.")
     text = skill_rules(signed_in_user(request), addon).get(skill, "")
-    return {"addon": addon, "skill": skill, "text": text}
+    return SkillRulesOut(addon=addon, skill=skill, text=text)
 
 
 @router.put(
@@ -193,10 +192,8 @@ def rules_get(request: HttpRequest, addon: str, skill: str) -> dict[str, Any]:
     response={200: SkillRulesOut, **ERRORS},
     summary="Replace the learned rules of a skill (one rule a line)",
 )
-def rules_put(
-    request: HttpRequest, addon: str, skill: str, payload: SkillRulesIn
-) -> dict[str, Any]:
+def rules_put(request: HttpRequest, addon: str, skill: str, payload: SkillRulesIn) -> SkillRulesOut:
     text = skill_rules_save(
         user=signed_in_user(request), addon_id=addon, skill=skill, text=payload.text
     )
-    return {"addon": addon, "skill": skill, "text": text}
+    return SkillRulesOut(addon=addon, skill=skill, text=text)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 from django.conf import settings
 from django.db.models import Q
@@ -55,6 +55,31 @@ class SentFile:
     text: str
 
 
+class SentSkillRow(TypedDict):
+    addon: str
+    name: str
+    tokens: int
+    rules: int
+    tools: list[str]
+
+
+class SentFileRow(TypedDict):
+    addon: str
+    path: str
+    tokens: int
+
+
+class AddonsSent(TypedDict):
+    """What a turn's add-on block carried, as the chat stores it and the API shows it."""
+
+    skills: list[SentSkillRow]
+    context_files: list[SentFileRow]
+    omitted: list[str]
+    tokens: int
+    budget: int
+    hash: str
+
+
 @dataclass
 class AddonContext:
     skills_block: str = ""
@@ -65,7 +90,7 @@ class AddonContext:
     tokens: int = 0
     budget: int = 0
 
-    def sent_along(self) -> dict[str, Any]:
+    def sent_along(self) -> AddonsSent:
         return {
             "skills": [
                 {

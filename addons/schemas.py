@@ -1,9 +1,7 @@
 from __future__ import annotations
 
-from typing import Any
-
 from ninja import Schema
-from pydantic import Field
+from pydantic import Field, JsonValue
 
 
 class AddonOut(Schema):
@@ -16,7 +14,7 @@ class AddonOut(Schema):
     enabled_for_server: bool
     enabled_for_me: bool
     user_toggle: bool
-    manifest: dict[str, Any]
+    manifest: dict[str, JsonValue]
 
 
 class EnabledIn(Schema):

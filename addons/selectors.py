@@ -6,11 +6,11 @@ import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points
-from typing import Any
 
 from django.contrib.postgres.expressions import ArraySubquery
 from django.db.models import OuterRef
 from django.db.models.functions import JSONObject
+from pydantic import JsonValue
 
 from accounts.models import User
 from addons.core.manifest import Manifest, ManifestError, manifest_parse
@@ -112,7 +112,9 @@ class TurnAddons:
     installed: list[InstalledAddon]
     switched_off: set[str]
     rules: dict[tuple[str, str], str] = field(default_factory=dict)  # (add-on, skill) -> rules
-    settings: dict[tuple[str, str], Any] = field(default_factory=dict)  # (add-on, key) -> value
+    settings: dict[tuple[str, str], JsonValue] = field(
+        default_factory=dict
+    )  # (add-on, key) -> value
 
     def active(self) -> list[AddonState]:
         return [
@@ -123,7 +125,7 @@ class TurnAddons:
 _INSTALLED_FIELDS = ("addon_id", "source", "entry_point", "manifest", "enabled")
 
 
-def turn_addon_columns() -> dict[str, Any]:
+def turn_addon_columns() -> dict[str, ArraySubquery]:
     """Columns to add to a query on the User table (the person is its row): the installed
     add-ons, the person's switches, learned skill rules and add-on settings, each as an
     array, so a turn reads them with whatever else it reads about the person."""
@@ -153,17 +155,32 @@ def turn_addon_columns() -> dict[str, Any]:
     }
 
 
-def turn_addons_from(row: Mapping[str, Any]) -> TurnAddons:
+def _column(row: Mapping[str, object], name: str) -> list[JsonValue]:
+    value = row.get(name)
+    return value if isinstance(value, list) else []
+
+
+def _objects(row: Mapping[str, object], name: str) -> list[dict[str, JsonValue]]:
+    return [item for item in _column(row, name) if isinstance(item, dict)]
+
+
+def turn_addons_from(row: Mapping[str, object]) -> TurnAddons:
     """TurnAddons from a row that has the columns of `turn_addon_columns`."""
     installed = [
-        InstalledAddon(pk=item["pk"], **{name: item[name] for name in _INSTALLED_FIELDS})
-        for item in row.get("addons_installed") or []
+        InstalledAddon(pk=pk, **{name: item[name] for name in _INSTALLED_FIELDS})
+        for item in _objects(row, "addons_installed")
+        if isinstance(pk := item["pk"], int)
     ]
     return TurnAddons(
         installed=installed,
-        switched_off=set(row.get("addons_off") or []),
-        rules={(r["addon"], r["skill"]): r["text"] for r in row.get("addons_rules") or []},
-        settings={(r["addon"], r["key"]): r["value"] for r in row.get("addons_settings") or []},
+        switched_off={str(addon) for addon in _column(row, "addons_off")},
+        rules={
+            (str(r["addon"]), str(r["skill"])): str(r["text"])
+            for r in _objects(row, "addons_rules")
+        },
+        settings={
+            (str(r["addon"]), str(r["key"])): r["value"] for r in _objects(row, "addons_settings")
+        },
     )
 
 

@@ -12,7 +12,7 @@ import json
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from functools import partial
@@ -210,7 +210,7 @@ def stream_round(
     endpoint: Endpoint,
     *,
     messages: list[dict[str, Any]],
-    tools: list[dict[str, Any]] | None,
+    tools: Sequence[Mapping[str, object]] | None,
     on_delta: Callable[[str], None],
     should_stop: Callable[[], bool],
 ) -> RoundResult:
@@ -231,7 +231,7 @@ def _stream_round(
     endpoint: Endpoint,
     *,
     messages: list[dict[str, Any]],
-    tools: list[dict[str, Any]] | None,
+    tools: Sequence[Mapping[str, object]] | None,
     on_delta: Callable[[str], None],
     should_stop: Callable[[], bool],
 ) -> RoundResult:
@@ -292,7 +292,7 @@ def _interruptible(call: Callable[[], RoundResult], should_stop: Callable[[], bo
 def _stream_once(
     endpoint: Endpoint,
     messages: list[dict[str, Any]],
-    tools: list[dict[str, Any]] | None,
+    tools: Sequence[Mapping[str, object]] | None,
     on_delta: Callable[[str], None],
     should_stop: Callable[[], bool],
     received: list[bool],

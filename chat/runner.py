@@ -33,8 +33,8 @@ from memory_addon.host.core.tokens import estimate_tokens
 from memory_addon.host.outbound import OutboundRefused, check_outbound_url, release_db_connection
 from memory_addon.services.context import turn_context_build
 from memory_addon.services.policy import Policy, policy_for
-from memory_addon.services.tools import tool_call_execute, tool_schemas
-from memory_addon.turns import Turn
+from memory_addon.services.tools import ToolResult, ToolSchema, tool_call_execute, tool_schemas
+from memory_addon.turns import Turn, run_kind_of
 
 logger = logging.getLogger(__name__)
 
@@ -248,7 +248,7 @@ class Prepared:
     turn: Turn
     endpoint: client.Endpoint
     messages: list[dict[str, Any]]
-    tools: list[dict[str, Any]] | None
+    tools: list[ToolSchema] | None
     sent_along: dict[str, Any] = field(default_factory=dict)
     citations: list[dict[str, Any]] = field(default_factory=list)
     policy: Policy | None = None
@@ -354,7 +354,7 @@ def _prepare(message: Message) -> Prepared:
         user=conversation.owner,
         agent=conversation.agent,
         binding=conversation.binding,
-        run_kind=conversation.run_kind,
+        run_kind=run_kind_of(conversation.run_kind),
         conversation_ref=str(conversation.pk),
         message_ref=str(message.pk),
         reply_ref_trusted=True,  # the host made both references
@@ -638,12 +638,12 @@ def _logged(round_number: int, call: client.ToolCall, ok: bool, text: str) -> di
     }
 
 
-def _execute(turn: Turn, call: client.ToolCall) -> tuple[bool, str]:
+def _execute(turn: Turn, call: client.ToolCall) -> ToolResult:
     try:
         return tool_call_execute(turn=turn, name=call.name, arguments=call.arguments)
     except Exception:
         logger.exception("Tool %s failed", call.name)
-        return False, f"The tool {call.name} failed on the server; nothing was changed."
+        return ToolResult(False, f"The tool {call.name} failed on the server; nothing was changed.")
 
 
 def messages_reap_stalled() -> int:

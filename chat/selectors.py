@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.http import Http404
@@ -14,7 +13,7 @@ from knowledge.models import Store
 from learning.selectors import RuleCard, learning_off_reason, rule_cards_for
 from memory_addon.host.core.markdown import render_markdown
 from memory_addon.models import ChangeSet, Proposal
-from memory_addon.selectors import proposals_with_diffs
+from memory_addon.selectors import ProposalRow, proposals_with_diffs
 from memory_addon.services.policy import Policy
 
 
@@ -71,7 +70,7 @@ def stores_for_user(user: User) -> list[Store]:
 class MessageView:
     message: Message
     html: str
-    proposals: list[dict[str, Any]] = field(default_factory=list)
+    proposals: list[ProposalRow] = field(default_factory=list)
     saved: list[ChangeSet] = field(default_factory=list)
     decided: list[Proposal] = field(default_factory=list)
     # Rule learning (M13): cards under an answer, "Remember as rule…" under own messages.

@@ -15,6 +15,7 @@ from chat.models import Conversation, Message
 from knowledge.models import Store
 from memory_addon.host.errors import ChangeRefused
 from memory_addon.host.queue import queue_job_on_commit
+from memory_addon.turns import RunKind
 
 logger = logging.getLogger(__name__)
 TITLE_CHARS = 60
@@ -68,7 +69,7 @@ def conversation_create(
     store_ids: list[int] | None = None,
     memory_on: bool = True,
     title: str = "",
-    run_kind: str = "interactive",
+    run_kind: RunKind = "interactive",
 ) -> Conversation:
     profile = _owned_profile(user, profile_id) or default_profile(user)
     if profile is None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 from django.http import Http404, HttpRequest
 from django.shortcuts import get_object_or_404
@@ -14,6 +14,7 @@ from knowledge import services
 from knowledge.models import Job, Source, Store
 from knowledge.retrieval import retrieve
 from knowledge.schemas import (
+    ExcerptOut,
     FolderSourceIn,
     JobOut,
     RetrieveIn,
@@ -28,6 +29,13 @@ from memory_addon.host.schemas import ErrorOut
 
 router = Router(tags=["knowledge"])
 ERRORS = {400: ErrorOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut}
+
+
+class SourceAdded(TypedDict):
+    """A new folder source and the scan it started (SourceAddedOut)."""
+
+    source: Source
+    job: Job
 
 
 def _store(request: HttpRequest, store_id: int) -> Store:
@@ -102,9 +110,7 @@ def source_list(request: HttpRequest, store_id: int) -> list[Source]:
     response={201: SourceAddedOut, **ERRORS},
     summary="Add a server folder; starts the scan whose review must be confirmed",
 )
-def source_add(
-    request: HttpRequest, store_id: int, payload: FolderSourceIn
-) -> Status[dict[str, Any]]:
+def source_add(request: HttpRequest, store_id: int, payload: FolderSourceIn) -> Status[SourceAdded]:
     source, job = services.source_add_folder(
         store=_store(request, store_id),
         path=payload.path,
@@ -114,7 +120,7 @@ def source_add(
         max_file_mib=payload.max_file_mib,
         sync_mode=payload.sync_mode,
     )
-    return Status(201, {"source": source, "job": job})
+    return Status(201, SourceAdded(source=source, job=job))
 
 
 @router.post(
@@ -175,7 +181,7 @@ def job_cancel(request: HttpRequest, job_id: int) -> Job:
     response={200: RetrieveOut, **ERRORS},
     summary="The bounded, cited block for a prompt (also the test search)",
 )
-def retrieve_endpoint(request: HttpRequest, payload: RetrieveIn) -> dict[str, Any]:
+def retrieve_endpoint(request: HttpRequest, payload: RetrieveIn) -> RetrieveOut:
     owner = signed_in_user(request)
     stores = list(Store.objects.filter(owner=owner, pk__in=payload.store_ids))
     if len(stores) != len(set(payload.store_ids)):
@@ -183,4 +189,7 @@ def retrieve_endpoint(request: HttpRequest, payload: RetrieveIn) -> dict[str, An
     result = retrieve(
         stores, payload.query, context_window=payload.context_window, autonomous=payload.autonomous
     )
-    return {"block": result.block, "excerpts": result.sent_along()}
+    return RetrieveOut(
+        block=result.block,
+        excerpts=[ExcerptOut(**excerpt) for excerpt in result.sent_along()],
+    )

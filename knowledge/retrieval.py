@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from django.conf import settings
 from django.db import connection
@@ -21,13 +21,21 @@ logger = logging.getLogger(__name__)
 CANDIDATES = 50
 
 
+class SentExcerpt(TypedDict):
+    marker: str
+    source_id: int
+    path: str
+    page: int | None
+    tokens: int
+
+
 @dataclass
 class Retrieval:
     block: str
     excerpts: list[blocks.Excerpt] = field(default_factory=list)
     semantic: bool = True
 
-    def sent_along(self) -> list[dict[str, Any]]:
+    def sent_along(self) -> list[SentExcerpt]:
         return [
             {
                 "marker": excerpt.marker,

@@ -1,12 +1,12 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from ninja import Schema
-from pydantic import Field, StringConstraints, field_validator
+from pydantic import Field, JsonValue, StringConstraints, field_validator
 
-from knowledge.core.scanning import folder_path_problem
+from knowledge.core.scanning import ProblemRow, ReviewRow, folder_path_problem
 
 Glob = Annotated[str, StringConstraints(max_length=500, pattern=r"^[^\x00-\x1f\x7f]*$")]
 
@@ -98,9 +98,9 @@ class JobOut(Schema):
     state: str
     progress: int
     source_id: int
-    counts: dict[str, Any]
-    problems: list[dict[str, Any]]
-    review: list[dict[str, Any]]
+    counts: dict[str, JsonValue]
+    problems: list[ProblemRow]
+    review: list[ReviewRow]
     error: str
 
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from django.db.models import Count
 
+from knowledge.core.scanning import ProblemRow, ReviewRow
 from knowledge.models import Document, Job, Source, Store
 
 FileStatus = Literal["indexed", "waiting", "skipped"]
@@ -115,12 +116,16 @@ def store_files(store: Store, *, source_id: int | None = None) -> StoreFiles:
         job = index_jobs.get(pk)
         if job is None:
             continue
-        skipped: list[dict[str, Any]] = [
+        skipped: list[ReviewRow] = [
             row
             for row in (job.scan_job.review if job.scan_job else [])
             if row["status"] == "skipped"
         ]
-        skipped += [dict(problem) for problem in job.problems]
+        problems: list[ProblemRow] = job.problems
+        skipped += [
+            {"path": problem["path"], "status": "skipped", "reason": problem.get("reason", "")}
+            for problem in problems
+        ]
         for row in skipped:
             by_source[pk].append(
                 FileRow(

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from addons.core.manifest import Manifest, manifest_parse
 
 MEMORY_ADDON = "memory"
 SAVE_MODE = "save-mode"
+# The choices of the memory add-on's save-mode setting (declared below).
+SaveMode = Literal["ask", "auto", "never"]
 
 _MEMORY_SKILL = """\
 Consult memory for almost every request. The memory block lists one line per note, such as \

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
 import mcp_types as types
@@ -34,12 +34,15 @@ from accounts.models import User
 from accounts.services import api_token_find
 from accounts.token_access import BANK_ONLY, READ_TOOLS, tool_refusal
 
+if TYPE_CHECKING:
+    from memory_addon.services.tools import ToolSchema
+
 MCP_PATH = "/mcp/"
 PROJECT_HEADER = "x-memory-project"
 CALLER_KEY = "memory_host.caller"
 MAX_PROJECT_KEY = 128
 
-SEARCH_TOOL: dict[str, Any] = {
+SEARCH_TOOL: ToolSchema = {
     "type": "function",
     "function": {
         "name": "search",
@@ -74,7 +77,7 @@ class Caller:
 # --- tools (sync: database work happens here) ---------------------------------
 
 
-def tool_definitions(caller: Caller) -> list[dict[str, Any]]:
+def tool_definitions(caller: Caller) -> list[ToolSchema]:
     """The OpenAI-format definitions this caller may use."""
     from memory_addon.services.tools import tool_schemas
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated
 
 from django.http import Http404, HttpRequest
 from django.http.response import HttpResponseBase
 from django.shortcuts import get_object_or_404
 from ninja import File, Query, Router, Schema, UploadedFile
-from pydantic import Field, StringConstraints
+from pydantic import Field, JsonValue, StringConstraints
 
 from accounts.auth import signed_in_user, token_scope
 from accounts.models import Agent, MessagingBinding, User
@@ -20,6 +20,7 @@ from memory_addon.host.core.secret_guard import find_secret
 from memory_addon.host.errors import MemoryRefusal, NotAllowed
 from memory_addon.models import ChangeSet, FileChange, MemoryFile, MemoryScope, Proposal
 from memory_addon.schemas import (
+    AddonsSentOut,
     ChangeDetailOut,
     ChangeSummaryOut,
     ConfirmIn,
@@ -29,6 +30,8 @@ from memory_addon.schemas import (
     FileWriteIn,
     ProposalOut,
     ScopeOut,
+    SecretFlagOut,
+    SentAlongOut,
     ToolCallIn,
     ToolCallOut,
     TurnContextOut,
@@ -36,6 +39,10 @@ from memory_addon.schemas import (
     VersionOut,
 )
 from memory_addon.selectors import (
+    ChangeDetail,
+    ChangeSummary,
+    ProposalRow,
+    VersionRow,
     change_detail,
     change_sets_for_user,
     change_summary,
@@ -64,7 +71,7 @@ from memory_addon.services.scopes import (
     bank_set_enabled,
     scope_folder,
 )
-from memory_addon.services.tools import tool_call_execute, tool_schemas
+from memory_addon.services.tools import ToolSchema, tool_call_execute, tool_schemas
 from memory_addon.turns import Turn
 
 router = Router(tags=["memory"])
@@ -81,14 +88,14 @@ def _scope(request: HttpRequest, scope_id: int) -> MemoryScope:
     )
 
 
-def _scope_out(scope: MemoryScope) -> dict[str, Any]:
-    return {
-        "id": scope.pk,
-        "kind": scope.kind,
-        "label": scope.get_kind_display(),
-        "folder": scope_folder(scope),
-        "enabled": scope.enabled,
-    }
+def _scope_out(scope: MemoryScope) -> ScopeOut:
+    return ScopeOut(
+        id=scope.pk,
+        kind=scope.kind,
+        label=scope.get_kind_display(),
+        folder=scope_folder(scope),
+        enabled=scope.enabled,
+    )
 
 
 def turn_from(user: User, data: TurnIn) -> Turn:
@@ -112,7 +119,7 @@ def turn_from(user: User, data: TurnIn) -> Turn:
 
 
 @router.get("/scopes", response=list[ScopeOut], summary="Your memory scopes")
-def scope_list(request: HttpRequest) -> list[dict[str, Any]]:
+def scope_list(request: HttpRequest) -> list[ScopeOut]:
     user = signed_in_user(request)  # their own scope was made with them
     return [_scope_out(scope) for scope in scopes_for_user(user)]
 
@@ -131,21 +138,21 @@ def file_list(request: HttpRequest, scope_id: int) -> list[MemoryFile]:
     response={200: FileContentOut, **ERRORS},
     summary="Read one file (with a secret flag when a line looks like one)",
 )
-def file_read(request: HttpRequest, scope_id: int, path: str) -> dict[str, Any]:
+def file_read(request: HttpRequest, scope_id: int, path: str) -> FileContentOut:
     return _file_content(_scope(request, scope_id), path)
 
 
-def _file_content(scope: MemoryScope, path: str) -> dict[str, Any]:
+def _file_content(scope: MemoryScope, path: str) -> FileContentOut:
     row = get_object_or_404(MemoryFile, scope=scope, path=clean_path(path))
     finding = find_secret(row.content)
-    return {
-        "path": row.path,
-        "sha256": row.sha256,
-        "size": row.size,
-        "updated_at": row.updated_at,
-        "content": row.content,
-        "secret_flag": {"line": finding.line, "kind": finding.kind} if finding else None,
-    }
+    return FileContentOut(
+        path=row.path,
+        sha256=row.sha256,
+        size=row.size,
+        updated_at=row.updated_at,
+        content=row.content,
+        secret_flag=SecretFlagOut(line=finding.line, kind=finding.kind) if finding else None,
+    )
 
 
 @router.put(
@@ -153,9 +160,7 @@ def _file_content(scope: MemoryScope, path: str) -> dict[str, Any]:
     response={200: ChangeSummaryOut, **ERRORS},
     summary="Write a whole file as the person; a stale base_sha256 is a 409 and nothing is saved",
 )
-def file_put(
-    request: HttpRequest, scope_id: int, path: str, payload: FileWriteIn
-) -> dict[str, Any]:
+def file_put(request: HttpRequest, scope_id: int, path: str, payload: FileWriteIn) -> ChangeSummary:
     change_set = file_write(
         user=signed_in_user(request),
         scope=_scope(request, scope_id),
@@ -173,7 +178,7 @@ def file_put(
 )
 def file_remove(
     request: HttpRequest, scope_id: int, path: str, base_sha256: str | None = None
-) -> dict[str, Any]:
+) -> ChangeSummary:
     change_set = file_delete(
         user=signed_in_user(request),
         scope=_scope(request, scope_id),
@@ -188,7 +193,7 @@ def file_remove(
     response={200: list[VersionOut], 404: ErrorOut},
     summary="Versions of a scope's files, newest first",
 )
-def history(request: HttpRequest, scope_id: int) -> list[dict[str, Any]]:
+def history(request: HttpRequest, scope_id: int) -> list[VersionRow]:
     return versions_for_scope(_scope(request, scope_id))
 
 
@@ -197,7 +202,7 @@ def history(request: HttpRequest, scope_id: int) -> list[dict[str, Any]]:
     response={200: ChangeSummaryOut, **ERRORS},
     summary="Restore a file to a version (confirm with the person first)",
 )
-def version_restore_endpoint(request: HttpRequest, version_id: int) -> dict[str, Any]:
+def version_restore_endpoint(request: HttpRequest, version_id: int) -> ChangeSummary:
     user = signed_in_user(request)
     version = get_object_or_404(
         FileChange.objects.select_related("scope"), pk=version_id, scope__owner=user
@@ -210,7 +215,7 @@ def version_restore_endpoint(request: HttpRequest, version_id: int) -> dict[str,
     response={200: TurnContextOut, **ERRORS},
     summary="Build the memory block for a turn",
 )
-def turn_context(request: HttpRequest, payload: TurnIn) -> dict[str, Any]:
+def turn_context(request: HttpRequest, payload: TurnIn) -> TurnContextOut:
     turn = turn_from(signed_in_user(request), payload)
     # One query for the policy and the add-on state, one for the scopes' indexes.
     policy = policy_for(turn.user, with_addons=True)
@@ -224,18 +229,18 @@ def turn_context(request: HttpRequest, payload: TurnIn) -> dict[str, Any]:
         memory_readable=not context.reason_off,
         preloaded=policy.addons,
     )
-    return {
-        "block": context.block,
-        "hash": context.block_hash,
-        "sent_along": context.sent_along(),
-        "memory_off_reason": context.reason_off,
-        "addons_block": "\n\n".join(b for b in (addons.skills_block, addons.files_block) if b),
-        "addons": addons.sent_along(),
-    }
+    return TurnContextOut(
+        block=context.block,
+        hash=context.block_hash,
+        sent_along=SentAlongOut.model_validate(context.sent_along()),
+        memory_off_reason=context.reason_off,
+        addons_block="\n\n".join(b for b in (addons.skills_block, addons.files_block) if b),
+        addons=AddonsSentOut.model_validate(addons.sent_along()),
+    )
 
 
 @router.get("/tools", summary="Tool schemas in OpenAI function-calling format")
-def tools(request: HttpRequest, bank: bool = False) -> list[dict[str, Any]]:
+def tools(request: HttpRequest, bank: bool = False) -> list[ToolSchema]:
     signed_in_user(request)
     return tool_schemas(bank=bank)
 
@@ -243,13 +248,13 @@ def tools(request: HttpRequest, bank: bool = False) -> list[dict[str, Any]]:
 @router.post(
     "/tools/call", response={200: ToolCallOut, **ERRORS}, summary="Execute one tool call for a turn"
 )
-def tool_call(request: HttpRequest, payload: ToolCallIn) -> dict[str, Any]:
+def tool_call(request: HttpRequest, payload: ToolCallIn) -> ToolCallOut:
     refusal = tool_refusal(token_scope(request), payload.name, bank=bool(payload.turn.project_key))
     if refusal:
         raise NotAllowed(refusal)
     turn = turn_from(signed_in_user(request), payload.turn)
-    ok, output = tool_call_execute(turn=turn, name=payload.name, arguments=payload.arguments)
-    return {"ok": ok, "output": output}
+    result = tool_call_execute(turn=turn, name=payload.name, arguments=payload.arguments)
+    return ToolCallOut(ok=result.ok, output=result.output)
 
 
 class ProposalFilter(Schema):
@@ -257,7 +262,7 @@ class ProposalFilter(Schema):
 
 
 @router.get("/proposals", response=list[ProposalOut], summary="Proposals, pending ones by default")
-def proposal_list(request: HttpRequest, filters: Query[ProposalFilter]) -> list[dict[str, Any]]:
+def proposal_list(request: HttpRequest, filters: Query[ProposalFilter]) -> list[ProposalRow]:
     user = signed_in_user(request)
     if filters.state == Proposal.State.PENDING:
         proposals = pending_proposals(user)
@@ -282,7 +287,7 @@ def _proposal(request: HttpRequest, proposal_id: int) -> Proposal:
 )
 def proposal_confirm_endpoint(
     request: HttpRequest, proposal_id: int, payload: ConfirmIn | None = None
-) -> dict[str, Any]:
+) -> ChangeSummary:
     proposal = _proposal(request, proposal_id)
     change_set = proposal_confirm(
         user=signed_in_user(request),
@@ -297,7 +302,7 @@ def proposal_confirm_endpoint(
     response={200: ProposalOut, **ERRORS},
     summary="Reject a proposal",
 )
-def proposal_reject_endpoint(request: HttpRequest, proposal_id: int) -> dict[str, Any]:
+def proposal_reject_endpoint(request: HttpRequest, proposal_id: int) -> ProposalRow:
     proposal = proposal_reject(
         user=signed_in_user(request), proposal=_proposal(request, proposal_id)
     )
@@ -307,7 +312,7 @@ def proposal_reject_endpoint(request: HttpRequest, proposal_id: int) -> dict[str
 @router.get(
     "/change-sets", response=list[ChangeSummaryOut], summary="Your change sets, newest first"
 )
-def change_set_list(request: HttpRequest) -> list[dict[str, Any]]:
+def change_set_list(request: HttpRequest) -> list[ChangeSummary]:
     return [change_summary(cs) for cs in change_sets_for_user(signed_in_user(request))[:200]]
 
 
@@ -316,7 +321,7 @@ def change_set_list(request: HttpRequest) -> list[dict[str, Any]]:
     response={200: ChangeDetailOut, 404: ErrorOut},
     summary="One change set with its diffs",
 )
-def change_set_detail(request: HttpRequest, change_set_id: int) -> dict[str, Any]:
+def change_set_detail(request: HttpRequest, change_set_id: int) -> ChangeDetail:
     change_set = get_object_or_404(change_sets_for_user(signed_in_user(request)), pk=change_set_id)
     return change_detail(change_set)
 
@@ -326,7 +331,7 @@ def change_set_detail(request: HttpRequest, change_set_id: int) -> dict[str, Any
     response={200: ChangeSummaryOut, **ERRORS},
     summary="Undo a change set",
 )
-def change_set_undo_endpoint(request: HttpRequest, change_set_id: int) -> dict[str, Any]:
+def change_set_undo_endpoint(request: HttpRequest, change_set_id: int) -> ChangeSummary:
     user = signed_in_user(request)
     change_set = get_object_or_404(
         ChangeSet.objects.select_related("scope"), pk=change_set_id, user=user
@@ -345,7 +350,7 @@ class AuditFilter(Schema):
     response=list[ChangeSummaryOut],
     summary="Audit of automatic memory changes (filter by date and source)",
 )
-def audit(request: HttpRequest, filters: Query[AuditFilter]) -> list[dict[str, Any]]:
+def audit(request: HttpRequest, filters: Query[AuditFilter]) -> list[ChangeSummary]:
     queryset = change_sets_for_user(signed_in_user(request)).filter(
         origin=ChangeSet.Origin.AUTOMATIC
     )
@@ -384,15 +389,13 @@ def export(request: HttpRequest) -> HttpResponseBase:
     response={200: RestoreOut, 400: ErrorOut},
     summary="Restore an export: adds only files that do not exist yet, never replaces",
 )
-def restore(request: HttpRequest, archive: File[UploadedFile]) -> dict[str, Any]:
+def restore(request: HttpRequest, archive: File[UploadedFile]) -> RestoreOut:
     if archive.size and archive.size > MAX_ARCHIVE_BYTES:
         raise MemoryRefusal("The archive is too large to be a memory export.")
     report = memory_restore(user=signed_in_user(request), archive_bytes=archive.read())
-    return {
-        "added": report.added,
-        "kept": report.kept,
-        "refused": [list(r) for r in report.refused],
-    }
+    return RestoreOut(
+        added=report.added, kept=report.kept, refused=[list(r) for r in report.refused]
+    )
 
 
 class BankIn(Schema):
@@ -410,21 +413,21 @@ class BankStatusOut(Schema):
     memory_off_reason: str = ""
 
 
-def _bank_status(user: User, project_key: str, scope: MemoryScope | None) -> dict[str, Any]:
+def _bank_status(user: User, project_key: str, scope: MemoryScope | None) -> BankStatusOut:
     shown = scope or MemoryScope(kind=MemoryScope.Kind.PROJECT, owner=user, project_key=project_key)
     rows = (
         list(MemoryFile.objects.filter(scope=scope).values_list("size", flat=True)) if scope else []
     )
     agent_view = bank_agent_view(user, scope)
-    return {
-        "project_key": project_key,
-        "folder": scope_folder(shown),
-        "enabled": shown.enabled,
-        "files": len(rows),
-        "bytes": sum(rows),
-        "startup_context": agent_view.startup_context,
-        "memory_off_reason": agent_view.off_reason,
-    }
+    return BankStatusOut(
+        project_key=project_key,
+        folder=scope_folder(shown),
+        enabled=shown.enabled,
+        files=len(rows),
+        bytes=sum(rows),
+        startup_context=agent_view.startup_context,
+        memory_off_reason=agent_view.off_reason,
+    )
 
 
 ProjectKey = Annotated[str, StringConstraints(min_length=1, max_length=128)]
@@ -435,7 +438,7 @@ ProjectKey = Annotated[str, StringConstraints(min_length=1, max_length=128)]
     response={200: BankStatusOut, **ERRORS},
     summary="A project bank: state and startup context",
 )
-def bank_status(request: HttpRequest, project_key: ProjectKey) -> dict[str, Any]:
+def bank_status(request: HttpRequest, project_key: ProjectKey) -> BankStatusOut:
     user = signed_in_user(request)
     return _bank_status(user, project_key, bank_find(user, project_key))
 
@@ -445,7 +448,7 @@ def bank_status(request: HttpRequest, project_key: ProjectKey) -> dict[str, Any]
     response={200: BankStatusOut, **ERRORS},
     summary="Turn a project bank on or off (files are kept)",
 )
-def bank_enabled(request: HttpRequest, payload: BankIn, enabled: bool) -> dict[str, Any]:
+def bank_enabled(request: HttpRequest, payload: BankIn, enabled: bool) -> BankStatusOut:
     user = signed_in_user(request)
     scope = bank_set_enabled(
         user=user,
@@ -469,7 +472,7 @@ def bank_files(request: HttpRequest, project_key: ProjectKey) -> list[MemoryFile
 )
 def bank_file(
     request: HttpRequest, project_key: ProjectKey, path: str = "MEMORY.md"
-) -> dict[str, Any]:
+) -> FileContentOut:
     scope = bank_find(signed_in_user(request), project_key)
     if scope is None:
         raise Http404("This project has no memory bank yet.")
@@ -479,7 +482,7 @@ def bank_file(
 class MemoryToolIn(Schema):
     """One call of Anthropic's memory tool, forwarded as the model sent it."""
 
-    input: dict[str, Any] = Field(
+    input: dict[str, JsonValue] = Field(
         description="The tool_use block's input as the model sent it.",
         examples=[{"command": "create", "path": "/memories/build.md", "file_text": "make test\n"}],
     )
@@ -509,7 +512,7 @@ class MemoryToolOut(Schema):
         "See docs/memory-tool.md for a client loop."
     ),
 )
-def memory_tool(request: HttpRequest, payload: MemoryToolIn) -> dict[str, Any]:
+def memory_tool(request: HttpRequest, payload: MemoryToolIn) -> MemoryToolOut:
     refusal = command_refusal(
         token_scope(request), str(payload.input.get("command")), bank=bool(payload.project_key)
     )
@@ -522,9 +525,9 @@ def memory_tool(request: HttpRequest, payload: MemoryToolIn) -> dict[str, Any]:
         message_ref=payload.message_ref,
     )
     result = memory_tool_execute(turn=turn, command=payload.input)
-    return {
-        "ok": result.ok,
-        "output": result.output,
-        "change_id": result.change_id,
-        "proposal_id": result.proposal_id,
-    }
+    return MemoryToolOut(
+        ok=result.ok,
+        output=result.output,
+        change_id=result.change_id,
+        proposal_id=result.proposal_id,
+    )

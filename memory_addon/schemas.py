@@ -1,12 +1,13 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
 
 from ninja import Schema
-from pydantic import Field
+from pydantic import Field, JsonValue
 
+from memory_addon.core.operations import Operation
 from memory_addon.host.schemas import ErrorOut as ErrorOut
+from memory_addon.turns import RunKind
 
 
 class ScopeOut(Schema):
@@ -79,7 +80,7 @@ class VersionOut(Schema):
 class TurnIn(Schema):
     agent_id: int | None = None
     binding_id: int | None = None
-    run_kind: Literal["interactive", "scheduled", "background"] = "interactive"
+    run_kind: RunKind = "interactive"
     context_window: int = Field(8192, ge=256, le=10_000_000)
     memory_off: bool = False
     conversation_ref: str = Field("", max_length=200)
@@ -140,7 +141,7 @@ class TurnContextOut(Schema):
 class ToolCallIn(Schema):
     turn: TurnIn
     name: str
-    arguments: dict[str, Any] | str = Field(default_factory=dict)
+    arguments: dict[str, JsonValue] | str = Field(default_factory=dict)
 
 
 class ToolCallOut(Schema):
@@ -153,7 +154,7 @@ class ProposalOut(Schema):
     state: str
     scope_id: int
     folder: str
-    operation: dict[str, Any]
+    operation: Operation
     reason: str
     why_waiting: str
     source: str
@@ -169,8 +170,8 @@ class ConfirmIn(Schema):
 class SettingOut(Schema):
     addon: str
     key: str
-    value: Any
+    value: JsonValue
 
 
 class SettingIn(Schema):
-    value: Any
+    value: JsonValue

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+from datetime import datetime
+from typing import NotRequired, TypedDict
 
 from django.db.models import Count, Exists, OuterRef, QuerySet, Sum
 from django.db.models.functions import Coalesce, Lower
@@ -11,7 +12,8 @@ from django.shortcuts import get_object_or_404
 
 from accounts.models import User
 from memory_addon.core.diffs import unified_diff
-from memory_addon.core.readable_diff import readable_diff
+from memory_addon.core.operations import Operation
+from memory_addon.core.readable_diff import NoteRow, readable_diff
 from memory_addon.host.core.ids import row_id
 from memory_addon.host.errors import MemoryRefusal
 from memory_addon.models import ChangeSet, FileChange, MemoryFile, MemoryScope, Proposal
@@ -41,6 +43,71 @@ def bank_for_user(user: User, bank_id: int) -> MemoryScope:
     return get_object_or_404(banks_for_user(user), pk=bank_id)
 
 
+class ChangeSummary(TypedDict):
+    id: int
+    scope_id: int
+    origin: str  # a ChangeSet.Origin value
+    source: str  # a ChangeSet.Source value
+    summary: str
+    created_at: datetime
+    paths: list[str]
+    undone: bool
+    undoes_id: int | None
+
+
+class FileDiff(TypedDict):
+    path: str
+    diff: str
+    before_sha256: str
+    after_sha256: str
+    notes: NotRequired[list[NoteRow]]  # pages show these; the API leaves them out
+
+
+class ChangeDetail(ChangeSummary):
+    changes: list[FileDiff]
+
+
+class VersionRow(TypedDict):
+    id: int
+    change_set_id: int
+    origin: str  # a ChangeSet.Origin value
+    source: str  # a ChangeSet.Source value
+    path: str
+    created_at: datetime
+    deleted: bool
+    diff_to_current: str
+    notes_to_current: list[NoteRow]
+    undoable: NotRequired[bool]  # the history page adds it
+
+
+class ProposalOrigin(TypedDict):
+    """Where a proposal came from, for the Inbox card."""
+
+    source: str  # the source's label
+    agent: str
+    chat_title: str
+    chat_id: str
+    conversation_ref: str
+    binding: str
+    created_at: datetime
+
+
+class ProposalRow(TypedDict):
+    id: int
+    state: str  # a Proposal.State value
+    scope_id: int
+    folder: str
+    operation: Operation
+    reason: str
+    why_waiting: str
+    source: str  # a ChangeSet.Source value
+    created_at: datetime
+    expires_at: datetime
+    diffs: list[FileDiff]
+    origin: ProposalOrigin
+    forget_text: str
+
+
 def change_sets_for_user(user: User) -> QuerySet[ChangeSet]:
     return (
         ChangeSet.objects.filter(user=user)
@@ -49,7 +116,7 @@ def change_sets_for_user(user: User) -> QuerySet[ChangeSet]:
     )
 
 
-def change_summary(change_set: ChangeSet) -> dict[str, Any]:
+def change_summary(change_set: ChangeSet) -> ChangeSummary:
     return {
         "id": change_set.pk,
         "scope_id": change_set.scope_id,
@@ -63,7 +130,7 @@ def change_summary(change_set: ChangeSet) -> dict[str, Any]:
     }
 
 
-def change_detail(change_set: ChangeSet) -> dict[str, Any]:
+def change_detail(change_set: ChangeSet) -> ChangeDetail:
     return {
         **change_summary(change_set),
         "changes": [
@@ -78,7 +145,7 @@ def change_detail(change_set: ChangeSet) -> dict[str, Any]:
     }
 
 
-def versions_for_scope(scope: MemoryScope, *, limit: int = 100) -> list[dict[str, Any]]:
+def versions_for_scope(scope: MemoryScope, *, limit: int = 100) -> list[VersionRow]:
     """Newest first; each version's diff against the file as it is now."""
     versions = list(FileChange.objects.filter(scope=scope).select_related("change_set")[:limit])
     current = dict(MemoryFile.objects.filter(scope=scope).values_list("path", "content"))
@@ -100,7 +167,7 @@ def versions_for_scope(scope: MemoryScope, *, limit: int = 100) -> list[dict[str
     ]
 
 
-def proposals_with_diffs(proposals: list[Proposal]) -> list[dict[str, Any]]:
+def proposals_with_diffs(proposals: list[Proposal]) -> list[ProposalRow]:
     """Each proposal with the diff it would make now; one query for all their files."""
     if not proposals:
         return []
@@ -108,7 +175,7 @@ def proposals_with_diffs(proposals: list[Proposal]) -> list[dict[str, Any]]:
     for row in MemoryFile.objects.filter(scope_id__in={p.scope_id for p in proposals}):
         files_by_scope[row.scope_id][row.path] = row
     conversations = _chat_titles(proposals)
-    result = []
+    result: list[ProposalRow] = []
     for proposal in proposals:
         scope_files = files_by_scope[proposal.scope_id]
         try:
@@ -120,7 +187,7 @@ def proposals_with_diffs(proposals: list[Proposal]) -> list[dict[str, Any]]:
                 scope_files=scope_files,
             )
         except MemoryRefusal as refusal:
-            diffs: list[dict[str, Any]] = [
+            diffs: list[FileDiff] = [
                 {
                     "path": "",
                     "diff": f"Cannot be applied any more: {refusal.message}",
@@ -190,7 +257,7 @@ def _chat_titles(proposals: list[Proposal]) -> dict[str, str]:
     return {str(c.pk): str(c) for c in rows if (c.owner_id, c.pk) in refs}
 
 
-def _origin(proposal: Proposal, conversations: dict[str, str]) -> dict[str, Any]:
+def _origin(proposal: Proposal, conversations: dict[str, str]) -> ProposalOrigin:
     """Where a proposal came from, for the Inbox card: chat, agent, conversation, when."""
     scope = proposal.scope
     chat_title = conversations.get(proposal.conversation_ref, "")

@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from accounts.models import Agent, MessagingBinding, User
+from memory_addon.models import ChangeSet
 
-RUN_KINDS = ("interactive", "scheduled", "background")
+RunKind = Literal["interactive", "scheduled", "background"]
+RUN_KINDS: tuple[RunKind, ...] = ("interactive", "scheduled", "background")
+
+
+def run_kind_of(value: str) -> RunKind:
+    """A stored run kind; an unknown one counts as background (it may not save notes)."""
+    return next((kind for kind in RUN_KINDS if kind == value), "background")
 
 
 @dataclass(frozen=True)
@@ -14,7 +22,7 @@ class Turn:
     user: User
     agent: Agent | None = None
     binding: MessagingBinding | None = None
-    run_kind: str = "interactive"
+    run_kind: RunKind = "interactive"
     conversation_ref: str = ""
     message_ref: str = ""
     # True only when the host itself made conversation_ref/message_ref (its chat and
@@ -25,8 +33,8 @@ class Turn:
     project_key: str = ""
 
     @property
-    def source(self) -> str:
-        return "bridge" if self.binding else "chat"
+    def source(self) -> ChangeSet.Source:
+        return ChangeSet.Source.BRIDGE if self.binding else ChangeSet.Source.CHAT
 
     @property
     def is_background(self) -> bool:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -15,6 +16,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    JsonValue,
     StringConstraints,
     ValidationError,
     field_validator,
@@ -212,10 +214,10 @@ class Manifest(_Strict):
             ]
         return variants
 
-    def resolve_context_file(self, path: str, values: dict[str, Any]) -> str:
+    def resolve_context_file(self, path: str, values: Mapping[str, object]) -> str:
         return _PLACEHOLDER.sub(lambda m: str(values.get(m.group(1), "")), path)
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> dict[str, JsonValue]:
         return self.model_dump(mode="json", by_alias=True, exclude_defaults=False)
 
 
@@ -225,7 +227,7 @@ def _where(loc: tuple[int | str, ...]) -> str:
     return ".".join(parts) or "manifest"
 
 
-def manifest_parse(raw: bytes | str | dict[str, Any]) -> Manifest:
+def manifest_parse(raw: bytes | str | Mapping[str, object]) -> Manifest:
     """A checked Manifest, or ManifestError listing every problem with its field."""
     if isinstance(raw, bytes | str):
         size = len(raw.encode("utf-8") if isinstance(raw, str) else raw)

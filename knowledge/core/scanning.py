@@ -9,7 +9,7 @@ import stat
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import pathspec
 
@@ -69,6 +69,24 @@ class Row:
     status: str
     reason: str = ""
     sha256: str = ""
+
+
+class ReviewRow(TypedDict):
+    """A Row as a scan job keeps it in its review (the person confirms these)."""
+
+    path: str
+    status: str  # new, changed, unchanged, skipped, deleted
+    format: NotRequired[str]
+    size: NotRequired[int]
+    reason: NotRequired[str]
+    sha256: NotRequired[str]
+
+
+class ProblemRow(TypedDict):
+    """A file an index job could not index, and why."""
+
+    path: str
+    reason: str
 
 
 @dataclass

@@ -19,6 +19,7 @@ from learning.core.rule_filter import check
 from learning.models import LearningDay, RuleSuggestion
 from learning.selectors import learning_off_reason, undo_open
 from memory_addon.core import entries
+from memory_addon.core.operations import Operation
 from memory_addon.host.core.secret_guard import find_secret, mask_outbound
 from memory_addon.host.core.untrusted import normalise_untrusted
 from memory_addon.host.errors import ChangeRefused, NotAllowed, ProposalClosed, SecretRefused
@@ -222,7 +223,7 @@ def _save(user: User, suggestion: RuleSuggestion, text: str, origin: str) -> Cha
         scope = ensure_agent_scope(suggestion.agent)
     else:
         scope = ensure_user_scope(user)
-    op = {
+    op: Operation = {
         "action": "add",
         "text": text,
         "entry_id": entries.new_entry_id(),

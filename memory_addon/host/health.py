@@ -4,7 +4,7 @@ connection pool and never waits on a worker."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import NotRequired, TypedDict
 
 import redis
 from django.conf import settings
@@ -15,7 +15,13 @@ from memory_addon.host.tasks import ping
 WORKER_TIMEOUT_SECONDS = 5.0
 
 
-def check_database() -> dict[str, Any]:
+class Check(TypedDict):
+    ok: bool
+    error: NotRequired[str]  # why it is down
+    pgvector: NotRequired[str]  # the extension's version
+
+
+def check_database() -> Check:
     try:
         with connection.cursor() as cursor:
             cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
@@ -39,7 +45,7 @@ def redis_client(url: str) -> redis.Redis:
     return client
 
 
-def check_redis() -> dict[str, Any]:
+def check_redis() -> Check:
     try:
         redis_client(settings.REDIS_URL).ping()
     except redis.RedisError as error:
@@ -47,7 +53,7 @@ def check_redis() -> dict[str, Any]:
     return {"ok": True}
 
 
-def check_worker() -> dict[str, Any]:
+def check_worker() -> Check:
     try:
         answer = ping.apply_async(expires=WORKER_TIMEOUT_SECONDS).get(
             timeout=WORKER_TIMEOUT_SECONDS
@@ -57,8 +63,8 @@ def check_worker() -> dict[str, Any]:
     return {"ok": answer == "pong"}
 
 
-def report(*, ready: bool = False) -> tuple[bool, dict[str, Any]]:
-    checks = {"database": check_database(), "redis": check_redis()}
+def report(*, ready: bool = False) -> tuple[bool, dict[str, str | Check]]:
+    checks: dict[str, Check] = {"database": check_database(), "redis": check_redis()}
     if ready:
         # Without Redis the ping cannot travel; report the worker down without waiting.
         checks["worker"] = (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from django.conf import settings
 from django.db.models import OuterRef, Q, Subquery
@@ -40,6 +40,23 @@ class SentItem:
     text: str
 
 
+class SentItemRow(TypedDict):
+    origin: str
+    scope: str
+    kind: str
+    entry_id: str
+    tokens: int
+
+
+class SentAlong(TypedDict):
+    """What a turn's memory block carried, as the chat stores it and the API shows it."""
+
+    items: list[SentItemRow]
+    omitted: int
+    tokens: int
+    hash: str
+
+
 @dataclass
 class TurnContext:
     block: str
@@ -50,7 +67,7 @@ class TurnContext:
     budget: int = 0
     reason_off: str = ""
 
-    def sent_along(self) -> dict[str, Any]:
+    def sent_along(self) -> SentAlong:
         return {
             "items": [
                 {

@@ -19,7 +19,6 @@ Refusals come back as text with ok=False; nothing is written on a refusal.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from django.db import transaction
 
@@ -31,7 +30,7 @@ from memory_addon.services.context import memory_readable, neutralize
 from memory_addon.services.locks import memory_lock
 from memory_addon.services.proposals import memory_change_request
 from memory_addon.services.scopes import INDEX_PATH
-from memory_addon.services.tools import _bank
+from memory_addon.services.tools import ToolArgs, _bank
 from memory_addon.turns import Turn
 
 ROOT = "/memories"
@@ -46,7 +45,7 @@ class MemoryToolResult:
     proposal_id: int | None = None
 
 
-def _relative(raw: Any) -> str:
+def _relative(raw: object) -> str:
     """`/memories/a/b.md` → `a/b.md`; anything outside /memories is refused."""
     path = str(raw or "").strip()
     if path.rstrip("/") == ROOT:
@@ -56,7 +55,7 @@ def _relative(raw: Any) -> str:
     return clean_path(path[len(ROOT) + 1 :])
 
 
-def _dir_prefix(raw: Any) -> str | None:
+def _dir_prefix(raw: object) -> str | None:
     """The folder a `view` names (\"\" for the root), or None when it names a file."""
     path = str(raw or ROOT).strip().rstrip("/")
     if path == ROOT:
@@ -100,7 +99,7 @@ def _existing(turn: Turn, path: str) -> MemoryFile:
 # --- commands -----------------------------------------------------------------
 
 
-def _view(turn: Turn, args: dict[str, Any]) -> MemoryToolResult:
+def _view(turn: Turn, args: ToolArgs) -> MemoryToolResult:
     scope = _read_scope(turn)
     folder = _dir_prefix(args.get("path"))
     if folder is not None:
@@ -157,7 +156,7 @@ def _write(turn: Turn, path: str, content: str | None, *, what: str) -> MemoryTo
             "Change its entries with propose_change, or write a topic file."
         )
     if content is None:
-        operation: dict[str, Any] = {"action": "delete_topic", "topic": path}
+        operation: dict[str, str] = {"action": "delete_topic", "topic": path}
     else:
         operation = {"action": "write_topic", "topic": path, "topic_content": content}
     outcome = memory_change_request(turn=turn, operation=operation, reason=what)
@@ -191,7 +190,7 @@ def _bank_apply(
     return MemoryToolResult(True, f"{summary} (change {change_set.pk}).", change_id=change_set.pk)
 
 
-def _create(turn: Turn, args: dict[str, Any]) -> MemoryToolResult:
+def _create(turn: Turn, args: ToolArgs) -> MemoryToolResult:
     path = _relative(args.get("path"))
     if not path:
         raise ChangeRefused(f"Name a file, for example {ROOT}/notes.md.")
@@ -201,7 +200,7 @@ def _create(turn: Turn, args: dict[str, Any]) -> MemoryToolResult:
     return _write(turn, path, text, what=f"Wrote {ROOT}/{path}")
 
 
-def _str_replace(turn: Turn, args: dict[str, Any]) -> MemoryToolResult:
+def _str_replace(turn: Turn, args: ToolArgs) -> MemoryToolResult:
     path = _relative(args.get("path"))
     old, new = args.get("old_str"), args.get("new_str", "")
     if not isinstance(old, str) or not old:
@@ -218,7 +217,7 @@ def _str_replace(turn: Turn, args: dict[str, Any]) -> MemoryToolResult:
     return _write(turn, path, row.content.replace(old, new, 1), what=f"Edited {ROOT}/{path}")
 
 
-def _insert(turn: Turn, args: dict[str, Any]) -> MemoryToolResult:
+def _insert(turn: Turn, args: ToolArgs) -> MemoryToolResult:
     path = _relative(args.get("path"))
     text = args.get("insert_text")
     if not isinstance(text, str) or not text:
@@ -226,8 +225,11 @@ def _insert(turn: Turn, args: dict[str, Any]) -> MemoryToolResult:
     row = _existing(turn, path)
     lines = row.content.split("\n")
     count = len(_lines(row.content))
+    raw_line = args.get("insert_line", -1)
     try:
-        at = int(args.get("insert_line", -1))
+        if not isinstance(raw_line, int | float | str):
+            raise TypeError
+        at = int(raw_line)
     except (TypeError, ValueError, OverflowError):
         raise ChangeRefused("insert_line must be a line number (0 inserts at the top).") from None
     if at < 0 or at > count:
@@ -237,7 +239,7 @@ def _insert(turn: Turn, args: dict[str, Any]) -> MemoryToolResult:
     return _write(turn, path, updated, what=f"Inserted text into {ROOT}/{path}")
 
 
-def _delete(turn: Turn, args: dict[str, Any]) -> MemoryToolResult:
+def _delete(turn: Turn, args: ToolArgs) -> MemoryToolResult:
     path = _relative(args.get("path"))
     if not path:
         raise ChangeRefused("Name one file to delete; the whole folder cannot be deleted.")
@@ -245,7 +247,7 @@ def _delete(turn: Turn, args: dict[str, Any]) -> MemoryToolResult:
     return _write(turn, path, None, what=f"Deleted {ROOT}/{path}")
 
 
-def _rename(turn: Turn, args: dict[str, Any]) -> MemoryToolResult:
+def _rename(turn: Turn, args: ToolArgs) -> MemoryToolResult:
     old = _relative(args.get("old_path"))
     new = _relative(args.get("new_path"))
     if not old or not new:
@@ -277,7 +279,7 @@ _HANDLERS = {
 }
 
 
-def memory_tool_execute(*, turn: Turn, command: dict[str, Any]) -> MemoryToolResult:
+def memory_tool_execute(*, turn: Turn, command: ToolArgs) -> MemoryToolResult:
     """Run one memory-tool command; refusals are results with ok=False, never exceptions."""
     name = command.get("command")
     handler = _HANDLERS.get(str(name))

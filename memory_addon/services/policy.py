@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from django.conf import settings
 from django.db import connection
@@ -18,10 +18,13 @@ from memory_addon.addons import MEMORY_ADDON
 from memory_addon.host.compiled import CompiledQuery
 from memory_addon.models import AddonInstallation
 
+# An organization's memory mode (accounts.Organization.MemoryMode values).
+MemoryMode = Literal["on", "read_only", "off"]
+
 
 @dataclass(frozen=True)
 class Policy:
-    memory_mode: str  # on / read_only / off
+    memory_mode: MemoryMode
     learning: bool
     budget_cap: int | None
     reference_files: bool

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Literal
+from typing import Final, Literal
 
 from django.conf import settings
 from django.db import transaction
@@ -14,7 +14,9 @@ from django.utils import timezone
 
 from accounts.models import User
 from bridges.outbox import proposal_created_event, proposal_resolved_event
+from memory_addon.addons import SaveMode
 from memory_addon.core import entries
+from memory_addon.core.operations import ModelAction, Operation
 from memory_addon.host.core.secret_guard import find_secret
 from memory_addon.host.core.untrusted import normalise_untrusted
 from memory_addon.host.errors import (
@@ -47,9 +49,9 @@ from memory_addon.services.user_settings import save_mode_for
 from memory_addon.signals import proposal_added, proposal_removed, proposals_counted, send_on_commit
 from memory_addon.turns import Turn
 
-ACTIONS = ("add", "replace", "remove", "write_topic", "delete_topic")
+ACTIONS: tuple[ModelAction, ...] = ("add", "replace", "remove", "write_topic", "delete_topic")
 # Not a model action: a revert_change that waits for the person becomes this operation.
-REVERT = "revert"
+REVERT: Final = "revert"
 
 
 @dataclass(frozen=True)
@@ -95,11 +97,15 @@ def target_scope(turn: Turn, name: str) -> MemoryScope:
     raise ChangeRefused("scope must be one of: user, agent, conversation.")
 
 
-def _normalize_operation(raw: dict[str, Any]) -> dict[str, Any]:
-    action = raw.get("action")
-    if action not in ACTIONS:
+def _normalize_operation(raw: Mapping[str, object]) -> Operation:
+    action = next((a for a in ACTIONS if a == raw.get("action")), None)
+    if action is None:
         raise ChangeRefused(f"action must be one of: {', '.join(ACTIONS)}.")
-    op: dict[str, Any] = {"action": action, "scope": raw.get("scope") or "user"}
+    op: Operation = {
+        "action": action,
+        "scope": str(raw.get("scope") or "user"),
+        "created": timezone.localdate().isoformat(),
+    }
     if action in ("add", "replace"):
         try:
             # What the person approves must be what is stored: hidden and direction-
@@ -124,13 +130,12 @@ def _normalize_operation(raw: dict[str, Any]) -> dict[str, Any]:
         op["topic_content"] = normalise_untrusted(str(raw.get("topic_content") or ""))
         if not op["topic_content"].strip():
             raise ChangeRefused("topic_content is empty; use delete_topic to remove a topic.")
-    op["created"] = timezone.localdate().isoformat()
     return op
 
 
 def plan_writes(
     scope: MemoryScope,
-    op: dict[str, Any],
+    op: Operation,
     *,
     origin: str,
     source: str,
@@ -179,13 +184,13 @@ def plan_writes(
     return writes, bases
 
 
-def _writes_topic(op: dict[str, Any]) -> bool:
+def _writes_topic(op: Operation) -> bool:
     return bool(op.get("topic")) and (
         op.get("topic_content") is not None or op["action"] == "delete_topic"
     )
 
 
-def _plan_revert(op: dict[str, Any]) -> tuple[list[FileWrite], dict[str, str]]:
+def _plan_revert(op: Operation) -> tuple[list[FileWrite], dict[str, str]]:
     changes = list(FileChange.objects.filter(change_set_id=op["change_id"]))
     if not changes:
         raise ChangeRefused("The change to undo has no file changes left in the history.")
@@ -205,7 +210,7 @@ def entry_fingerprint(content: str, entry_id: str) -> str:
 
 def plan_proposal(
     scope: MemoryScope,
-    op: dict[str, Any],
+    op: Operation,
     base_hashes: dict[str, str],
     *,
     source: str,
@@ -312,7 +317,7 @@ def _refuse_secrets(parts: dict[str, str]) -> None:
             )
 
 
-def _save_mode(turn: Turn) -> str:
+def _save_mode(turn: Turn) -> SaveMode:
     save_mode = save_mode_for(turn.user)
     if save_mode == "never":
         raise NotAllowed(
@@ -322,7 +327,7 @@ def _save_mode(turn: Turn) -> str:
     return save_mode
 
 
-def _why_auto_waits(op: dict[str, Any], scope_files: dict[str, MemoryFile]) -> str:
+def _why_auto_waits(op: Operation, scope_files: dict[str, MemoryFile]) -> str:
     """In auto mode a long change still waits; every part of it is measured."""
     if len(op.get("text", "")) > settings.MEMORY_AUTO_MAX_NOTE_CHARS:
         return "Long notes wait for your confirmation."
@@ -335,7 +340,9 @@ def _why_auto_waits(op: dict[str, Any], scope_files: dict[str, MemoryFile]) -> s
     return ""
 
 
-def memory_change_request(*, turn: Turn, operation: dict[str, Any], reason: str = "") -> Outcome:
+def memory_change_request(
+    *, turn: Turn, operation: Mapping[str, object], reason: str = ""
+) -> Outcome:
     """Refuse, propose or save a change the model asked for."""
     check_may_change(turn)
     save_mode = _save_mode(turn)
@@ -405,7 +412,7 @@ def memory_change_request(*, turn: Turn, operation: dict[str, Any], reason: str 
 def _proposal_create(
     turn: Turn,
     scope: MemoryScope,
-    op: dict[str, Any],
+    op: Operation,
     bases: dict[str, str],
     *,
     reason: str,
@@ -494,7 +501,11 @@ def memory_revert_request(*, turn: Turn, change_id: int) -> Outcome:
             )
         if ChangeSet.objects.filter(undoes=target).exists():
             raise ChangeRefused("This change was already undone.")
-        op = {"action": REVERT, "change_id": target.pk, "created": timezone.localdate().isoformat()}
+        op: Operation = {
+            "action": REVERT,
+            "change_id": target.pk,
+            "created": timezone.localdate().isoformat(),
+        }
         writes, bases = plan_writes(
             target.scope, op, origin=ChangeSet.Origin.ASSISTANT, source=turn.source
         )
@@ -520,7 +531,7 @@ def memory_revert_request(*, turn: Turn, change_id: int) -> Outcome:
     )
 
 
-def _summary(op: dict[str, Any]) -> str:
+def _summary(op: Operation) -> str:
     return {
         "add": "Added a note",
         "replace": "Replaced a note",
@@ -584,7 +595,7 @@ def _confirm_locked(user: User, locked: Proposal, edited_text: str | None) -> Ch
 
 
 def _apply_proposal(user: User, proposal: Proposal, edited_text: str | None) -> ChangeSet:
-    op = dict(proposal.operations)
+    op: Operation = proposal.operations.copy()  # a JSON column: stored by _proposal_create
     if edited_text is not None:
         if op["action"] not in ("add", "replace"):
             raise ChangeRefused("Only a proposal that adds or replaces an entry has text to edit.")

@@ -7,10 +7,11 @@ observations, and refusals say why and what to do instead.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Literal, NamedTuple, TypedDict
 
 from django.db import transaction
+from pydantic import JsonValue
 
 from accounts.models import User
 from memory_addon.host.core.fulltext import snippet
@@ -34,10 +35,33 @@ from memory_addon.services.proposals import (
 from memory_addon.services.scopes import BANK_INDEX_PATH, bank_find, ensure_bank, scope_folder
 from memory_addon.turns import Turn
 
+# A tool call's arguments as the model sent them: any JSON, checked by each tool.
+ToolArgs = Mapping[str, object]
+
+
+class ToolFunction(TypedDict):
+    name: str
+    description: str
+    parameters: dict[str, JsonValue]  # a JSON Schema object
+
+
+class ToolSchema(TypedDict):
+    """One tool in OpenAI function-calling format."""
+
+    type: Literal["function"]
+    function: ToolFunction
+
+
+class ToolResult(NamedTuple):
+    """What a tool call gives back; a refusal is ok=False with the reason, never an error."""
+
+    ok: bool
+    output: str  # text for the model
+
 
 def _fn(
-    name: str, description: str, properties: dict[str, Any], required: list[str]
-) -> dict[str, Any]:
+    name: str, description: str, properties: dict[str, JsonValue], required: list[str]
+) -> ToolSchema:
     return {
         "type": "function",
         "function": {
@@ -46,14 +70,14 @@ def _fn(
             "parameters": {
                 "type": "object",
                 "properties": properties,
-                "required": required,
+                "required": list[JsonValue](required),
                 "additionalProperties": False,
             },
         },
     }
 
 
-_SCOPE = {
+_SCOPE: dict[str, JsonValue] = {
     "type": "string",
     "enum": ["user", "agent", "conversation"],
     "description": "Whose notes: the person's (default), this agent's, or this conversation's.",
@@ -114,7 +138,10 @@ CHAT_TOOLS = [
     ),
 ]
 
-_PATH = {"type": "string", "description": "Relative .md path; default MEMORY.md"}
+_PATH: dict[str, JsonValue] = {
+    "type": "string",
+    "description": "Relative .md path; default MEMORY.md",
+}
 BANK_TOOLS = [
     _fn("read_memory", "Read a file of the project memory bank.", {"path": _PATH}, []),
     _fn(
@@ -139,7 +166,7 @@ BANK_TOOLS = [
 ]
 
 
-def tool_schemas(*, bank: bool = False) -> list[dict[str, Any]]:
+def tool_schemas(*, bank: bool = False) -> list[ToolSchema]:
     return BANK_TOOLS if bank else CHAT_TOOLS
 
 
@@ -165,7 +192,7 @@ def _scope_by_name(turn: Turn, name: str) -> MemoryScope | None:
     return next((scope for origin, scope in readable_scopes(turn) if origin == wanted), None)
 
 
-def _context_read(turn: Turn, args: dict[str, Any]) -> str:
+def _context_read(turn: Turn, args: ToolArgs) -> str:
     reason = memory_readable(turn)
     if reason:
         raise NotAllowed(reason)
@@ -196,7 +223,7 @@ def _search(
     ]
 
 
-def _list_memory(turn: Turn, args: dict[str, Any]) -> str:
+def _list_memory(turn: Turn, args: ToolArgs) -> str:
     reason = memory_readable(turn)
     if reason:
         raise NotAllowed(reason)
@@ -209,15 +236,18 @@ def _list_memory(turn: Turn, args: dict[str, Any]) -> str:
     return "\n".join(_wrap(scope_folder(scope), path, snippet) for scope, path, snippet in hits)
 
 
-def _propose_change(turn: Turn, args: dict[str, Any]) -> str:
+def _propose_change(turn: Turn, args: ToolArgs) -> str:
     outcome = memory_change_request(turn=turn, operation=args, reason=str(args.get("reason") or ""))
     return outcome.message
 
 
-def _revert_change(turn: Turn, args: dict[str, Any]) -> str:
+def _revert_change(turn: Turn, args: ToolArgs) -> str:
+    raw = args.get("change_id") or 0
     try:
-        change_id = int(args.get("change_id") or 0)
-    except (ValueError, TypeError):
+        if not isinstance(raw, int | float | str):
+            raise TypeError
+        change_id = int(raw)
+    except (ValueError, TypeError, OverflowError):
         raise ChangeRefused("change_id must be the number of a memory change.") from None
     return memory_revert_request(turn=turn, change_id=change_id).message
 
@@ -253,7 +283,7 @@ def _bank_row(scope: MemoryScope | None, path: str) -> MemoryFile | None:
     return MemoryFile.objects.filter(scope=scope, path=path).first() if scope else None
 
 
-def _bank_read(turn: Turn, args: dict[str, Any]) -> str:
+def _bank_read(turn: Turn, args: ToolArgs) -> str:
     scope = _bank(turn)
     path = clean_path(str(args.get("path") or BANK_INDEX_PATH))
     row = _bank_row(scope, path)
@@ -262,7 +292,7 @@ def _bank_read(turn: Turn, args: dict[str, Any]) -> str:
     return _wrap("project", path, row.content)
 
 
-def _bank_list(turn: Turn, args: dict[str, Any]) -> str:
+def _bank_list(turn: Turn, args: ToolArgs) -> str:
     scope = _bank(turn)
     if scope is None:
         return "The bank is empty."
@@ -299,7 +329,7 @@ def _bank_apply(
         )
 
 
-def _bank_write(turn: Turn, args: dict[str, Any]) -> str:
+def _bank_write(turn: Turn, args: ToolArgs) -> str:
     scope = _written_bank(turn)
     path = clean_path(str(args.get("path") or BANK_INDEX_PATH))
     row = _bank_row(scope, path)
@@ -307,7 +337,7 @@ def _bank_write(turn: Turn, args: dict[str, Any]) -> str:
     return f"Wrote {path}."
 
 
-def _bank_edit(turn: Turn, args: dict[str, Any]) -> str:
+def _bank_edit(turn: Turn, args: ToolArgs) -> str:
     scope = _written_bank(turn)
     path = clean_path(str(args.get("path") or BANK_INDEX_PATH))
     old, new = str(args.get("old_string") or ""), str(args.get("new_string") or "")
@@ -326,7 +356,7 @@ def _bank_edit(turn: Turn, args: dict[str, Any]) -> str:
     return f"Edited {path}."
 
 
-def _bank_delete(turn: Turn, args: dict[str, Any]) -> str:
+def _bank_delete(turn: Turn, args: ToolArgs) -> str:
     scope = _written_bank(turn)
     path = clean_path(str(args.get("path") or ""))
     row = _bank_row(scope, path)
@@ -336,13 +366,13 @@ def _bank_delete(turn: Turn, args: dict[str, Any]) -> str:
     return f"Deleted {path}."
 
 
-_CHAT: dict[str, Callable[[Turn, dict[str, Any]], str]] = {
+_CHAT: dict[str, Callable[[Turn, ToolArgs], str]] = {
     "context_read": _context_read,
     "propose_change": _propose_change,
     "revert_change": _revert_change,
     "list_memory": _list_memory,
 }
-_BANK: dict[str, Callable[[Turn, dict[str, Any]], str]] = {
+_BANK: dict[str, Callable[[Turn, ToolArgs], str]] = {
     "read_memory": _bank_read,
     "list_memory": _bank_list,
     "write_memory": _bank_write,
@@ -351,23 +381,21 @@ _BANK: dict[str, Callable[[Turn, dict[str, Any]], str]] = {
 }
 
 
-def tool_call_execute(
-    *, turn: Turn, name: str, arguments: str | dict[str, Any]
-) -> tuple[bool, str]:
+def tool_call_execute(*, turn: Turn, name: str, arguments: str | ToolArgs) -> ToolResult:
     """Run one tool call; returns (ok, text for the model). Refusals are text, not exceptions."""
     table = _BANK if turn.project_key else _CHAT
     handler = table.get(name)
     if handler is None:
-        return False, f"Unknown tool {name!r}. Available: {', '.join(sorted(table))}."
+        return ToolResult(False, f"Unknown tool {name!r}. Available: {', '.join(sorted(table))}.")
     if isinstance(arguments, str):
         try:
             arguments = json.loads(arguments or "{}")
         except json.JSONDecodeError:
-            return False, "The arguments are not valid JSON; send a JSON object."
+            return ToolResult(False, "The arguments are not valid JSON; send a JSON object.")
     if not isinstance(arguments, dict):
-        return False, "The arguments must be a JSON object."
+        return ToolResult(False, "The arguments must be a JSON object.")
     try:
         # Everything a tool returns goes to a model: mask what looks like a secret.
-        return True, mask_outbound(handler(turn, arguments))
+        return ToolResult(True, mask_outbound(handler(turn, arguments)))
     except MemoryRefusal as refusal:
-        return False, f"Refused: {refusal.message}"
+        return ToolResult(False, f"Refused: {refusal.message}")

@@ -6,11 +6,12 @@ import logging
 from typing import Any
 
 from django.db import transaction
+from pydantic import JsonValue
 
 from accounts.models import User
 from addons.core.manifest import SettingDecl
 from addons.selectors import installed_addon, switched_off_by, user_enabled
-from memory_addon.addons import MEMORY_ADDON, SAVE_MODE
+from memory_addon.addons import MEMORY_ADDON, SAVE_MODE, SaveMode
 from memory_addon.host.errors import ChangeRefused, MemoryRefusal
 from memory_addon.models import AddonSetting
 
@@ -35,13 +36,13 @@ def declared_setting(addon: str, key: str) -> SettingDecl:
     return setting
 
 
-def addon_settings_values(*, user: User, addon: str) -> dict[str, Any]:
+def addon_settings_values(*, user: User, addon: str) -> dict[str, JsonValue]:
     """Every declared setting of an add-on with the person's value or its default."""
     state = installed_addon(addon)
     if state is None:
         raise UnknownSetting(f"There is no installed add-on {addon!r}.")
     stored = dict(AddonSetting.objects.filter(user=user, addon=addon).values_list("key", "value"))
-    values: dict[str, Any] = {}
+    values: dict[str, JsonValue] = {}
     for declared in state.manifest.settings:
         value = stored.get(declared.key, declared.default)
         try:
@@ -70,11 +71,12 @@ def addon_setting_put(*, user: User, addon: str, key: str, value: Any) -> Any:
     return clean
 
 
-def save_mode_for(user: User) -> str:
+def save_mode_for(user: User) -> SaveMode:
     """The person's save mode; anything unreadable means 'ask'."""
     try:
         value = addon_setting_get(user=user, addon=MEMORY_ADDON, key=SAVE_MODE)
-        return str(declared_setting(MEMORY_ADDON, SAVE_MODE).check(value))
+        mode = declared_setting(MEMORY_ADDON, SAVE_MODE).check(value)
+        return "auto" if mode == "auto" else "never" if mode == "never" else "ask"
     except Exception:  # a broken row or a database hiccup must never widen saving
         logger.warning("save-mode of user %s unreadable; asking", user.pk, exc_info=True)
         return "ask"

@@ -1,0 +1,29 @@
+"""The shape of a memory change the model asks for, as a proposal stores it (M8, M9).
+
+Pure: no Django. `memory_change_request` normalises what the model sent into an
+`Operation`; the planner, the proposal row and the API all read this one shape.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, NotRequired, TypedDict
+
+# What a model may ask for; "revert" is made by the host when a revert_change waits.
+ModelAction = Literal["add", "replace", "remove", "write_topic", "delete_topic"]
+Action = ModelAction | Literal["revert"]
+# Whose notes an operation changes; the model names one of these (default "user").
+ScopeName = Literal["user", "agent", "conversation"]
+
+
+class Operation(TypedDict):
+    """One normalised change; only the keys its action needs are present."""
+
+    action: Action
+    created: str  # ISO date the entry carries
+    scope: NotRequired[str]
+    text: NotRequired[str]  # add, replace: the entry text (at most 300 characters)
+    entry_id: NotRequired[str]  # replace, remove: the entry to change; add: the new id
+    entry_sha256: NotRequired[str]  # replace, remove: the entry's hash when proposed
+    topic: NotRequired[str]  # a topic file's path
+    topic_content: NotRequired[str]  # write_topic, add with a topic: the file's content
+    change_id: NotRequired[int]  # revert: the change set to undo
