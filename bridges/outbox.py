@@ -101,9 +101,7 @@ def outbox_emit(*, user_id: int, event_type: str, data: dict[str, Any]) -> int:
 def _deliver_on_commit(endpoint_id: int, countdown: float = 0) -> None:
     from bridges.tasks import endpoint_deliver_task
 
-    transaction.on_commit(
-        lambda: endpoint_deliver_task.apply_async(args=(endpoint_id,), countdown=countdown)
-    )
+    endpoint_deliver_task.apply_async_on_commit(args=(endpoint_id,), countdown=countdown)
 
 
 # --- Delivery --------------------------------------------------------------------

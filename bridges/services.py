@@ -170,7 +170,7 @@ def inbound_accept(*, binding: MessagingBinding, incoming: Incoming) -> tuple[In
 def _process_on_commit(inbound_id: int) -> None:
     from bridges.tasks import inbound_process_task
 
-    transaction.on_commit(lambda: inbound_process_task.delay(inbound_id))
+    inbound_process_task.delay_on_commit(inbound_id)
 
 
 def bridge_conversation(binding: MessagingBinding) -> Conversation:
@@ -290,9 +290,7 @@ def _inbound_finish(inbound: InboundMessage) -> None:
 def _callback_on_commit(inbound_id: int, countdown: float = 0) -> None:
     from bridges.tasks import callback_send_task
 
-    transaction.on_commit(
-        lambda: callback_send_task.apply_async(args=(inbound_id,), countdown=countdown)
-    )
+    callback_send_task.apply_async_on_commit(args=(inbound_id,), countdown=countdown)
 
 
 def callback_body(inbound: InboundMessage) -> bytes:

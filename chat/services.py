@@ -126,10 +126,7 @@ def conversation_delete(*, conversation: Conversation) -> None:
 def _enqueue_on_commit(message: Message) -> None:
     from chat.tasks import turn_run_task
 
-    message_id = message.pk
-    transaction.on_commit(
-        lambda: turn_run_task.apply_async(args=(message_id,), queue=settings.CHAT_QUEUE)
-    )
+    turn_run_task.apply_async_on_commit(args=(message.pk,), queue=settings.CHAT_QUEUE)
 
 
 def _check_idle(conversation: Conversation) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import threading
@@ -65,7 +66,7 @@ def push_fragment(user_id: int, html: str) -> None:
 
 def push_fragment_on_commit(user_id: int, html: str) -> None:
     """Push only once the surrounding transaction has committed, never for a rollback."""
-    transaction.on_commit(lambda: push_fragment(user_id, html))
+    transaction.on_commit(functools.partial(push_fragment, user_id, html))
 
 
 def memory_changed_on_commit(user_id: int, change_set_id: int, origin: str) -> None:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import logging
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
+from celery.contrib.django.task import DjangoTask
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q
@@ -15,8 +16,17 @@ from django.utils.translation import gettext as _
 from knowledge import events
 from knowledge.errors import JobBusy, KnowledgeRefusal
 from knowledge.models import Job, Source, StagedChunk, Store
+from memory_addon.celery import app as celery_app
 
 logger = logging.getLogger(__name__)
+
+# The Celery task that runs each kind of job, by its registered name. knowledge/tasks.py
+# imports these services (and these names), so the services look the task up in the
+# app's registry instead of importing it: no import cycle. knowledge/apps.py imports the
+# tasks module, so every process that starts a job has them registered.
+SCAN_TASK = "knowledge.scan_source"
+INDEX_TASK = "knowledge.index_source"
+TASK_OF_KIND: dict[str, str] = {Job.Kind.SCAN: SCAN_TASK, Job.Kind.INDEX: INDEX_TASK}
 
 
 def _start_job(
@@ -48,10 +58,8 @@ def _start_job(
 
 
 def _run_on_commit(job: Job) -> None:
-    from knowledge import tasks
-
-    task = tasks.scan_source if job.kind == Job.Kind.SCAN else tasks.index_source
-    transaction.on_commit(lambda: task.delay(job.pk))
+    task = cast("DjangoTask[[int], None]", celery_app.tasks[TASK_OF_KIND[job.kind]])
+    task.delay_on_commit(job.pk)
     events.job_changed_on_commit(job)
 
 

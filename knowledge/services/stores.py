@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils.translation import gettext as _
@@ -228,4 +230,4 @@ def store_rebuild(*, store: Store) -> Store:
 
 def _points_delete_on_commit(store: Store, chunk_ids: list[int]) -> None:
     if chunk_ids:
-        transaction.on_commit(lambda: qdrant.points_delete(store, chunk_ids))
+        transaction.on_commit(functools.partial(qdrant.points_delete, store, chunk_ids))

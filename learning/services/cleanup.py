@@ -60,8 +60,7 @@ def cleanup_start(*, user: User, scope: MemoryScope, kind: str) -> CleanupJob:
         )
         from learning.tasks import cleanup_run_task
 
-        job_id = job.pk
-        transaction.on_commit(lambda: cleanup_run_task.delay(job_id))
+        cleanup_run_task.delay_on_commit(job.pk)
     return job
 
 

@@ -82,8 +82,7 @@ def rule_check_after_answer(*, answer_id: int) -> RuleSuggestion | None:
             )
             from learning.tasks import rule_detect_task
 
-            suggestion_id = suggestion.pk
-            transaction.on_commit(lambda: rule_detect_task.delay(suggestion_id))
+            rule_detect_task.delay_on_commit(suggestion.pk)
     except IntegrityError:
         return None  # a concurrent check of the same message or answer won
     return suggestion
