@@ -37,44 +37,19 @@ def store_create(
     qdrant_api_key: str = "",
 ) -> Store:
     name = name.strip()
-    if not name or not name.isprintable():  # no line breaks, bidi or invisible controls
-        raise KnowledgeRefusal(_("Give the collection a name on one plain line."))
-    if backend not in Store.Backend.values:
-        raise KnowledgeRefusal(_("Choose where the vectors live: postgres or qdrant."))
     in_qdrant = backend == Store.Backend.QDRANT
-    if in_qdrant:
-        if provider == Store.Provider.NONE:
-            raise KnowledgeRefusal(_("A keyword-only collection has no vectors to keep in Qdrant."))
-        qdrant_url = qdrant.check_url(qdrant_url)
-    if language not in Store.Language.values:
-        raise KnowledgeRefusal(
-            "Choose the keyword search language: " + ", ".join(Store.Language.values) + "."
-        )
-    if not name:
-        raise KnowledgeRefusal(_("Give the collection a name."))
-    if Store.objects.filter(owner=owner, name=name).exists():
-        raise KnowledgeRefusal(
-            _("You already have a collection named %(name)s.") % {"name": repr(name)}
-        )
-    if ai_profile is not None and ai_profile.owner_id != owner.pk:
-        raise KnowledgeRefusal(_("That AI profile is not yours."))
-    dimension = None
-    if provider == Store.Provider.FASTEMBED:
-        # The name and dimension only: the model itself is loaded by the indexing worker.
-        model_name = model_name or settings.EMBEDDING_MODEL
-        try:
-            dimension = fastembed_dimension(model_name)
-        except EmbeddingUnavailable as error:
-            raise KnowledgeRefusal(str(error)) from error
-    elif provider != Store.Provider.NONE:
-        release_db_connection()  # the probe below may wait on an outside server
-        try:
-            embedder = embedder_build(
-                provider=provider, model_name=model_name, ai_profile=ai_profile
-            )
-        except EmbeddingUnavailable as error:
-            raise KnowledgeRefusal(str(error)) from error
-        model_name, dimension = embedder.model_name, embedder.dimension
+    qdrant_url = _check_new_store(
+        owner=owner,
+        name=name,
+        provider=provider,
+        ai_profile=ai_profile,
+        language=language,
+        backend=backend,
+        qdrant_url=qdrant_url,
+    )
+    model_name, dimension = _model_and_dimension(
+        provider=provider, model_name=model_name, ai_profile=ai_profile
+    )
     pending = Store(
         owner=owner,
         backend=backend,
@@ -102,6 +77,61 @@ def store_create(
             qdrant.collection_delete(pending)
         raise
     return store
+
+
+def _check_new_store(
+    *,
+    owner: User,
+    name: str,
+    provider: str,
+    ai_profile: AIProfile | None,
+    language: str,
+    backend: str,
+    qdrant_url: str,
+) -> str:
+    """Refuse a collection that could not work; the checked Qdrant address."""
+    if not name or not name.isprintable():  # no line breaks, bidi or invisible controls
+        raise KnowledgeRefusal(_("Give the collection a name on one plain line."))
+    if backend not in Store.Backend.values:
+        raise KnowledgeRefusal(_("Choose where the vectors live: postgres or qdrant."))
+    if backend == Store.Backend.QDRANT:
+        if provider == Store.Provider.NONE:
+            raise KnowledgeRefusal(_("A keyword-only collection has no vectors to keep in Qdrant."))
+        qdrant_url = qdrant.check_url(qdrant_url)
+    if language not in Store.Language.values:
+        raise KnowledgeRefusal(
+            "Choose the keyword search language: " + ", ".join(Store.Language.values) + "."
+        )
+    if not name:
+        raise KnowledgeRefusal(_("Give the collection a name."))
+    if Store.objects.filter(owner=owner, name=name).exists():
+        raise KnowledgeRefusal(
+            _("You already have a collection named %(name)s.") % {"name": repr(name)}
+        )
+    if ai_profile is not None and ai_profile.owner_id != owner.pk:
+        raise KnowledgeRefusal(_("That AI profile is not yours."))
+    return qdrant_url
+
+
+def _model_and_dimension(
+    *, provider: str, model_name: str, ai_profile: AIProfile | None
+) -> tuple[str, int | None]:
+    """The model a new collection embeds with and its dimension (none for keyword-only)."""
+    if provider == Store.Provider.FASTEMBED:
+        # The name and dimension only: the model itself is loaded by the indexing worker.
+        model_name = model_name or settings.EMBEDDING_MODEL
+        try:
+            return model_name, fastembed_dimension(model_name)
+        except EmbeddingUnavailable as error:
+            raise KnowledgeRefusal(str(error)) from error
+    if provider == Store.Provider.NONE:
+        return model_name, None
+    release_db_connection()  # the probe below may wait on an outside server
+    try:
+        embedder = embedder_build(provider=provider, model_name=model_name, ai_profile=ai_profile)
+    except EmbeddingUnavailable as error:
+        raise KnowledgeRefusal(str(error)) from error
+    return embedder.model_name, embedder.dimension
 
 
 def _store_insert(
