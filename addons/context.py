@@ -16,12 +16,13 @@ from typing import TypedDict
 
 from django.conf import settings
 from django.db.models import Q
+from pydantic import JsonValue
 
 from accounts.models import User
 from addons.models import AddonFile
 from addons.selectors import AddonState, TurnAddons, turn_addons
 from memory_addon.addons import MEMORY_ADDON
-from memory_addon.core.budget import Candidate, pack
+from memory_addon.core.budget import Candidate, Packed, pack
 from memory_addon.host.core.secret_guard import mask_outbound
 from memory_addon.host.core.tokens import estimate_tokens
 from memory_addon.host.core.untrusted import normalise_untrusted
@@ -149,7 +150,16 @@ def addon_context_build(
     context = AddonContext(budget=budget)
     if not active:
         return context
-    rules, stored = person.rules, person.settings
+    candidates = _skill_candidates(active, person.rules, tools)
+    candidates += _file_candidates(active, person.settings)
+    _fill(context, pack(candidates, max_tokens=budget))
+    return context
+
+
+def _skill_candidates(
+    active: list[AddonState], rules: dict[tuple[str, str], str], tools: set[str]
+) -> list[Candidate[SentSkill | SentFile]]:
+    """The skills of the active add-ons whose tools this turn offers, with their rules."""
     candidates: list[Candidate[SentSkill | SentFile]] = []
     for state in active:
         for skill in state.manifest.skills:
@@ -167,6 +177,13 @@ def addon_context_build(
                 text,
             )
             candidates.append(Candidate(item, tokens, len(text.encode("utf-8"))))
+    return candidates
+
+
+def _wanted_files(
+    active: list[AddonState], stored: dict[tuple[str, str], JsonValue]
+) -> list[tuple[AddonState, str]]:
+    """The context files the active add-ons declare, named with the person's settings."""
     wanted: list[tuple[AddonState, str]] = []
     for state in active:
         if state.builtin:
@@ -182,27 +199,41 @@ def addon_context_build(
             (state, state.manifest.resolve_context_file(path, values))
             for path in state.manifest.capabilities.context_files
         ]
-    if wanted:
-        query = Q()
-        for state, path in wanted:
-            query |= Q(addon__addon_id=state.id, path=path)
-        contents = {
-            (addon_id, path): bytes(content)
-            for addon_id, path, content in AddonFile.objects.filter(query).values_list(
-                "addon__addon_id", "path", "content"
-            )
-        }
-        for state, path in wanted:
-            raw = contents.get((state.id, path))
-            if raw is None:
-                continue
-            body = _neutralize(raw.decode("utf-8", errors="replace")).strip()
-            text = f'<addon_file addon="{state.id}" path="{path}">\n{body}\n</addon_file>'
-            tokens = estimate_tokens(text)
-            candidates.append(
-                Candidate(SentFile(state.id, path, tokens, text), tokens, len(text.encode()))
-            )
-    packed = pack(candidates, max_tokens=budget)
+    return wanted
+
+
+def _file_candidates(
+    active: list[AddonState], stored: dict[tuple[str, str], JsonValue]
+) -> list[Candidate[SentSkill | SentFile]]:
+    """The declared context files that exist, read in one query, fenced as untrusted."""
+    wanted = _wanted_files(active, stored)
+    if not wanted:
+        return []
+    query = Q()
+    for state, path in wanted:
+        query |= Q(addon__addon_id=state.id, path=path)
+    contents = {
+        (addon_id, path): bytes(content)
+        for addon_id, path, content in AddonFile.objects.filter(query).values_list(
+            "addon__addon_id", "path", "content"
+        )
+    }
+    candidates: list[Candidate[SentSkill | SentFile]] = []
+    for state, path in wanted:
+        raw = contents.get((state.id, path))
+        if raw is None:
+            continue
+        body = _neutralize(raw.decode("utf-8", errors="replace")).strip()
+        text = f'<addon_file addon="{state.id}" path="{path}">\n{body}\n</addon_file>'
+        tokens = estimate_tokens(text)
+        candidates.append(
+            Candidate(SentFile(state.id, path, tokens, text), tokens, len(text.encode()))
+        )
+    return candidates
+
+
+def _fill(context: AddonContext, packed: Packed[SentSkill | SentFile]) -> None:
+    """What fit the budget goes into the turn; what did not is named in Sent along."""
     for candidate in packed.sent:
         if isinstance(candidate.value, SentSkill):
             context.skills.append(candidate.value)
@@ -220,4 +251,3 @@ def addon_context_build(
             "\n".join(["<addon_context>", CONTEXT_HEADER, *(f.text for f in context.files)])
             + "\n</addon_context>"
         )
-    return context

@@ -52,6 +52,7 @@ from knowledge import services
 from knowledge.embeddings import FastembedEmbedder
 from knowledge.models import Document, Source, Store
 from knowledge.retrieval import vector_scored
+from knowledge.services import stores
 
 SOURCES = 10
 K = 10
@@ -133,7 +134,7 @@ def _fill(store: Store, vectors: np.ndarray) -> tuple[list[int], np.ndarray, flo
                 vector = "[" + ",".join(f"{x:.6f}" for x in vectors[i]) + "]"
                 copy.write_row((document.pk, store.pk, source.pk, int(i), f"chunk {i}", 1, vector))
     start = time.perf_counter()
-    services._create_vector_index(store)
+    stores._create_vector_index(store)
     build = time.perf_counter() - start
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE knowledge_chunk")

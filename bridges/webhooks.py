@@ -108,6 +108,34 @@ def _slack(data: dict[str, Any]) -> Incoming | None:
     return Incoming(event_id, event["text"], user if isinstance(user, str) else "")
 
 
+def _verify(binding: MessagingBinding, request: HttpRequest, body: bytes) -> str:
+    """Check the request's signature the binding's way; the standard bridge's message id."""
+    candidates = binding.valid_secrets(timezone.now())
+    tolerance = settings.BRIDGE_TIMESTAMP_TOLERANCE_SECONDS
+    if binding.bridge == MessagingBinding.Kind.TELEGRAM:
+        verify_telegram(candidates, request.headers.get("X-Telegram-Bot-Api-Secret-Token"))
+        return ""
+    if binding.bridge == MessagingBinding.Kind.SLACK:
+        verify_slack(
+            candidates,
+            body,
+            timestamp=request.headers.get("X-Slack-Request-Timestamp"),
+            signature=request.headers.get("X-Slack-Signature"),
+            tolerance=tolerance,
+        )
+        return ""
+    return verify_standard(candidates, body, dict(request.headers.items()), tolerance=tolerance)
+
+
+def _incoming(binding: MessagingBinding, data: dict[str, Any], webhook_id: str) -> Incoming | None:
+    """The message in a verified body, or None for an event that starts no turn."""
+    if binding.bridge == MessagingBinding.Kind.TELEGRAM:
+        return _telegram(data)
+    if binding.bridge == MessagingBinding.Kind.SLACK:
+        return _slack(data)
+    return _standard(data, webhook_id)
+
+
 @csrf_exempt
 @require_POST
 def webhook(request: HttpRequest, public_id: uuid.UUID) -> JsonResponse:
@@ -121,25 +149,8 @@ def webhook(request: HttpRequest, public_id: uuid.UUID) -> JsonResponse:
     body = _read_body(request)
     if body is None:
         return _error(413, f"The body is larger than {settings.BRIDGE_MAX_BODY_BYTES} bytes.")
-    candidates = binding.valid_secrets(timezone.now())
-    tolerance = settings.BRIDGE_TIMESTAMP_TOLERANCE_SECONDS
     try:
-        if binding.bridge == MessagingBinding.Kind.TELEGRAM:
-            verify_telegram(candidates, request.headers.get("X-Telegram-Bot-Api-Secret-Token"))
-            webhook_id = ""
-        elif binding.bridge == MessagingBinding.Kind.SLACK:
-            verify_slack(
-                candidates,
-                body,
-                timestamp=request.headers.get("X-Slack-Request-Timestamp"),
-                signature=request.headers.get("X-Slack-Signature"),
-                tolerance=tolerance,
-            )
-            webhook_id = ""
-        else:
-            webhook_id = verify_standard(
-                candidates, body, dict(request.headers.items()), tolerance=tolerance
-            )
+        webhook_id = _verify(binding, request, body)
     except SignatureInvalid as invalid:
         return _error(401, str(invalid))
     if not binding.enabled:
@@ -160,12 +171,7 @@ def webhook(request: HttpRequest, public_id: uuid.UUID) -> JsonResponse:
             if not isinstance(challenge, str):
                 raise BridgeRefused("The URL verification has no challenge.")
             return JsonResponse({"challenge": challenge})
-        if binding.bridge == MessagingBinding.Kind.TELEGRAM:
-            incoming = _telegram(data)
-        elif binding.bridge == MessagingBinding.Kind.SLACK:
-            incoming = _slack(data)
-        else:
-            incoming = _standard(data, webhook_id)
+        incoming = _incoming(binding, data, webhook_id)
         if incoming is None:
             return JsonResponse({"accepted": False, "ignored": True}, status=200)
         row, new = inbound_accept(binding=binding, incoming=incoming)

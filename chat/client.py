@@ -19,6 +19,7 @@ from functools import partial
 from typing import Any, Literal
 
 import openai
+from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCall
 
 from memory_addon.host import metrics
 
@@ -297,21 +298,7 @@ def _stream_once(
     should_stop: Callable[[], bool],
     received: list[bool],
 ) -> RoundResult:
-    client = _client(endpoint)
-    # Messages and tool schemas are built as wire-format JSON already: sent as the body
-    # as they are, they skip the client's field-by-field type transform (6-10 ms a round).
-    body: dict[str, Any] = {"messages": messages}
-    if tools:
-        body["tools"] = tools
-        body["tool_choice"] = "auto"
-    create: Callable[..., openai.Stream[Any]] = client.chat.completions.create
-    stream = create(
-        model=endpoint.model,
-        messages=[],
-        stream=True,
-        stream_options={"include_usage": True},
-        extra_body=body,
-    )
+    stream = _open_stream(endpoint, messages, tools)
     result = RoundResult()
     parts: list[str] = []
     calls: dict[int, ToolCall] = {}
@@ -332,28 +319,60 @@ def _stream_once(
                 if delta is not None and delta.content:
                     parts.append(delta.content)
                     on_delta(delta.content)
-                for piece in (delta.tool_calls or []) if delta is not None else []:
-                    index = piece.index if piece.index is not None else len(calls)
-                    call = calls.setdefault(index, ToolCall(id="", name=""))
-                    if piece.id:
-                        call.id = piece.id
-                    if piece.function is not None:
-                        if piece.function.name:
-                            call.name += piece.function.name
-                        if piece.function.arguments:
-                            call.arguments += piece.function.arguments
+                if delta is not None:
+                    _add_tool_pieces(calls, delta.tool_calls or [])
                 if choice.finish_reason:
                     result.finish_reason = choice.finish_reason
     finally:
         stream.close()
     result.content = "".join(parts)
-    result.tool_calls = [calls[i] for i in sorted(calls)]
-    for number, call in enumerate(result.tool_calls):
-        call.id = call.id or f"call_{number}"
-        if not call.name:
-            raise ModelError("malformed", "The AI server sent a tool call without a name.")
+    result.tool_calls = _named_tool_calls(calls)
     if not result.stopped and not result.finish_reason:
         if not received[0]:
             raise ModelError("malformed", "The AI server sent an empty stream.")
         raise ModelError("cut", "The answer stream ended before the model finished.")
     return result
+
+
+def _open_stream(
+    endpoint: Endpoint, messages: list[dict[str, Any]], tools: Sequence[Mapping[str, object]] | None
+) -> openai.Stream[Any]:
+    client = _client(endpoint)
+    # Messages and tool schemas are built as wire-format JSON already: sent as the body
+    # as they are, they skip the client's field-by-field type transform (6-10 ms a round).
+    body: dict[str, Any] = {"messages": messages}
+    if tools:
+        body["tools"] = tools
+        body["tool_choice"] = "auto"
+    create: Callable[..., openai.Stream[Any]] = client.chat.completions.create
+    return create(
+        model=endpoint.model,
+        messages=[],
+        stream=True,
+        stream_options={"include_usage": True},
+        extra_body=body,
+    )
+
+
+def _add_tool_pieces(calls: dict[int, ToolCall], pieces: list[ChoiceDeltaToolCall]) -> None:
+    """A streamed tool call arrives in pieces: its id, then its name and arguments in parts."""
+    for piece in pieces:
+        index = piece.index if piece.index is not None else len(calls)
+        call = calls.setdefault(index, ToolCall(id="", name=""))
+        if piece.id:
+            call.id = piece.id
+        if piece.function is not None:
+            if piece.function.name:
+                call.name += piece.function.name
+            if piece.function.arguments:
+                call.arguments += piece.function.arguments
+
+
+def _named_tool_calls(calls: dict[int, ToolCall]) -> list[ToolCall]:
+    """The round's tool calls in order, each with an id; a call without a name is refused."""
+    ordered = [calls[i] for i in sorted(calls)]
+    for number, call in enumerate(ordered):
+        call.id = call.id or f"call_{number}"
+        if not call.name:
+            raise ModelError("malformed", "The AI server sent a tool call without a name.")
+    return ordered

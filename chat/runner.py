@@ -553,23 +553,7 @@ def _answer(message: Message, streamer: _Streamer, usage: dict[str, int]) -> _En
     calls_log: list[dict[str, Any]] = []
     for round_number in range(1, settings.CHAT_MAX_TOOL_ROUNDS + 1):
         last_round = round_number == settings.CHAT_MAX_TOOL_ROUNDS
-        streamer.new_paragraph()
-        release_db_connection()
-        try:
-            # Checked (and resolved) before every call: a name may point elsewhere later.
-            check_outbound_url(prepared.endpoint.base_url)
-        except OutboundRefused as refusal:
-            raise client.ModelError("refused", str(refusal)) from refusal
-        result = client.stream_round(
-            prepared.endpoint,
-            messages=conversation_messages,
-            # The last round gets no tools, so the model has to answer in words.
-            tools=None if last_round else prepared.tools,
-            on_delta=streamer.add,
-            should_stop=streamer.should_stop,
-        )
-        for key, value in result.usage.items():
-            usage[key] = usage.get(key, 0) + value
+        result = _model_round(prepared, conversation_messages, streamer, usage, last=last_round)
         if streamer.capped:
             return _End(
                 Message.State.COMPLETE,
@@ -577,54 +561,108 @@ def _answer(message: Message, streamer: _Streamer, usage: dict[str, int]) -> _En
             )
         if result.stopped:
             return _End(Message.State.STOPPED)
-        for call in result.tool_calls:
-            call.name, call.arguments = storable(call.name), _storable_arguments(call.arguments)
         if result.tool_calls and last_round:
-            # No tools were offered, yet the model asked for some: kept as a trace, not run.
-            reason = f"Not run: no tools are offered in the last of {round_number} rounds."
-            calls_log += [_logged(round_number, call, False, reason) for call in result.tool_calls]
-            Message.objects.filter(pk=message.pk).update(tool_calls=calls_log)
-            message.tool_calls = calls_log
-            if not streamer.text.strip():
-                return _End(
-                    Message.State.COMPLETE,
-                    "The model kept calling tools and gave no answer within "
-                    f"{round_number} rounds.",
-                )
+            end = _calls_not_run(message, streamer, round_number, result.tool_calls, calls_log)
+            if end is not None:
+                return end
         if not result.tool_calls or last_round:
             break
-        conversation_messages.append(
-            {
-                "role": "assistant",
-                "content": result.content or None,
-                "tool_calls": [
-                    {
-                        "id": call.id,
-                        "type": "function",
-                        "function": {"name": call.name, "arguments": call.arguments},
-                    }
-                    for call in result.tool_calls
-                ],
-            }
-        )
-        allowed = settings.CHAT_MAX_TOOL_CALLS_PER_ROUND
-        over_limit = (
-            f"Not run: at most {allowed} tool calls are run per round. "
-            "Call it again in your next round if you still need it."
-        )
-        for number, call in enumerate(result.tool_calls):
-            ok, text = _execute(prepared.turn, call) if number < allowed else (False, over_limit)
-            text = storable(text)
-            calls_log.append(_logged(round_number, call, ok, text))
-            conversation_messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
-        Message.objects.filter(pk=message.pk).update(
-            tool_calls=calls_log, heartbeat_at=timezone.now()
-        )
-        message.tool_calls = calls_log
-        events.push_memory(user_id, message)
+        _run_tool_calls(prepared, message, round_number, result, conversation_messages, calls_log)
     if not streamer.text.strip() and not calls_log:
         return _End(Message.State.COMPLETE, "The model finished without writing an answer.")
     return _End(Message.State.COMPLETE)
+
+
+def _model_round(
+    prepared: Prepared,
+    conversation_messages: list[dict[str, Any]],
+    streamer: _Streamer,
+    usage: dict[str, int],
+    *,
+    last: bool,
+) -> client.RoundResult:
+    """One call to the model, streamed into the answer; its usage is added up and its
+    tool calls made storable."""
+    streamer.new_paragraph()
+    release_db_connection()
+    try:
+        # Checked (and resolved) before every call: a name may point elsewhere later.
+        check_outbound_url(prepared.endpoint.base_url)
+    except OutboundRefused as refusal:
+        raise client.ModelError("refused", str(refusal)) from refusal
+    result = client.stream_round(
+        prepared.endpoint,
+        messages=conversation_messages,
+        # The last round gets no tools, so the model has to answer in words.
+        tools=None if last else prepared.tools,
+        on_delta=streamer.add,
+        should_stop=streamer.should_stop,
+    )
+    for key, value in result.usage.items():
+        usage[key] = usage.get(key, 0) + value
+    for call in result.tool_calls:
+        call.name, call.arguments = storable(call.name), _storable_arguments(call.arguments)
+    return result
+
+
+def _calls_not_run(
+    message: Message,
+    streamer: _Streamer,
+    round_number: int,
+    calls: list[client.ToolCall],
+    calls_log: list[dict[str, Any]],
+) -> _End | None:
+    """No tools were offered in the last round, yet the model asked for some: kept as a
+    trace, not run. The answer ends here when the model wrote nothing else."""
+    reason = f"Not run: no tools are offered in the last of {round_number} rounds."
+    calls_log += [_logged(round_number, call, False, reason) for call in calls]
+    Message.objects.filter(pk=message.pk).update(tool_calls=calls_log)
+    message.tool_calls = calls_log
+    if streamer.text.strip():
+        return None
+    return _End(
+        Message.State.COMPLETE,
+        f"The model kept calling tools and gave no answer within {round_number} rounds.",
+    )
+
+
+def _run_tool_calls(
+    prepared: Prepared,
+    message: Message,
+    round_number: int,
+    result: client.RoundResult,
+    conversation_messages: list[dict[str, Any]],
+    calls_log: list[dict[str, Any]],
+) -> None:
+    """Run the round's tool calls (up to the limit per round) and hand their results to
+    the model's next round; the calls are stored and shown as they ran."""
+    conversation_messages.append(
+        {
+            "role": "assistant",
+            "content": result.content or None,
+            "tool_calls": [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments},
+                }
+                for call in result.tool_calls
+            ],
+        }
+    )
+    allowed = settings.CHAT_MAX_TOOL_CALLS_PER_ROUND
+    over_limit = (
+        f"Not run: at most {allowed} tool calls are run per round. "
+        "Call it again in your next round if you still need it."
+    )
+    for number, call in enumerate(result.tool_calls):
+        ok, text = _execute(prepared.turn, call) if number < allowed else (False, over_limit)
+        text = storable(text)
+        calls_log.append(_logged(round_number, call, ok, text))
+        conversation_messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
+    Message.objects.filter(pk=message.pk).update(tool_calls=calls_log, heartbeat_at=timezone.now())
+    message.tool_calls = calls_log
+    events.push_memory(message.conversation.owner_id, message)
 
 
 def _logged(round_number: int, call: client.ToolCall, ok: bool, text: str) -> dict[str, Any]:

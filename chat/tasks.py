@@ -1,11 +1,18 @@
 from __future__ import annotations
 
 from celery import shared_task
+from celery.contrib.django.task import DjangoTask
 
 from chat import runner, schedules
 
 
-@shared_task(name="chat.turn_run", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+@shared_task(
+    name="chat.turn_run",
+    base=DjangoTask,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    ignore_result=True,
+)
 def turn_run_task(message_id: int) -> None:
     runner.turn_run(message_id=message_id)
 

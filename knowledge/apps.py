@@ -8,6 +8,8 @@ class KnowledgeConfig(AppConfig):
     verbose_name = "Knowledge collections"
 
     def ready(self) -> None:
+        # The tasks register with the Celery app here: the services queue them by name.
+        from knowledge import tasks  # noqa: F401
         from knowledge.services import upload_bytes
         from memory_addon.host.storage import register_storage_counter
 

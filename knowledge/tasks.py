@@ -3,14 +3,15 @@ from __future__ import annotations
 from celery import shared_task
 
 from knowledge import services
+from knowledge.services.jobs import INDEX_TASK, SCAN_TASK
 
 
-@shared_task(name="knowledge.scan_source")
+@shared_task(name=SCAN_TASK)
 def scan_source(job_id: int) -> None:
     services.scan_run(job_id)
 
 
-@shared_task(name="knowledge.index_source")
+@shared_task(name=INDEX_TASK)
 def index_source(job_id: int) -> None:
     services.index_run(job_id)
 

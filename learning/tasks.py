@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from celery import shared_task
+from celery.contrib.django.task import DjangoTask
 from django.conf import settings
 
 from learning.services import cleanup, rules
@@ -12,6 +13,7 @@ _HARD = settings.LEARNING_DETECT_TIMEOUT_SECONDS + 15
 
 @shared_task(
     name="learning.rule_detect",
+    base=DjangoTask,
     acks_late=True,
     reject_on_worker_lost=True,
     ignore_result=True,
@@ -24,6 +26,7 @@ def rule_detect_task(suggestion_id: int) -> str:
 
 @shared_task(
     name="learning.cleanup_run",
+    base=DjangoTask,
     acks_late=True,
     reject_on_worker_lost=True,
     ignore_result=True,

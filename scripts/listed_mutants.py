@@ -70,7 +70,7 @@ M = [
     ),
     (
         "collection folder through a symlinked directory",
-        "knowledge/services.py",
+        "knowledge/services/folders.py",
         "        os.close(scanning.open_folder(path))\n",
         "        os.close(os.open(path, os.O_RDONLY))\n",
         ["tests/knowledge/test_folder_grants.py"],
@@ -84,7 +84,7 @@ M = [
     ),
     (
         "old chunks deleted when indexing starts",
-        "knowledge/services.py",
+        "knowledge/services/indexing.py",
         "    Source.objects.filter(pk=source.pk).update(status=Source.Status.INDEXING)\n",
         "    Source.objects.filter(pk=source.pk).update(status=Source.Status.INDEXING)\n"
         "    Document.objects.filter(source=source, path__in=[r['path'] for r in (job.scan_job.review if job.scan_job else []) if r['status'] == 'changed']).delete()\n",
@@ -92,21 +92,21 @@ M = [
     ),
     (
         "final commit split into several transactions",
-        "knowledge/services.py",
+        "knowledge/services/indexing.py",
         "    replaced_paths = removed_paths | set(documents)\n    with transaction.atomic(durable=True):\n",
         "    replaced_paths = removed_paths | set(documents)\n    Document.objects.filter(source=source, path__in=replaced_paths).delete()\n    with transaction.atomic(durable=True):\n",
         ["tests/knowledge/test_previous_index_survives.py"],
     ),
     (
         "embedding error wipes the previous index",
-        "knowledge/services.py",
+        "knowledge/services/indexing.py",
         "    except (EmbeddingUnavailable, KnowledgeRefusal) as error:\n",
         "    except (EmbeddingUnavailable, KnowledgeRefusal) as error:\n        source.documents.all().delete()\n",
         ["tests/knowledge/test_previous_index_survives.py"],
     ),
     (
         "fatal scan error wipes the previous index",
-        "knowledge/services.py",
+        "knowledge/services/scans.py",
         "    if result.fatal:\n",
         "    if result.fatal:\n        source.documents.all().delete()\n",
         ["tests/knowledge/test_previous_index_survives.py"],

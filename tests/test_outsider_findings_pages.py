@@ -10,7 +10,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 
 from knowledge import services as knowledge
+from knowledge.errors import KnowledgeRefusal
 from knowledge.models import Job, Source
+from knowledge.services import sources as knowledge_sources
 from memory_addon.host.errors import ChangeRefused, LimitExceeded
 from memory_addon.models import MemoryScope, Proposal
 from memory_addon.services.proposals import memory_change_request
@@ -133,7 +135,7 @@ def test_an_upload_that_passed_its_check_before_a_parallel_one_was_scanned_is_sk
     knowledge.scan_run(first_scan.pk)
     assert Job.objects.get(pk=first_scan.pk).state == Job.State.REVIEW
     # The second request checked before the first scan had run: its check saw nothing.
-    monkeypatch.setattr(knowledge, "_check_uploads", lambda *args: None)
+    monkeypatch.setattr(knowledge_sources, "_check_uploads", lambda *args: None)
     _second, second_scan = knowledge.source_add_upload(
         store=store, files=[SimpleUploadedFile("par.md", b"parallel identical content")]
     )
@@ -153,7 +155,7 @@ def test_a_long_upload_name_keeps_its_suffix():
 @pytest.mark.django_db
 def test_a_home_folder_path_is_not_expanded(client, user, settings, tmp_path):
     store = knowledge.store_create(owner=user, name="Notes", provider="none")
-    with pytest.raises(knowledge.KnowledgeRefusal) as refusal:
+    with pytest.raises(KnowledgeRefusal) as refusal:
         knowledge.source_add_folder(store=store, path="~/x")
     assert "starting with /" in str(refusal.value)
     assert "/root" not in str(refusal.value)
@@ -162,7 +164,7 @@ def test_a_home_folder_path_is_not_expanded(client, user, settings, tmp_path):
 @pytest.mark.django_db
 @pytest.mark.parametrize("name", ["\u202egnp.md", "two\nlines", "   "])
 def test_a_collection_name_is_one_plain_line(user, name):
-    with pytest.raises(knowledge.KnowledgeRefusal, match="one plain line"):
+    with pytest.raises(KnowledgeRefusal, match="one plain line"):
         knowledge.store_create(owner=user, name=name, provider="none")
 
 

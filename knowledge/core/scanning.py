@@ -332,11 +332,23 @@ def scan(spec: ScanSpec, *, should_stop: Callable[[], bool] = lambda: False) -> 
     return result
 
 
+@dataclass(frozen=True)
+class _Filters:
+    """The patterns that keep a file out of a source."""
+
+    include: pathspec.PathSpec[Any] | None
+    exclude: pathspec.PathSpec[Any] | None
+    ignored: pathspec.PathSpec[Any] | None  # the root's .gitignore, when the source uses it
+
+
 def _scan_open(
     spec: ScanSpec, root_fd: int, result: ScanResult, should_stop: Callable[[], bool]
 ) -> None:
-    include, exclude = _spec(spec.include), _spec(spec.exclude)
-    ignored = _gitignore(root_fd) if spec.use_gitignore else None
+    filters = _Filters(
+        include=_spec(spec.include),
+        exclude=_spec(spec.exclude),
+        ignored=_gitignore(root_fd) if spec.use_gitignore else None,
+    )
     wanted = set(spec.files)
     seen: set[str] = set()
     visited = accepted_bytes = 0
@@ -345,73 +357,93 @@ def _scan_open(
         for entry in walk:
             if should_stop():
                 raise Cancelled
-            relative, info = entry.relative, entry.info
-            if wanted and relative.rstrip("/") not in wanted:
+            if wanted and entry.relative.rstrip("/") not in wanted:
                 continue
-            fmt = format_of(relative) or ""
             if entry.skip_reason:
-                result.rows.append(Row(relative, fmt, 0, SKIPPED, entry.skip_reason))
+                fmt = format_of(entry.relative) or ""
+                result.rows.append(Row(entry.relative, fmt, 0, SKIPPED, entry.skip_reason))
                 continue
-            assert info is not None  # noqa: S101 - _walk gives stat for every file it does not skip
             visited += 1
             if visited > MAX_FILES:
                 result.limit_reached = f"The scan stopped after {MAX_FILES} files."
                 break
-            size = info.st_size
-            reason = ""
-            if ignored and ignored.match_file(relative):
-                reason = "ignored by .gitignore"
-            elif exclude and exclude.match_file(relative):
-                reason = "excluded by a pattern"
-            elif not fmt:
-                reason = "format not supported"
-            elif include and not include.match_file(relative):
-                reason = "not matched by the include patterns"
-            elif size > spec.max_file_bytes:
-                reason = f"larger than the limit of {spec.max_file_bytes // (1024 * 1024)} MiB"
-            elif accepted_bytes + size > MAX_ACCEPTED_BYTES:
-                reason = "the scan reached 500 MiB of accepted files"
-            if reason:
-                result.rows.append(Row(relative, fmt, size, SKIPPED, reason))
-                continue
-            try:
-                data = read_below(entry.dir_fd, entry.name, limit=spec.max_file_bytes)
-                size = len(data)
-                digest = hashlib.sha256(data).hexdigest()
-                if spec.known_hashes.get(relative) == digest:
-                    status = UNCHANGED
-                else:
-                    pages = document_pages(
-                        data, fmt, max_chars=MAX_EXTRACTED_CHARS - result.extracted_chars
-                    )
-                    chars = sum(len(page.text) for page in pages)
-                    if result.extracted_chars + chars > MAX_EXTRACTED_CHARS:
-                        raise Unreadable("the scan reached 100 MiB of extracted text")
-                    # Kept only when whole: text cut at the scan's remaining budget is not.
-                    whole = chars < MAX_EXTRACTED_CHARS - result.extracted_chars
-                    if fmt == PDF and spec.keep_pages is not None and whole:
-                        spec.keep_pages(digest, pages)
-                    result.extracted_chars += chars
-                    status = CHANGED if relative in spec.known_hashes else NEW
-            except UnsafePath:
-                link = "symbolic link (not followed)"
-                result.rows.append(Row(relative, fmt, size, SKIPPED, link))
-                continue
-            except Unreadable as error:
-                result.rows.append(Row(relative, fmt, size, SKIPPED, str(error)))
-                continue
-            except OSError as error:
-                result.rows.append(
-                    Row(relative, fmt, size, SKIPPED, f"cannot be read ({error.strerror})")
-                )
-                continue
-            accepted_bytes += size
-            seen.add(relative)
-            result.rows.append(Row(relative, fmt, size, status, "", digest))
+            row = _file_row(spec, filters, entry, result, accepted_bytes=accepted_bytes)
+            result.rows.append(row)
+            if row.status != SKIPPED:
+                accepted_bytes += row.size
+                seen.add(row.path)
     finally:
         walk.close()  # closes the folder handles of a walk stopped early
-    for gone in sorted(set(spec.known_hashes) - seen):
-        if not result.limit_reached and (not wanted or gone in wanted):
-            result.rows.append(
-                Row(gone, format_of(gone) or "", 0, DELETED, "no longer in the source")
-            )
+    if not result.limit_reached:
+        result.rows.extend(_deleted_rows(spec, seen, wanted))
+
+
+def _file_row(
+    spec: ScanSpec, filters: _Filters, entry: _Entry, result: ScanResult, *, accepted_bytes: int
+) -> Row:
+    """The review row of one file the walk reached: skipped with a reason, or read."""
+    relative, info = entry.relative, entry.info
+    assert info is not None  # noqa: S101 - _walk gives stat for every file it does not skip
+    fmt = format_of(relative) or ""
+    size = info.st_size
+    reason = _skip_reason(spec, filters, relative, fmt, size, accepted_bytes=accepted_bytes)
+    if reason:
+        return Row(relative, fmt, size, SKIPPED, reason)
+    try:
+        data = read_below(entry.dir_fd, entry.name, limit=spec.max_file_bytes)
+        size = len(data)
+        digest = hashlib.sha256(data).hexdigest()
+        status = _read_status(spec, result, relative, fmt, data, digest)
+    except UnsafePath:
+        return Row(relative, fmt, size, SKIPPED, "symbolic link (not followed)")
+    except Unreadable as error:
+        return Row(relative, fmt, size, SKIPPED, str(error))
+    except OSError as error:
+        return Row(relative, fmt, size, SKIPPED, f"cannot be read ({error.strerror})")
+    return Row(relative, fmt, size, status, "", digest)
+
+
+def _skip_reason(
+    spec: ScanSpec, filters: _Filters, relative: str, fmt: str, size: int, *, accepted_bytes: int
+) -> str:
+    """Why a file is left out before it is read; empty when it is read."""
+    if filters.ignored and filters.ignored.match_file(relative):
+        return "ignored by .gitignore"
+    if filters.exclude and filters.exclude.match_file(relative):
+        return "excluded by a pattern"
+    if not fmt:
+        return "format not supported"
+    if filters.include and not filters.include.match_file(relative):
+        return "not matched by the include patterns"
+    if size > spec.max_file_bytes:
+        return f"larger than the limit of {spec.max_file_bytes // (1024 * 1024)} MiB"
+    if accepted_bytes + size > MAX_ACCEPTED_BYTES:
+        return "the scan reached 500 MiB of accepted files"
+    return ""
+
+
+def _read_status(
+    spec: ScanSpec, result: ScanResult, relative: str, fmt: str, data: bytes, digest: str
+) -> str:
+    """Unchanged, or new/changed once its text was extracted within the scan's budget."""
+    if spec.known_hashes.get(relative) == digest:
+        return UNCHANGED
+    pages = document_pages(data, fmt, max_chars=MAX_EXTRACTED_CHARS - result.extracted_chars)
+    chars = sum(len(page.text) for page in pages)
+    if result.extracted_chars + chars > MAX_EXTRACTED_CHARS:
+        raise Unreadable("the scan reached 100 MiB of extracted text")
+    # Kept only when whole: text cut at the scan's remaining budget is not.
+    whole = chars < MAX_EXTRACTED_CHARS - result.extracted_chars
+    if fmt == PDF and spec.keep_pages is not None and whole:
+        spec.keep_pages(digest, pages)
+    result.extracted_chars += chars
+    return CHANGED if relative in spec.known_hashes else NEW
+
+
+def _deleted_rows(spec: ScanSpec, seen: set[str], wanted: set[str]) -> list[Row]:
+    """Files the source had that the scan no longer found (of the wanted ones, if listed)."""
+    return [
+        Row(gone, format_of(gone) or "", 0, DELETED, "no longer in the source")
+        for gone in sorted(set(spec.known_hashes) - seen)
+        if not wanted or gone in wanted
+    ]

@@ -43,22 +43,27 @@ def normalize_path(raw: str) -> str:
     if not parts:
         raise PathRefused("The path is empty.")
     for part in parts:
-        if part == "..":
-            raise PathRefused("'..' is not allowed in a memory path.")
-        if part.startswith("."):
-            raise PathRefused(f"Hidden names such as {part!r} are not allowed.")
-        if len(part) > MAX_COMPONENT_LENGTH:
-            raise PathRefused(f"A path part is longer than {MAX_COMPONENT_LENGTH} characters.")
-        if part.split(".")[0].lower() in _WINDOWS_RESERVED:
-            raise PathRefused(f"{part!r} is a reserved name.")
-        if not _ALLOWED_COMPONENT.match(part) or part.endswith((" ", ".")):
-            raise PathRefused(
-                f"{part!r} has characters that are not allowed; use letters, digits, "
-                "spaces and . _ - @ +"
-            )
+        _check_component(part)
     normalized = "/".join(parts)
     if not normalized.lower().endswith(".md") or normalized.lower() == ".md":
         raise PathRefused("Only Markdown files ending in .md can be stored.")
     if len(normalized) > MAX_PATH_LENGTH:
         raise PathRefused(f"The path is longer than {MAX_PATH_LENGTH} characters.")
     return normalized
+
+
+def _check_component(part: str) -> None:
+    """Refuse one folder or file name of a memory path."""
+    if part == "..":
+        raise PathRefused("'..' is not allowed in a memory path.")
+    if part.startswith("."):
+        raise PathRefused(f"Hidden names such as {part!r} are not allowed.")
+    if len(part) > MAX_COMPONENT_LENGTH:
+        raise PathRefused(f"A path part is longer than {MAX_COMPONENT_LENGTH} characters.")
+    if part.split(".")[0].lower() in _WINDOWS_RESERVED:
+        raise PathRefused(f"{part!r} is a reserved name.")
+    if not _ALLOWED_COMPONENT.match(part) or part.endswith((" ", ".")):
+        raise PathRefused(
+            f"{part!r} has characters that are not allowed; use letters, digits, "
+            "spaces and . _ - @ +"
+        )

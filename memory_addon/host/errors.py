@@ -24,6 +24,10 @@ class PathNotAllowed(ChangeRefused):
     pass
 
 
+class NothingToChange(ChangeRefused):
+    """The change set would leave every file as it is."""
+
+
 class SecretRefused(ChangeRefused):
     pass
 

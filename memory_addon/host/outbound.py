@@ -69,18 +69,25 @@ def check_outbound_url(
             return
         raise
     for address in addresses:
-        if address.is_loopback:
-            if not allow_loopback:
-                raise OutboundRefused("Calls to this machine (loopback) are turned off here.")
-            continue
-        # Anything not globally routable: private ranges, link-local, and also shared
-        # address space (100.64.0.0/10, where some clouds answer metadata requests).
-        internal = not address.is_global or address.is_multicast
-        if internal and not settings.OUTBOUND_ALLOW_PRIVATE:
-            raise OutboundRefused(
-                f"{host} is in a private or internal network range; an administrator can allow "
-                "it with OUTBOUND_ALLOW_PRIVATE=true or OUTBOUND_ALLOWED_HOSTS."
-            )
+        _check_address(host, address, allow_loopback=allow_loopback)
+
+
+def _check_address(
+    host: str, address: ipaddress.IPv4Address | ipaddress.IPv6Address, *, allow_loopback: bool
+) -> None:
+    """Refuse an address the host resolves to unless the admin's rules allow its range."""
+    if address.is_loopback:
+        if not allow_loopback:
+            raise OutboundRefused("Calls to this machine (loopback) are turned off here.")
+        return
+    # Anything not globally routable: private ranges, link-local, and also shared
+    # address space (100.64.0.0/10, where some clouds answer metadata requests).
+    internal = not address.is_global or address.is_multicast
+    if internal and not settings.OUTBOUND_ALLOW_PRIVATE:
+        raise OutboundRefused(
+            f"{host} is in a private or internal network range; an administrator can allow "
+            "it with OUTBOUND_ALLOW_PRIVATE=true or OUTBOUND_ALLOWED_HOSTS."
+        )
 
 
 def release_db_connection() -> None:

@@ -19,6 +19,7 @@ from memory_addon.host.core.secret_guard import find_secret
 from memory_addon.host.errors import (
     ChangeRefused,
     LimitExceeded,
+    NothingToChange,
     PathNotAllowed,
     SecretRefused,
     StaleBase,
@@ -153,32 +154,10 @@ def change_set_apply(
                 scope=scope, path__in=[w.path for w in normalized]
             )
         }
-        for path, base in bases.items():
-            now = current[path].sha256 if path in current else ABSENT
-            if now != base:
-                raise StaleBase(
-                    f"{path} changed since this change was prepared; nothing was saved. "
-                    "Reload the file and apply your change again.",
-                    path=path,
-                    current_sha256=now,
-                )
-        effective: list[tuple[FileWrite, MemoryFile | None]] = []
-        for write in normalized:
-            existing = current.get(write.path)
-            before = existing.content if existing else None
-            if before == write.content:
-                continue
-            if write.content is not None:
-                _check_text(
-                    scope, write.path, before, write.content, machine=machine, existing=existing
-                )
-            elif existing and machine and not _machine_may_replace(existing, ""):
-                raise ChangeRefused(
-                    f"{write.path} holds your own text; the assistant cannot delete it."
-                )
-            effective.append((write, existing))
+        _check_bases(bases, current)
+        effective = _effective_writes(scope, normalized, current, machine=machine)
         if not effective:
-            raise ChangeRefused("Nothing would change: the new text equals the current text.")
+            raise NothingToChange("Nothing would change: the new text equals the current text.")
         _check_totals(
             scope,
             {
@@ -197,37 +176,93 @@ def change_set_apply(
             agent=agent,
             undoes=undoes,
         )
-        rows = []
-        for write, existing in effective:
-            before = existing.content if existing else None
-            rows.append(
-                FileChange(
-                    change_set=change_set,
-                    scope=scope,
-                    path=write.path,
-                    before=before,
-                    after=write.content,
-                    before_sha256=existing.sha256 if existing else ABSENT,
-                    after_sha256=content_hash(write.content)
-                    if write.content is not None
-                    else ABSENT,
-                )
-            )
-            _store(scope, write, existing, machine=machine)
-        FileChange.objects.bulk_create(rows)
-        send_on_commit(memory_changed, user_id=user.pk, change_set_id=change_set.pk)
-        # B4: the event is written in this transaction, so no change goes without it.
-        memory_changed_event(
-            user_id=scope.owner_id or user.pk,
-            change_set_id=change_set.pk,
-            scope_id=scope.pk,
-            origin=origin,
-            source=source,
-            paths=[row.path for row in rows],
-            summary=change_set.summary,
-        )
-        note_embeddings_refresh_on_commit(scope.pk)
+        rows = _record_and_store(change_set, scope, effective, machine=machine)
+        _announce_on_commit(user, scope, change_set, rows)
     return change_set
+
+
+def _check_bases(bases: dict[str, str], current: dict[str, MemoryFile]) -> None:
+    """A file that changed since the version its change was based on is a StaleBase."""
+    for path, base in bases.items():
+        now = current[path].sha256 if path in current else ABSENT
+        if now != base:
+            raise StaleBase(
+                f"{path} changed since this change was prepared; nothing was saved. "
+                "Reload the file and apply your change again.",
+                path=path,
+                current_sha256=now,
+            )
+
+
+def _effective_writes(
+    scope: MemoryScope,
+    normalized: list[FileWrite],
+    current: dict[str, MemoryFile],
+    *,
+    machine: bool,
+) -> list[tuple[FileWrite, MemoryFile | None]]:
+    """The writes that change something, each checked, with the file it replaces."""
+    effective: list[tuple[FileWrite, MemoryFile | None]] = []
+    for write in normalized:
+        existing = current.get(write.path)
+        before = existing.content if existing else None
+        if before == write.content:
+            continue
+        if write.content is not None:
+            _check_text(
+                scope, write.path, before, write.content, machine=machine, existing=existing
+            )
+        elif existing and machine and not _machine_may_replace(existing, ""):
+            raise ChangeRefused(
+                f"{write.path} holds your own text; the assistant cannot delete it."
+            )
+        effective.append((write, existing))
+    return effective
+
+
+def _record_and_store(
+    change_set: ChangeSet,
+    scope: MemoryScope,
+    effective: list[tuple[FileWrite, MemoryFile | None]],
+    *,
+    machine: bool,
+) -> list[FileChange]:
+    """Each file's before and after in the change set's history, and the new text stored."""
+    rows = []
+    for write, existing in effective:
+        before = existing.content if existing else None
+        rows.append(
+            FileChange(
+                change_set=change_set,
+                scope=scope,
+                path=write.path,
+                before=before,
+                after=write.content,
+                before_sha256=existing.sha256 if existing else ABSENT,
+                after_sha256=content_hash(write.content) if write.content is not None else ABSENT,
+            )
+        )
+        _store(scope, write, existing, machine=machine)
+    FileChange.objects.bulk_create(rows)
+    return rows
+
+
+def _announce_on_commit(
+    user: User, scope: MemoryScope, change_set: ChangeSet, rows: list[FileChange]
+) -> None:
+    """The live push and the note-search refresh after commit; the outbox event now."""
+    send_on_commit(memory_changed, user_id=user.pk, change_set_id=change_set.pk)
+    # B4: the event is written in this transaction, so no change goes without it.
+    memory_changed_event(
+        user_id=scope.owner_id or user.pk,
+        change_set_id=change_set.pk,
+        scope_id=scope.pk,
+        origin=change_set.origin,
+        source=change_set.source,
+        paths=[row.path for row in rows],
+        summary=change_set.summary,
+    )
+    note_embeddings_refresh_on_commit(scope.pk)
 
 
 def _machine_may_replace(existing: MemoryFile, after: str) -> bool:
@@ -403,10 +438,8 @@ def version_restore(
                 machine=False,
                 summary=f"Restored {version.path} as of change set #{version.change_set_id}",
             )
-        except ChangeRefused as error:
-            if "Nothing would change" in error.message:
-                raise ChangeRefused("The file already has this text.") from error
-            raise
+        except NothingToChange as error:
+            raise NothingToChange("The file already has this text.") from error
 
 
 def history_prune() -> int:

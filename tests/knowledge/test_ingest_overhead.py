@@ -11,6 +11,7 @@ from django.test.utils import CaptureQueriesContext
 
 from knowledge import embeddings, services
 from knowledge.core import scanning
+from knowledge.errors import KnowledgeRefusal
 from knowledge.local_model import PACKAGED_MODEL
 from knowledge.models import Chunk, Job, Source, Store
 from knowledge.retrieval import vector_ranking
@@ -128,7 +129,7 @@ def test_creating_a_local_model_collection_does_not_load_the_model(user, monkeyp
     monkeypatch.setattr(embeddings, "_failures", {})
     try:
         store = services.store_create(owner=user, name="Local", provider="fastembed")
-    except services.KnowledgeRefusal as refusal:  # the packaged model is not installed here
+    except KnowledgeRefusal as refusal:  # the packaged model is not installed here
         pytest.skip(str(refusal))
     assert (store.model_name, store.dimension) == (PACKAGED_MODEL, 384)
     assert embeddings._models == {}  # name and dimension came from the folder's config

@@ -17,6 +17,7 @@ from django.db import connections
 from knowledge import services
 from knowledge.models import Chunk, Document, Job, Source
 from knowledge.retrieval import retrieve
+from knowledge.services import indexing, jobs
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -24,7 +25,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture(autouse=True)
 def jobs_run_here(monkeypatch):
     """The session's Celery worker, if an earlier test started it, must not take these jobs."""
-    monkeypatch.setattr(services, "_run_on_commit", lambda job: None)
+    monkeypatch.setattr(jobs, "_run_on_commit", lambda job: None)
 
 
 OLD = "Alpacas are calm animals that live in the Andes."
@@ -117,7 +118,7 @@ def test_a_failure_inside_the_final_commit_keeps_the_previous_index(store, index
     def broken_event(**_kwargs: object) -> None:
         raise RuntimeError("the outbox is unavailable")
 
-    monkeypatch.setattr(services, "knowledge_indexed_event", broken_event)
+    monkeypatch.setattr(indexing, "knowledge_indexed_event", broken_event)
     index_job = services.scan_confirm(scan_job=update)
     with pytest.raises(RuntimeError, match="outbox"):
         services.index_run(index_job.pk)

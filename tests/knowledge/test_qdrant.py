@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from knowledge import qdrant, services
+from knowledge.errors import KnowledgeRefusal
 from knowledge.models import Chunk, Job, StagedChunk, Store
 from knowledge.retrieval import rank
 from tests.fake_openai import fake_vector
@@ -137,7 +138,7 @@ def test_plain_http_is_refused_except_to_this_machine(settings, url, accepted):
     if accepted:
         assert qdrant.check_url(url) == url.rstrip("/")
     else:
-        with pytest.raises(services.KnowledgeRefusal):
+        with pytest.raises(KnowledgeRefusal):
             qdrant.check_url(url)
 
 
@@ -183,7 +184,7 @@ def test_the_form_shows_the_refusal_as_a_form_error(user, embedding_profile, cli
 
 
 def test_a_keyword_only_collection_cannot_live_in_qdrant(user):
-    with pytest.raises(services.KnowledgeRefusal):
+    with pytest.raises(KnowledgeRefusal):
         services.store_create(
             owner=user, name="kw", provider="none", backend="qdrant", qdrant_url=URL
         )

@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from knowledge import services
 from knowledge.models import Chunk, Job, Source
+from knowledge.services import jobs
 from tests.knowledge.conftest import barrier
 
 
@@ -120,9 +121,9 @@ def test_a_slow_run_whose_job_was_sent_again_stops_without_touching_it(plain_sto
     job = _dead_job(plain_store, tmp_path)
     slow_run = Job.objects.get(pk=job.pk)  # what the still-living first run holds
     services.stale_jobs_reap()
-    with pytest.raises(services._Lost):
-        services._beat(slow_run, progress=50)
-    with pytest.raises(services._Lost):
-        services._finish(slow_run, Job.State.SUCCEEDED, progress=100)
+    with pytest.raises(jobs._Lost):
+        jobs._beat(slow_run, progress=50)
+    with pytest.raises(jobs._Lost):
+        jobs._finish(slow_run, Job.State.SUCCEEDED, progress=100)
     job.refresh_from_db()
     assert job.state == Job.State.QUEUED and job.progress == 0 and job.requeues == 1

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory_addon.host.errors import ChangeRefused, LimitExceeded, SecretRefused
+from memory_addon.host.errors import ChangeRefused, LimitExceeded, NothingToChange, SecretRefused
 from memory_addon.models import ChangeSet, FileChange, MemoryFile
 from memory_addon.services.changes import (
     FileWrite,
@@ -191,8 +191,15 @@ def test_history_drops_versions_older_than_the_retention(user, scope):
 
 def test_restoring_a_version_with_the_same_text_is_refused(user, scope):
     change = file_write(user=user, scope=scope, path="a.md", content="same\n", base_sha256=None)
-    with pytest.raises(ChangeRefused, match="already has this text"):
+    with pytest.raises(NothingToChange, match=r"^The file already has this text\.$"):
         version_restore(user=user, version=change.changes.get())
+
+
+def test_a_write_that_changes_nothing_is_refused_with_its_own_error(user, scope):
+    file_write(user=user, scope=scope, path="a.md", content="same\n", base_sha256=None)
+    with pytest.raises(NothingToChange, match="Nothing would change"):
+        file_write(user=user, scope=scope, path="a.md", content="same\n", base_sha256=None)
+    assert ChangeSet.objects.filter(scope=scope).count() == 1
 
 
 def test_entry_fences_do_not_count_toward_the_index_byte_cap(user, scope):

@@ -27,8 +27,9 @@ import math
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import Literal
 
 from memory_addon.host.core import secret_words as words
@@ -305,27 +306,10 @@ def _assignment_spans(line: str, *, juxtaposed: bool) -> Iterator[Span]:
             continue
         operator = _OPERATOR.match(rest)
         if operator:
-            value_match = _VALUE.match(rest[operator.end() :])
-            if not value_match:
-                continue
-            group = next(g for g in ("dq", "sq", "bq", "bare") if value_match[g] is not None)
-            raw = value_match[group]
-            value = _clean(raw) if group == "bare" else raw
-            if pin_label and _PIN.match(value):
-                ok = True
-            elif weak:
-                ok = _short_token(value) and not any(
-                    p in _NOT_SECRET_WORDS for p in name_parts(key)
-                )
-            else:
-                value_end = end + operator.end() + value_match.end(group)
-                after = line[end + operator.end() + value_match.start(group) + len(value) :]
-                ok = _literal(value, quoted=group != "bare", after=after) and not (
-                    group == "bare" and _sentence_goes_on(value, raw, line, value_end)
-                )
-            if ok and not juxtaposed:
-                start = end + operator.end() + value_match.start(group)
-                yield start, start + len(value)
+            if not juxtaposed and (
+                span := _assigned_value(line, key, end, operator, weak=weak, pin_label=pin_label)
+            ):
+                yield span
             continue
         following = _JUXTAPOSED.match(rest) if juxtaposed else None
         # `{% csrf_token %}`, `api_key }}`: template syntax, not a value.
@@ -334,6 +318,33 @@ def _assignment_spans(line: str, *, juxtaposed: bool) -> Iterator[Span]:
             if _password_like(value) or (pin_label and _PIN.match(value)):
                 start = end + following.start("value")
                 yield start, start + len(value)
+
+
+def _assigned_value(
+    line: str, key: str, end: int, operator: re.Match[str], *, weak: bool, pin_label: bool
+) -> Span | None:
+    """The value after `key =` (the key ends at `end`) when it looks like a secret."""
+    rest = line[end:]
+    value_match = _VALUE.match(rest[operator.end() :])
+    if not value_match:
+        return None
+    group = next(g for g in ("dq", "sq", "bq", "bare") if value_match[g] is not None)
+    raw = value_match[group]
+    value = _clean(raw) if group == "bare" else raw
+    if pin_label and _PIN.match(value):
+        ok = True
+    elif weak:
+        ok = _short_token(value) and not any(p in _NOT_SECRET_WORDS for p in name_parts(key))
+    else:
+        value_end = end + operator.end() + value_match.end(group)
+        after = line[end + operator.end() + value_match.start(group) + len(value) :]
+        ok = _literal(value, quoted=group != "bare", after=after) and not (
+            group == "bare" and _sentence_goes_on(value, raw, line, value_end)
+        )
+    if not ok:
+        return None
+    start = end + operator.end() + value_match.start(group)
+    return start, start + len(value)
 
 
 # Credentials inside a URL: scheme://user:password@host
@@ -405,12 +416,20 @@ _COMMAND_WORDS = (
 def _command_spans(line: str) -> Iterator[Span]:
     # Each pattern runs only when its literal cue is on the line: most lines have none.
     low = line.lower()
-    sql = "identified" in low or "password" in low
-    flags = _FLAG_CUE.search(line) is not None
-    commands = any(word in low for word in _COMMAND_WORDS)
-    fallback = "||" in line or "??" in line or " or " in low or "${" in line or "," in line
-    header = "auth" in low or "bearer" in low
-    for match in _SQL.finditer(line) if sql else ():
+    if "identified" in low or "password" in low:
+        yield from _sql_spans(line)
+    if _FLAG_CUE.search(line) is not None:
+        yield from _flag_spans(line)
+    if any(word in low for word in _COMMAND_WORDS):
+        yield from _command_password_spans(line)
+    if "||" in line or "??" in line or " or " in low or "${" in line or "," in line:
+        yield from _fallback_spans(line)
+    if "auth" in low or "bearer" in low:
+        yield from _auth_header_spans(line)
+
+
+def _sql_spans(line: str) -> Iterator[Span]:
+    for match in _SQL.finditer(line):
         found = _group_value(match, "value", "value2")
         # `IDENTIFIED BY :pw`, `%s`, `?`: bound parameters, not values.
         if (
@@ -420,7 +439,10 @@ def _command_spans(line: str) -> Iterator[Span]:
             and not is_placeholder(found[0])
         ):
             yield found[1]
-    for match in _FLAG.finditer(line) if flags else ():
+
+
+def _flag_spans(line: str) -> Iterator[Span]:
+    for match in _FLAG.finditer(line):
         found = _group_value(match, "dq", "sq", "bare")
         if (
             found
@@ -431,10 +453,13 @@ def _command_spans(line: str) -> Iterator[Span]:
             and (match["eq"] or match["bare"] is None or not _plain_word(found[0]))
         ):
             yield found[1]
-    for match in _USER_FLAG.finditer(line) if flags else ():
+    for match in _USER_FLAG.finditer(line):
         if not is_placeholder(match["value"]) and len(match["value"]) >= 3:
             yield match.span("value")
-    for match in _COMMAND_PASSWORD.finditer(line) if commands else ():
+
+
+def _command_password_spans(line: str) -> Iterator[Span]:
+    for match in _COMMAND_PASSWORD.finditer(line):
         found = _group_value(
             match,
             "dq",
@@ -452,12 +477,18 @@ def _command_spans(line: str) -> Iterator[Span]:
         )
         if found and len(found[0]) >= 3 and not is_placeholder(found[0]):
             yield found[1]
-    for match in _FALLBACK.finditer(line) if fallback else ():
+
+
+def _fallback_spans(line: str) -> Iterator[Span]:
+    for match in _FALLBACK.finditer(line):
         name = (match["name"] or match["name2"] or match["name3"] or "").rsplit(".", 1)[-1]
         found = _group_value(match, "value", "value2", "value3")
         if found and is_secret_name(name) and _literal(found[0], quoted=True):
             yield found[1]
-    for match in _AUTH_HEADER.finditer(line) if header else ():
+
+
+def _auth_header_spans(line: str) -> Iterator[Span]:
+    for match in _AUTH_HEADER.finditer(line):
         found = _group_value(match, "value", "value2")
         if found:
             value = _clean(found[0])
@@ -634,39 +665,25 @@ def _random_spans(line: str) -> Iterator[Span]:
 # ------------------------------------------------------------------ public API
 def _spans(line: str, *, first: bool) -> Iterator[tuple[Span, SecretKind]]:
     """Where the secrets on one (normalised) line are, kind by kind in order of strength."""
-    for span in _known_spans(line):
-        yield span, "known token format"
-        if first:
-            return
-    for span in _url_spans(line):
-        yield span, "password assignment"
-        if first:
-            return
+    for finder, kind in _finders(line):
+        for span in finder(line):
+            yield span, kind
+            if first:
+                return
+
+
+def _finders(line: str) -> Iterator[tuple[Callable[[str], Iterator[Span]], SecretKind]]:
+    """The span finders for a line, strongest first, with the kind each one finds; those
+    for assignments, commands and prose only when the line has a secret word in it."""
+    yield _known_spans, "known token format"
+    yield _url_spans, "password assignment"
     if _has_cue(line):
-        for span in _assignment_spans(line, juxtaposed=False):
-            yield span, "password assignment"
-            if first:
-                return
-        for span in _command_spans(line):
-            yield span, "password assignment"
-            if first:
-                return
-        for span in _assignment_spans(line, juxtaposed=True):
-            yield span, "password in prose"
-            if first:
-                return
-        for span in _prose_spans(line):
-            yield span, "password in prose"
-            if first:
-                return
-        for span in _labelled_token_spans(line):
-            yield span, "password in prose"
-            if first:
-                return
-    for span in _random_spans(line):
-        yield span, "random-looking string"
-        if first:
-            return
+        yield partial(_assignment_spans, juxtaposed=False), "password assignment"
+        yield _command_spans, "password assignment"
+        yield partial(_assignment_spans, juxtaposed=True), "password in prose"
+        yield _prose_spans, "password in prose"
+        yield _labelled_token_spans, "password in prose"
+    yield _random_spans, "random-looking string"
 
 
 def find_in_line(line: str) -> SecretKind | None:

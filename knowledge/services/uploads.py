@@ -1,0 +1,226 @@
+"""Uploaded files: where our copies live, their safe names, and the checks before a file is kept."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import unicodedata
+from collections.abc import Iterable
+from pathlib import Path
+
+from django.conf import settings
+from django.core.files.uploadedfile import UploadedFile
+from django.template.defaultfilters import filesizeformat
+from django.utils.translation import gettext as _
+
+from knowledge.core import scanning
+from knowledge.core.formats import TEXT_SUFFIXES, format_of
+from knowledge.errors import KnowledgeRefusal
+from knowledge.models import Document, Job, Source, Store
+from memory_addon.host import filestore
+from memory_addon.host.errors import LimitExceeded
+from memory_addon.host.outbound import release_db_connection
+
+UPLOAD_PREFIX = "knowledge"  # uploads live in the default storage under this folder
+
+
+# Letters and digits of any script stay (Übersicht.md); slashes, markup, control and
+# bidi-override characters (which could make "gpj.md" read as "dm.jpg") become "_".
+_UNSAFE_NAME = re.compile(r"[^\w.() -]")
+
+
+def _upload_root() -> Path:
+    """Where the scanner reads uploads: the storage's own folder when it is local, else a
+    working copy that each job refreshes from the shared storage."""
+    local = filestore.local_folder(filestore.uploads())
+    base = local if local is not None else Path(settings.DATA_DIR) / "upload-cache"
+    return (base / UPLOAD_PREFIX).resolve()
+
+
+def _upload_prefix(source: Source) -> str:
+    return f"{UPLOAD_PREFIX}/store-{source.store_id}/source-{source.pk}"
+
+
+def _upload_delete(source: Source) -> None:
+    folder = Path(source.path)
+    if source.path and folder.is_relative_to(_upload_root()):
+        shutil.rmtree(folder, ignore_errors=True)
+    filestore.tree_delete(filestore.uploads(), _upload_prefix(source))
+
+
+def _upload_fetch(source: Source) -> None:
+    """With a shared (remote) storage, bring the source's files into its local folder."""
+    if source.kind != Source.Kind.UPLOAD or filestore.local_folder(filestore.uploads()):
+        return
+    folder = Path(source.path)
+    if folder.is_relative_to(_upload_root()):
+        release_db_connection()
+        filestore.tree_download(filestore.uploads(), _upload_prefix(source), folder)
+
+
+def _upload_file_delete(source: Source, relative: str) -> None:
+    folder = Path(source.path)
+    if folder.is_relative_to(_upload_root()) and "/" not in relative and relative not in ("", ".."):
+        (folder / relative).unlink(missing_ok=True)
+        release_db_connection()
+        filestore.uploads().delete(f"{_upload_prefix(source)}/{relative}")
+
+
+def upload_bytes(user_id: int) -> int:
+    """Bytes of the files a person uploaded (our copies under DATA_DIR)."""
+    total = 0
+    sources = Source.objects.filter(store__owner_id=user_id, kind=Source.Kind.UPLOAD)
+    storage = filestore.uploads()
+    if filestore.local_folder(storage) is None:
+        return sum(filestore.tree_size(storage, _upload_prefix(s)) for s in sources)
+    for folder in sources.values_list("path", flat=True):
+        try:
+            with os.scandir(folder) as entries:
+                total += sum(e.stat(follow_symlinks=False).st_size for e in entries if e.is_file())
+        except OSError:
+            continue
+    return total
+
+
+def upload_safe_name(raw: str) -> str:
+    """The name an uploaded file is kept and shown under: no folders, markup or controls."""
+    base = unicodedata.normalize("NFC", raw).replace("\\", "/").rsplit("/", 1)[-1]
+    name = _UNSAFE_NAME.sub("_", base).strip().lstrip(".") or "file"
+    if len(name) <= 120:
+        return name
+    # Cut the stem, never the suffix: the format is read from it.
+    stem, dot, suffix = name.rpartition(".")
+    if not dot or len(suffix) > 10:
+        return name[:120]
+    return stem[: 120 - len(suffix) - 1] + "." + suffix
+
+
+def upload_label(names: Iterable[str]) -> str:
+    """An upload source as people know it: its file names (never our copy's server path)."""
+    ordered = sorted(names, key=str.lower)
+    shown = ", ".join(ordered[:3])
+    if len(ordered) > 3:
+        shown += f" (+{len(ordered) - 3})"
+    return shown[:300]
+
+
+def _upload_names(files: list[UploadedFile[bytes]]) -> list[str]:
+    """Safe, distinct file names: two uploads never overwrite each other."""
+    names: list[str] = []
+    taken: set[str] = set()
+    for upload in files:
+        name = upload_safe_name(upload.name or "file")
+        stem, dot, suffix = name.rpartition(".") if "." in name else (name, "", "")
+        candidate, number = name, 2
+        while candidate.lower() in taken:
+            candidate = f"{stem} ({number}){dot}{suffix}"
+            number += 1
+        taken.add(candidate.lower())
+        names.append(candidate)
+    return names
+
+
+def upload_formats() -> list[str]:
+    """What the upload form accepts, from the same allowlist the scanner applies (K3)."""
+    return [".pdf", *sorted(TEXT_SUFFIXES)]
+
+
+def _upload_digest(upload: UploadedFile[bytes]) -> str:
+    digest = hashlib.sha256()
+    for block in upload.chunks():
+        digest.update(block)
+    return digest.hexdigest()
+
+
+def _check_uploads(store: Store, files: list[UploadedFile[bytes]], names: list[str]) -> None:
+    """Refuse what could never be indexed, and files the collection already has (K2, K3)."""
+    limit = settings.KNOWLEDGE_UPLOAD_MAX_FILE_BYTES
+    for upload, name in zip(files, names, strict=True):
+        if (upload.size or 0) > limit:
+            raise LimitExceeded(
+                _(
+                    "%(name)s is %(size)s; a file may be at most %(limit)s. "
+                    "Split it or leave it out."
+                )
+                % {
+                    "name": name,
+                    "size": filesizeformat(upload.size or 0),
+                    "limit": filesizeformat(limit),
+                }
+            )
+        if format_of(name) is None:
+            raise KnowledgeRefusal(
+                _(
+                    "%(name)s is not a format collections index. Allowed: PDF and text formats "
+                    "such as .md, .txt, .rst, .csv, .html and source code."
+                )
+                % {"name": name}
+            )
+    seen: dict[str, str] = {}
+    for upload, name in zip(files, names, strict=True):
+        digest = _upload_digest(upload)
+        if digest in seen:
+            raise KnowledgeRefusal(
+                _("%(name)s and %(other)s are the same file; upload it once.")
+                % {"name": name, "other": seen[digest]}
+            )
+        seen[digest] = name
+    held = _held_elsewhere(store.pk, set(seen))
+    if held:
+        digest, (source, path) = next(iter(held.items()))
+        raise KnowledgeRefusal(_already_there(seen[digest], source, path))
+
+
+# Review rows whose file the collection has or will have once the review is confirmed.
+_KEPT_STATUSES = (scanning.NEW, scanning.CHANGED, scanning.UNCHANGED)
+
+
+def _held_elsewhere(
+    store_id: int, digests: set[str], *, other_than: Source | None = None
+) -> dict[str, tuple[Source, str]]:
+    """Which of these file hashes the collection already holds, and where: another
+    source's document first, then a scan that waits for review or is being indexed."""
+    held: dict[str, tuple[Source, str]] = {}
+    documents = (
+        Document.objects.filter(source__store_id=store_id, sha256__in=digests)
+        .select_related("source")
+        .order_by("source_id", "path")
+    )
+    if other_than is not None:
+        documents = documents.exclude(source=other_than)
+    for document in documents:
+        held.setdefault(document.sha256, (document.source, document.path))
+    scans = list(
+        Job.objects.filter(
+            store_id=store_id, kind=Job.Kind.SCAN, state=Job.State.REVIEW
+        ).select_related("source")
+    )
+    scans += [
+        job.scan_job
+        for job in Job.objects.filter(
+            store_id=store_id, kind=Job.Kind.INDEX, state__in=Job.ACTIVE_STATES
+        ).select_related("scan_job__source")
+        if job.scan_job is not None
+    ]
+    for scan in scans:
+        if other_than is not None and scan.source_id == other_than.pk:
+            continue
+        for row in scan.review:
+            if row.get("sha256") in digests and row.get("status") in _KEPT_STATUSES:
+                held.setdefault(row["sha256"], (scan.source, row["path"]))
+    return held
+
+
+def _already_there(name: str, source: Source, path: str) -> str:
+    if source.kind == Source.Kind.FOLDER:
+        return _(
+            "%(name)s is already covered by the folder source %(folder)s (as %(path)s); "
+            "it is not uploaded a second time."
+        ) % {"name": name, "folder": source.path, "path": path}
+    return _("%(name)s is already in this collection: uploaded as %(path)s (%(source)s).") % {
+        "name": name,
+        "path": path,
+        "source": source.label,
+    }
