@@ -42,7 +42,7 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def test_database_url() -> str:
+def suite_database_url() -> str:
     db = connection.settings_dict
     return f"postgresql://{db['USER']}:@/{db['NAME']}?host={db['HOST']}"
 
@@ -54,7 +54,7 @@ def child_env(**extra: str) -> dict[str, str]:
     return {
         **inherited,
         "DJANGO_SETTINGS_MODULE": "memory_addon.settings_test",
-        "DATABASE_URL": test_database_url(),
+        "DATABASE_URL": suite_database_url(),
         "REDIS_URL": settings.REDIS_URL,
         **extra,
     }

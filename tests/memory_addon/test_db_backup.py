@@ -36,7 +36,7 @@ def _rows(url: str) -> dict[str, list[tuple[object, ...]]]:
 @pytest.fixture
 def fresh_database():
     name = f"restore_{uuid.uuid4().hex[:10]}"
-    admin_url = conftest.test_database_url()
+    admin_url = conftest.suite_database_url()
     with psycopg.connect(admin_url, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
     url = admin_url.replace(f"/{connection.settings_dict['NAME']}?", f"/{name}?")
@@ -73,7 +73,7 @@ def test_backup_then_restore_on_a_fresh_database_keeps_every_file_and_history_ro
     tmp_path, fresh_database
 ):
     _some_memory()
-    before = _rows(conftest.test_database_url())
+    before = _rows(conftest.suite_database_url())
     assert len(before["memory_addon_memoryfile"]) == 3
     assert len(before["memory_addon_filechange"]) >= 4  # history: every version is a row
 

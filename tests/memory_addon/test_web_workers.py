@@ -13,7 +13,7 @@ import pytest
 
 from memory_addon.host.web import uvicorn_command, web_workers
 from memory_addon.management.commands.serve import Command
-from tests.conftest import ROOT, free_port, test_database_url
+from tests.conftest import ROOT, free_port, suite_database_url
 
 
 def test_the_default_is_one_worker_per_usable_core(monkeypatch):
@@ -44,7 +44,7 @@ def test_serve_starts_the_web_server_with_the_workers(monkeypatch):
 def test_two_web_workers_answer_requests(tmp_path):
     port = free_port()
     env = {**os.environ, "WEB_WORKERS": "2", "DATA_DIR": str(tmp_path)}
-    env |= {"DATABASE_URL": test_database_url(), "PYTHONUNBUFFERED": "1"}
+    env |= {"DATABASE_URL": suite_database_url(), "PYTHONUNBUFFERED": "1"}
     process = subprocess.Popen(
         [sys.executable, "-m", "memory_addon.host.web", "--host", "127.0.0.1", "--port", str(port)],
         cwd=ROOT,
