@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 from django.http import HttpRequest
-from django.shortcuts import get_object_or_404
 from ninja import Router, Status
 
 from accounts.auth import signed_in_user
@@ -15,6 +14,7 @@ from accounts.schemas import (
     ErrorOut,
     MeOut,
 )
+from accounts.selectors import profile_for_user, token_for_user
 from accounts.services import ai_profile_delete as ai_profile_delete_service
 from accounts.services import ai_profile_save, api_token_create, api_token_revoke
 
@@ -48,7 +48,7 @@ def ai_profile_create(request: HttpRequest, payload: AIProfileIn) -> Status[AIPr
     summary="Change an AI profile; an empty api_key keeps the stored key",
 )
 def ai_profile_update(request: HttpRequest, profile_id: int, payload: AIProfileIn) -> AIProfile:
-    profile = get_object_or_404(AIProfile, pk=profile_id, owner=signed_in_user(request))
+    profile = profile_for_user(signed_in_user(request), profile_id)
     for field, value in payload.dict(exclude={"api_key"}).items():
         setattr(profile, field, value)
     return ai_profile_save(profile=profile, api_key=payload.api_key)
@@ -60,9 +60,7 @@ def ai_profile_update(request: HttpRequest, profile_id: int, payload: AIProfileI
     summary="Delete an AI profile",
 )
 def ai_profile_delete(request: HttpRequest, profile_id: int) -> Status[None]:
-    ai_profile_delete_service(
-        profile=get_object_or_404(AIProfile, pk=profile_id, owner=signed_in_user(request))
-    )
+    ai_profile_delete_service(profile=profile_for_user(signed_in_user(request), profile_id))
     return Status(204, None)
 
 
@@ -106,5 +104,5 @@ def api_token_new(request: HttpRequest, payload: ApiTokenIn) -> Status[dict[str,
 
 @router.delete("/tokens/{token_id}", response={204: None, 404: ErrorOut}, summary="Revoke a token")
 def api_token_delete(request: HttpRequest, token_id: int) -> Status[None]:
-    api_token_revoke(token=get_object_or_404(ApiToken, pk=token_id, user=signed_in_user(request)))
+    api_token_revoke(token=token_for_user(signed_in_user(request), token_id))
     return Status(204, None)

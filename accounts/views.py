@@ -10,7 +10,7 @@ from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods
@@ -20,6 +20,7 @@ from accounts.auth import signed_in_user
 from accounts.forms import AgentForm, AIProfileForm, ApiTokenForm, SignupForm
 from accounts.models import Agent, AIProfile, ApiToken
 from accounts.probe import ConnectionProblem, server_models
+from accounts.selectors import agent_for_user, profile_for_user, token_for_user
 from accounts.services import (
     agent_delete as agent_delete_service,
 )
@@ -100,11 +101,7 @@ def settings_page(request: HttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def ai_profile_edit(request: HttpRequest, profile_id: int | None = None) -> HttpResponse:
     owner = signed_in_user(request)
-    profile = (
-        get_object_or_404(AIProfile, pk=profile_id, owner=owner)
-        if profile_id
-        else AIProfile(owner=owner)
-    )
+    profile = profile_for_user(owner, profile_id) if profile_id else AIProfile(owner=owner)
     form = AIProfileForm(request.POST or None, instance=profile)
     if request.method == "POST" and request.POST.get("action") == "test":
         return _ai_profile_test(request, form, profile)
@@ -151,7 +148,7 @@ def _ai_profile_test(request: HttpRequest, form: AIProfileForm, profile: AIProfi
 @login_required
 @require_http_methods(["POST"])
 def ai_profile_delete(request: HttpRequest, profile_id: int) -> HttpResponse:
-    profile = get_object_or_404(AIProfile, pk=profile_id, owner=signed_in_user(request))
+    profile = profile_for_user(signed_in_user(request), profile_id)
     name = profile.name
     ai_profile_delete_service(profile=profile)
     messages.success(request, _("Deleted the AI profile “%(name)s”.") % {"name": name})
@@ -168,7 +165,7 @@ def agent_list(request: HttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def agent_edit(request: HttpRequest, agent_id: int | None = None) -> HttpResponse:
     owner = signed_in_user(request)
-    agent = get_object_or_404(Agent, pk=agent_id, owner=owner) if agent_id else Agent(owner=owner)
+    agent = agent_for_user(owner, agent_id) if agent_id else Agent(owner=owner)
     form = AgentForm(request.POST or None, instance=agent, owner=owner)
     if request.method == "POST" and form.is_valid():
         # Its memory exists from the start, so the Memory tab and the API can show it.
@@ -182,7 +179,7 @@ def agent_edit(request: HttpRequest, agent_id: int | None = None) -> HttpRespons
 @require_http_methods(["GET", "POST"])
 def agent_delete(request: HttpRequest, agent_id: int) -> HttpResponse:
     """Asks first (a page, not only a dialog); deleting removes the agent and its memory."""
-    agent = get_object_or_404(Agent, pk=agent_id, owner=signed_in_user(request))
+    agent = agent_for_user(signed_in_user(request), agent_id)
     if request.method == "POST":
         name = agent.name
         agent_delete_service(agent=agent)
@@ -219,7 +216,7 @@ def api_tokens_page(request: HttpRequest) -> HttpResponse:
             return show_once(request, "accounts:api_tokens", token.pk, secret)
     once = take_shown(request, "accounts:api_tokens")
     if once:
-        created = get_object_or_404(ApiToken, pk=once[0], user=owner), once[1]
+        created = token_for_user(owner, once[0]), once[1]
     tokens = ApiToken.objects.filter(user=owner)
     response = render(
         request,
@@ -241,7 +238,7 @@ def api_tokens_page(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_http_methods(["POST"])
 def api_token_revoke_page(request: HttpRequest, token_id: int) -> HttpResponse:
-    token = get_object_or_404(ApiToken, pk=token_id, user=signed_in_user(request))
+    token = token_for_user(signed_in_user(request), token_id)
     api_token_revoke(token=token)
     messages.success(
         request, _("Revoked the token “%(name)s”. It no longer works.") % {"name": token.name}

@@ -6,9 +6,10 @@ from dataclasses import dataclass, field
 
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.http import Http404
+from django.shortcuts import get_object_or_404
 
 from accounts.models import Agent, AIProfile, User
-from chat.models import Conversation, Message
+from chat.models import Conversation, Message, Schedule
 from knowledge.models import Store
 from learning.selectors import RuleCard, learning_off_reason, rule_cards_for
 from memory_addon.host.core.markdown import render_markdown
@@ -162,3 +163,7 @@ def message_view(
 
 def streaming_message(conversation: Conversation) -> Message | None:
     return conversation.messages.filter(state=Message.State.STREAMING).first()
+
+
+def schedule_for_user(user: User, schedule_id: int) -> Schedule:
+    return get_object_or_404(Schedule, pk=schedule_id, owner=user)

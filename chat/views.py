@@ -9,7 +9,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.http.response import HttpResponseBase
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.text import slugify
 from django.utils.translation import gettext as _
@@ -27,6 +27,7 @@ from chat.selectors import (
     message_view,
     message_views,
     profiles_for_user,
+    schedule_for_user,
     stores_for_user,
 )
 from memory_addon.core.entries import MAX_ENTRY_CHARS
@@ -316,7 +317,7 @@ def schedules_page(request: HttpRequest) -> HttpResponse:
 
 
 def _owned_schedule(request: HttpRequest, schedule_id: int) -> Schedule:
-    return get_object_or_404(Schedule, pk=schedule_id, owner=signed_in_user(request))
+    return schedule_for_user(signed_in_user(request), schedule_id)
 
 
 @login_required

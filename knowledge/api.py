@@ -5,11 +5,10 @@ from __future__ import annotations
 from typing import TypedDict
 
 from django.http import Http404, HttpRequest
-from django.shortcuts import get_object_or_404
 from ninja import Router, Status
 
 from accounts.auth import signed_in_user
-from accounts.models import AIProfile
+from accounts.selectors import profile_for_user
 from knowledge import services
 from knowledge.models import Job, Source, Store
 from knowledge.retrieval import retrieve
@@ -25,6 +24,7 @@ from knowledge.schemas import (
     StoreIn,
     StoreOut,
 )
+from knowledge.selectors import job_for_user, source_for_user, store_for_user
 from memory_addon.host.schemas import ErrorOut
 
 router = Router(tags=["knowledge"])
@@ -39,15 +39,15 @@ class SourceAdded(TypedDict):
 
 
 def _store(request: HttpRequest, store_id: int) -> Store:
-    return get_object_or_404(Store, pk=store_id, owner=signed_in_user(request))
+    return store_for_user(signed_in_user(request), store_id)
 
 
 def _source(request: HttpRequest, source_id: int) -> Source:
-    return get_object_or_404(Source, pk=source_id, store__owner=signed_in_user(request))
+    return source_for_user(signed_in_user(request), source_id)
 
 
 def _job(request: HttpRequest, job_id: int) -> Job:
-    return get_object_or_404(Job, pk=job_id, store__owner=signed_in_user(request))
+    return job_for_user(signed_in_user(request), job_id)
 
 
 @router.get("/stores", response=list[StoreOut], summary="Your collections")
@@ -60,11 +60,7 @@ def store_list(request: HttpRequest) -> list[Store]:
 )
 def store_new(request: HttpRequest, payload: StoreIn) -> Status[Store]:
     owner = signed_in_user(request)
-    profile = (
-        get_object_or_404(AIProfile, pk=payload.ai_profile_id, owner=owner)
-        if payload.ai_profile_id
-        else None
-    )
+    profile = profile_for_user(owner, payload.ai_profile_id) if payload.ai_profile_id else None
     store = services.store_create(
         owner=owner,
         name=payload.name,

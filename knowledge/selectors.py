@@ -6,7 +6,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from django.db.models import Count
+from django.shortcuts import get_object_or_404
 
+from accounts.models import User
 from knowledge.core.scanning import ProblemRow, ReviewRow
 from knowledge.models import Document, Job, Source, Store
 
@@ -152,4 +154,24 @@ def document_for(user_id: int, document_id: int) -> Document | None:
         Document.objects.filter(pk=document_id, source__store__owner_id=user_id)
         .select_related("source__store")
         .first()
+    )
+
+
+# The owner checks, one per resource, for pages and the API alike: a foreign or missing id
+# is a 404, never a hint that the row exists.
+
+
+def store_for_user(user: User, store_id: int) -> Store:
+    return get_object_or_404(Store, pk=store_id, owner=user)
+
+
+def source_for_user(user: User, source_id: int) -> Source:
+    return get_object_or_404(
+        Source.objects.select_related("store"), pk=source_id, store__owner=user
+    )
+
+
+def job_for_user(user: User, job_id: int) -> Job:
+    return get_object_or_404(
+        Job.objects.select_related("store", "source"), pk=job_id, store__owner=user
     )

@@ -26,7 +26,7 @@ from memory_addon.host.errors import MemoryRefusal
 
 
 def _store(request: HttpRequest, store_id: int) -> Store:
-    return get_object_or_404(Store, pk=store_id, owner=signed_in_user(request))
+    return selectors.store_for_user(signed_in_user(request), store_id)
 
 
 @login_required
@@ -256,9 +256,7 @@ def document_remove(request: HttpRequest, document_id: int) -> HttpResponse:
 
 
 def _source(request: HttpRequest, source_id: int) -> Source:
-    return get_object_or_404(
-        Source.objects.select_related("store"), pk=source_id, store__owner=signed_in_user(request)
-    )
+    return selectors.source_for_user(signed_in_user(request), source_id)
 
 
 @login_required
@@ -290,11 +288,7 @@ def source_action(request: HttpRequest, source_id: int, action: str) -> HttpResp
 
 
 def _job(request: HttpRequest, job_id: int) -> Job:
-    return get_object_or_404(
-        Job.objects.select_related("store", "source"),
-        pk=job_id,
-        store__owner=signed_in_user(request),
-    )
+    return selectors.job_for_user(signed_in_user(request), job_id)
 
 
 @login_required

@@ -8,11 +8,12 @@ from datetime import timedelta
 from django.conf import settings
 from django.db.models import Q
 from django.http import Http404
+from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
 from accounts.models import User
 from chat.models import Conversation
-from learning.models import RuleSuggestion
+from learning.models import CleanupJob, ReferenceFile, RuleSuggestion
 from memory_addon.models import MemoryScope
 from memory_addon.services.policy import Policy, kill_switch_on, policy_for
 from memory_addon.services.scopes import scope_folder
@@ -114,3 +115,11 @@ def rule_cards_for(user_id: int, message_ids: list[int]) -> dict[int, list[RuleC
             RuleCard(row, target_folder(row), undo_open(row), until.isoformat())
         )
     return cards
+
+
+def reference_for_user(user: User, reference_id: int) -> ReferenceFile:
+    return get_object_or_404(ReferenceFile, pk=reference_id, owner=user)
+
+
+def cleanup_job_for_user(user: User, job_id: int) -> CleanupJob:
+    return get_object_or_404(CleanupJob.objects.select_related("scope"), pk=job_id, user=user)

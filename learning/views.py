@@ -10,7 +10,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db.models import Exists, OuterRef
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -21,7 +21,7 @@ from chat.selectors import message_for_user
 from knowledge.services import granted_folders
 from learning.core import cleanup as cleanup_core
 from learning.models import CleanupJob, ReferenceFile
-from learning.selectors import suggestion_for_user
+from learning.selectors import cleanup_job_for_user, reference_for_user, suggestion_for_user
 from learning.services import cleanup as cleanup_service
 from learning.services import references, rules
 from memory_addon.core import entries
@@ -117,7 +117,7 @@ def remember(request: HttpRequest, message_id: int) -> HttpResponse:
 
 
 def _owned_reference(request: HttpRequest, reference_id: int) -> ReferenceFile:
-    return get_object_or_404(ReferenceFile, pk=reference_id, owner=signed_in_user(request))
+    return reference_for_user(signed_in_user(request), reference_id)
 
 
 @login_required
@@ -271,9 +271,7 @@ def cleanup_page(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_GET
 def cleanup_job(request: HttpRequest, job_id: int) -> HttpResponse:
-    job = get_object_or_404(
-        CleanupJob.objects.select_related("scope"), pk=job_id, user=signed_in_user(request)
-    )
+    job = cleanup_job_for_user(signed_in_user(request), job_id)
     return render(request, "learning/_cleanup_job.html", {"view": _job_view(job), "kind": job.kind})
 
 
@@ -307,7 +305,7 @@ def cleanup_action(request: HttpRequest, scope_id: int, action: str) -> HttpResp
 @require_POST
 def cleanup_decide(request: HttpRequest, job_id: int, decision: str) -> HttpResponse:
     user = signed_in_user(request)
-    job = get_object_or_404(CleanupJob.objects.select_related("scope"), pk=job_id, user=user)
+    job = cleanup_job_for_user(user, job_id)
     try:
         if decision == "apply":
             cleanup_service.cleanup_apply(user=user, job=job)

@@ -12,13 +12,14 @@ from ninja import File, Query, Router, Schema, UploadedFile
 from pydantic import Field, JsonValue, StringConstraints
 
 from accounts.auth import signed_in_user, token_scope
-from accounts.models import Agent, MessagingBinding, User
+from accounts.models import User
+from accounts.selectors import agent_for_user, binding_for_user
 from accounts.token_access import command_refusal, tool_refusal
 from addons.context import addon_context_build
 from memory_addon.host import filestore
 from memory_addon.host.core.secret_guard import find_secret
 from memory_addon.host.errors import MemoryRefusal, NotAllowed
-from memory_addon.models import ChangeSet, FileChange, MemoryFile, MemoryScope, Proposal
+from memory_addon.models import ChangeSet, MemoryFile, MemoryScope, Proposal
 from memory_addon.schemas import (
     AddonsSentOut,
     ChangeDetailOut,
@@ -44,11 +45,15 @@ from memory_addon.selectors import (
     ProposalRow,
     VersionRow,
     change_detail,
+    change_set_for_user,
     change_sets_for_user,
     change_summary,
     pending_proposals,
+    proposal_for_user,
     proposals_with_diffs,
+    scope_for_user,
     scopes_for_user,
+    version_for_user,
     versions_for_scope,
 )
 from memory_addon.services.backup import MAX_ARCHIVE_BYTES, memory_export, memory_restore
@@ -81,11 +86,7 @@ ERRORS = {400: ErrorOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut}
 
 
 def _scope(request: HttpRequest, scope_id: int) -> MemoryScope:
-    return get_object_or_404(
-        MemoryScope.objects.select_related("agent", "binding"),
-        pk=scope_id,
-        owner=signed_in_user(request),
-    )
+    return scope_for_user(signed_in_user(request), scope_id)
 
 
 def _scope_out(scope: MemoryScope) -> ScopeOut:
@@ -99,12 +100,8 @@ def _scope_out(scope: MemoryScope) -> ScopeOut:
 
 
 def turn_from(user: User, data: TurnIn) -> Turn:
-    agent = get_object_or_404(Agent, pk=data.agent_id, owner=user) if data.agent_id else None
-    binding = (
-        get_object_or_404(MessagingBinding, pk=data.binding_id, owner=user)
-        if data.binding_id
-        else None
-    )
+    agent = agent_for_user(user, data.agent_id) if data.agent_id else None
+    binding = binding_for_user(user, data.binding_id) if data.binding_id else None
     return Turn(
         user=user,
         agent=agent,
@@ -204,9 +201,7 @@ def history(request: HttpRequest, scope_id: int) -> list[VersionRow]:
 )
 def version_restore_endpoint(request: HttpRequest, version_id: int) -> ChangeSummary:
     user = signed_in_user(request)
-    version = get_object_or_404(
-        FileChange.objects.select_related("scope"), pk=version_id, scope__owner=user
-    )
+    version = version_for_user(user, version_id)
     return change_summary(version_restore(user=user, version=version))
 
 
@@ -277,7 +272,7 @@ def proposal_list(request: HttpRequest, filters: Query[ProposalFilter]) -> list[
 
 
 def _proposal(request: HttpRequest, proposal_id: int) -> Proposal:
-    return get_object_or_404(Proposal, pk=proposal_id, user=signed_in_user(request))
+    return proposal_for_user(signed_in_user(request), proposal_id)
 
 
 @router.post(
@@ -322,7 +317,7 @@ def change_set_list(request: HttpRequest) -> list[ChangeSummary]:
     summary="One change set with its diffs",
 )
 def change_set_detail(request: HttpRequest, change_set_id: int) -> ChangeDetail:
-    change_set = get_object_or_404(change_sets_for_user(signed_in_user(request)), pk=change_set_id)
+    change_set = change_set_for_user(signed_in_user(request), change_set_id)
     return change_detail(change_set)
 
 
@@ -333,9 +328,7 @@ def change_set_detail(request: HttpRequest, change_set_id: int) -> ChangeDetail:
 )
 def change_set_undo_endpoint(request: HttpRequest, change_set_id: int) -> ChangeSummary:
     user = signed_in_user(request)
-    change_set = get_object_or_404(
-        ChangeSet.objects.select_related("scope"), pk=change_set_id, user=user
-    )
+    change_set = change_set_for_user(user, change_set_id)
     return change_summary(change_set_undo(user=user, change_set=change_set))
 
 

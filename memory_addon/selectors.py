@@ -38,6 +38,34 @@ def banks_for_user(user: User) -> QuerySet[MemoryScope]:
     )
 
 
+# The owner checks, one per resource, for pages and the API alike: a foreign or missing id
+# is a 404, never a hint that the row exists.
+
+PERSON_KINDS = (MemoryScope.Kind.USER, MemoryScope.Kind.AGENT, MemoryScope.Kind.CHANNEL)
+
+
+def scope_for_user(
+    user: User, scope_id: int | str, kinds: tuple[str, ...] | None = None
+) -> MemoryScope:
+    """One of the person's scopes; `kinds` narrows it (the Memory tab shows no banks)."""
+    rows = MemoryScope.objects.select_related("agent", "binding").filter(owner=user)
+    if kinds is not None:
+        rows = rows.filter(kind__in=kinds)
+    return get_object_or_404(rows, pk=scope_id)
+
+
+def version_for_user(user: User, version_id: int) -> FileChange:
+    return get_object_or_404(
+        FileChange.objects.select_related("scope", "change_set"),
+        pk=version_id,
+        scope__owner=user,
+    )
+
+
+def proposal_for_user(user: User, proposal_id: int) -> Proposal:
+    return get_object_or_404(Proposal, pk=proposal_id, user=user)
+
+
 def bank_for_user(user: User, bank_id: int) -> MemoryScope:
     """The access check for a bank by id: another person's bank (or any other scope) is a 404."""
     return get_object_or_404(banks_for_user(user), pk=bank_id)
@@ -114,6 +142,10 @@ def change_sets_for_user(user: User) -> QuerySet[ChangeSet]:
         .annotate(is_undone=Exists(ChangeSet.objects.filter(undoes=OuterRef("pk"))))
         .prefetch_related("changes")
     )
+
+
+def change_set_for_user(user: User, change_set_id: int) -> ChangeSet:
+    return get_object_or_404(change_sets_for_user(user).select_related("scope"), pk=change_set_id)
 
 
 def change_summary(change_set: ChangeSet) -> ChangeSummary:

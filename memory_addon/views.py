@@ -9,7 +9,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.http.response import HttpResponseBase
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
@@ -18,7 +18,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.auth import signed_in_user
-from accounts.models import Agent
+from accounts.selectors import agent_for_user
 from memory_addon.addons import MEMORY_ADDON
 from memory_addon.core import entries
 from memory_addon.core.diffs import unified_diff
@@ -29,13 +29,18 @@ from memory_addon.host.core.ids import row_id, row_ids
 from memory_addon.host.core.markdown import render_markdown
 from memory_addon.host.errors import LimitExceeded, MemoryRefusal, StaleBase
 from memory_addon.live import notice_context
-from memory_addon.models import ChangeSet, FileChange, MemoryFile, MemoryScope, Proposal
+from memory_addon.models import ChangeSet, FileChange, MemoryFile, MemoryScope
 from memory_addon.pages import banners_for, notes_matching, scope_page
 from memory_addon.selectors import (
+    PERSON_KINDS,
+    change_set_for_user,
     change_sets_for_user,
     pending_proposals,
+    proposal_for_user,
     proposals_with_diffs,
+    scope_for_user,
     scopes_for_user,
+    version_for_user,
     versions_for_scope,
 )
 from memory_addon.services.backup import MAX_ARCHIVE_BYTES, memory_export, memory_restore
@@ -99,12 +104,7 @@ def _owned_scope(request: HttpRequest, scope_id: int | str | None) -> MemoryScop
     if isinstance(scope_id, str) and not scope_id.isdecimal():
         # A hand-edited ?scope= is just a scope that does not exist, not a server error.
         raise Http404("There is no memory scope with that number.")
-    return get_object_or_404(
-        MemoryScope.objects.select_related("agent", "binding"),
-        pk=scope_id,
-        owner=user,
-        kind__in=[MemoryScope.Kind.USER, MemoryScope.Kind.AGENT, MemoryScope.Kind.CHANNEL],
-    )
+    return scope_for_user(user, scope_id, PERSON_KINDS)
 
 
 def _scope_choices(request: HttpRequest) -> list[tuple[MemoryScope, str]]:
@@ -363,11 +363,7 @@ def history_page(request: HttpRequest, scope_id: int) -> HttpResponse:
 
 
 def _owned_version(request: HttpRequest, version_id: int) -> FileChange:
-    return get_object_or_404(
-        FileChange.objects.select_related("scope", "change_set"),
-        pk=version_id,
-        scope__owner=signed_in_user(request),
-    )
+    return version_for_user(signed_in_user(request), version_id)
 
 
 @login_required
@@ -402,9 +398,7 @@ def version_restore_page(request: HttpRequest, version_id: int) -> HttpResponse:
 @require_POST
 def change_set_undo_page(request: HttpRequest, change_set_id: int) -> HttpResponse:
     user = signed_in_user(request)
-    change_set = get_object_or_404(
-        ChangeSet.objects.select_related("scope"), pk=change_set_id, user=user
-    )
+    change_set = change_set_for_user(user, change_set_id)
     if getattr(request, "htmx", False):
         # From a live notice: the answer replaces the notice and the page stays.
         try:
@@ -461,9 +455,7 @@ def files_page(request: HttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def file_page(request: HttpRequest, scope_id: int) -> HttpResponse:
     user = signed_in_user(request)
-    scope = get_object_or_404(
-        MemoryScope.objects.select_related("agent", "binding"), pk=scope_id, owner=user
-    )
+    scope = scope_for_user(user, scope_id)
     try:
         path = clean_path(request.GET.get("path") or request.POST.get("path") or "")
     except MemoryRefusal as refusal:
@@ -619,7 +611,7 @@ def inbox_undo_all(request: HttpRequest) -> HttpResponse:
 @require_POST
 def inbox_decide(request: HttpRequest, proposal_id: int, decision: str) -> HttpResponse:
     user = signed_in_user(request)
-    proposal = get_object_or_404(Proposal, pk=proposal_id, user=user)
+    proposal = proposal_for_user(user, proposal_id)
     try:
         if decision == "reject":
             proposal_reject(user=user, proposal=proposal)
@@ -680,7 +672,7 @@ def addon_toggle(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_GET
 def agent_memory(request: HttpRequest, agent_id: int) -> HttpResponse:
-    agent = get_object_or_404(Agent, pk=agent_id, owner=signed_in_user(request))
+    agent = agent_for_user(signed_in_user(request), agent_id)
     scope = agent_scope_find(agent)  # made when the agent was saved
     if scope is None:
         return redirect("memory")

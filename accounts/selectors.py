@@ -1,0 +1,24 @@
+"""The owner checks for what a person keeps in accounts, one per resource, for pages and
+the API alike: a foreign or missing id is a 404, never a hint that the row exists."""
+
+from __future__ import annotations
+
+from django.shortcuts import get_object_or_404
+
+from accounts.models import Agent, AIProfile, ApiToken, MessagingBinding, User
+
+
+def profile_for_user(user: User, profile_id: int) -> AIProfile:
+    return get_object_or_404(AIProfile, pk=profile_id, owner=user)
+
+
+def agent_for_user(user: User, agent_id: int) -> Agent:
+    return get_object_or_404(Agent, pk=agent_id, owner=user)
+
+
+def token_for_user(user: User, token_id: int) -> ApiToken:
+    return get_object_or_404(ApiToken, pk=token_id, user=user)
+
+
+def binding_for_user(user: User, binding_id: int) -> MessagingBinding:
+    return get_object_or_404(MessagingBinding, pk=binding_id, owner=user)
