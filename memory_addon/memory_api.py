@@ -8,7 +8,7 @@ from typing import Annotated
 from django.http import Http404, HttpRequest
 from django.http.response import HttpResponseBase
 from django.shortcuts import get_object_or_404
-from ninja import File, Query, Router, Schema, UploadedFile
+from ninja import File, Query, Router, Schema, Status, UploadedFile
 from pydantic import Field, JsonValue, StringConstraints
 
 from accounts.auth import signed_in_user, token_scope
@@ -29,6 +29,9 @@ from memory_addon.schemas import (
     FileContentOut,
     FileOut,
     FileWriteIn,
+    NoteEditIn,
+    NoteIn,
+    NotesOut,
     ProposalOut,
     ScopeOut,
     SecretFlagOut,
@@ -43,6 +46,7 @@ from memory_addon.selectors import (
     ChangeDetail,
     ChangeSummary,
     ProposalRow,
+    ScopeNotes,
     VersionRow,
     change_detail,
     change_set_for_user,
@@ -52,6 +56,7 @@ from memory_addon.selectors import (
     proposal_for_user,
     proposals_with_diffs,
     scope_for_user,
+    scope_notes,
     scopes_for_user,
     version_for_user,
     versions_for_scope,
@@ -69,6 +74,7 @@ from memory_addon.services.context import (
     turn_context_build,
 )
 from memory_addon.services.memory_tool import memory_tool_execute
+from memory_addon.services.notes import note_add, note_edit
 from memory_addon.services.policy import policy_for
 from memory_addon.services.proposals import proposal_confirm, proposal_reject
 from memory_addon.services.scopes import (
@@ -181,6 +187,66 @@ def file_remove(
         scope=_scope(request, scope_id),
         path=path,
         base_sha256=base_sha256,
+    )
+    return change_summary(change_set)
+
+
+@router.get(
+    "/scopes/{scope_id}/notes",
+    response={200: NotesOut, 404: ErrorOut},
+    summary="The notes of a scope's index, in the order the model reads them",
+)
+def note_list(request: HttpRequest, scope_id: int) -> ScopeNotes:
+    return scope_notes(_scope(request, scope_id))
+
+
+@router.post(
+    "/scopes/{scope_id}/notes",
+    response={201: ChangeSummaryOut, **ERRORS},
+    summary="Add a note as the person, at the end of the index (the Memory tab's Add)",
+)
+def note_create(request: HttpRequest, scope_id: int, payload: NoteIn) -> Status[ChangeSummary]:
+    change_set = note_add(
+        user=signed_in_user(request),
+        scope=_scope(request, scope_id),
+        text=payload.text,
+        source=ChangeSet.Source.API,
+    )
+    return Status(201, change_summary(change_set))
+
+
+@router.put(
+    "/scopes/{scope_id}/notes/{key}",
+    response={200: ChangeSummaryOut, **ERRORS},
+    summary="Change one note's text; a stale base_sha256 or a gone note is a 409",
+)
+def note_update(
+    request: HttpRequest, scope_id: int, key: str, payload: NoteEditIn
+) -> ChangeSummary:
+    change_set = note_edit(
+        user=signed_in_user(request),
+        scope=_scope(request, scope_id),
+        key=key,
+        base_sha256=payload.base_sha256,
+        text=payload.text,
+        source=ChangeSet.Source.API,
+    )
+    return change_summary(change_set)
+
+
+@router.delete(
+    "/scopes/{scope_id}/notes/{key}",
+    response={200: ChangeSummaryOut, **ERRORS},
+    summary="Delete one note (kept in history); a stale base_sha256 or a gone note is a 409",
+)
+def note_remove(request: HttpRequest, scope_id: int, key: str, base_sha256: str) -> ChangeSummary:
+    change_set = note_edit(
+        user=signed_in_user(request),
+        scope=_scope(request, scope_id),
+        key=key,
+        base_sha256=base_sha256,
+        text=None,
+        source=ChangeSet.Source.API,
     )
     return change_summary(change_set)
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Literal
 
 from ninja import Schema
 from pydantic import Field, JsonValue
@@ -175,3 +176,28 @@ class SettingOut(Schema):
 
 class SettingIn(Schema):
     value: JsonValue
+
+
+class NoteOut(Schema):
+    key: str = Field(description="Names this note in this version of the index (line:hash).")
+    text: str
+    kind: Literal["person", "machine"] = Field(
+        description="person: written by the person; machine: a fenced entry an AI saved."
+    )
+    origin: str = ""
+    created: str = ""
+
+
+class NotesOut(Schema):
+    index_path: str
+    index_sha256: str = Field(description="Send it back as base_sha256 to edit or delete a note.")
+    notes: list[NoteOut]
+
+
+class NoteIn(Schema):
+    text: str = Field(description="One note, at most 300 characters, added at the end.")
+
+
+class NoteEditIn(Schema):
+    text: str
+    base_sha256: str

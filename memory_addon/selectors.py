@@ -4,21 +4,23 @@ from __future__ import annotations
 
 from collections import defaultdict
 from datetime import datetime
-from typing import NotRequired, TypedDict
+from typing import Literal, NotRequired, TypedDict
 
 from django.db.models import Count, Exists, OuterRef, QuerySet, Sum
 from django.db.models.functions import Coalesce, Lower
 from django.shortcuts import get_object_or_404
 
 from accounts.models import User
+from memory_addon.core import entries
 from memory_addon.core.diffs import unified_diff
 from memory_addon.core.operations import Operation
 from memory_addon.core.readable_diff import NoteRow, readable_diff
 from memory_addon.host.core.ids import row_id
 from memory_addon.host.errors import MemoryRefusal
 from memory_addon.models import ChangeSet, FileChange, MemoryFile, MemoryScope, Proposal
+from memory_addon.services.notes import note_key
 from memory_addon.services.proposals import plan_proposal
-from memory_addon.services.scopes import scope_folder
+from memory_addon.services.scopes import index_path, scope_folder
 
 
 def scopes_for_user(user: User) -> QuerySet[MemoryScope]:
@@ -316,3 +318,38 @@ def memory_bytes(user_id: int) -> int:
     """What a person's memory files take (their share of the storage quota)."""
     total = MemoryFile.objects.filter(scope__owner_id=user_id).aggregate(total=Sum("size"))
     return int(total["total"] or 0)
+
+
+class ListedNote(TypedDict):
+    key: str
+    text: str
+    kind: Literal["person", "machine"]
+    origin: str
+    created: str
+
+
+class ScopeNotes(TypedDict):
+    index_path: str
+    index_sha256: str
+    notes: list[ListedNote]
+
+
+def scope_notes(scope: MemoryScope) -> ScopeNotes:
+    """The scope's notes in the order the model reads them, each with the key that names it."""
+    path = index_path(scope)
+    row = MemoryFile.objects.filter(scope=scope, path=path).first()
+    items = entries.send_order(entries.parse_items(row.content if row else ""))
+    return {
+        "index_path": path,
+        "index_sha256": row.sha256 if row else "",
+        "notes": [
+            {
+                "key": note_key(item),
+                "text": item.text,
+                "kind": item.kind,
+                "origin": item.origin,
+                "created": item.created,
+            }
+            for item in items
+        ],
+    }

@@ -1,4 +1,4 @@
-"""Domain errors of the memory add-on, mapped once to HTTP in memory_addon/api.py."""
+"""Domain errors of every app, mapped once to HTTP by the API root (memory_addon/api.py)."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ from django.utils.translation import gettext as _
 
 from accounts.models import User
 from memory_addon.core import entries
-from memory_addon.host.errors import ChangeRefused
+from memory_addon.host.errors import ChangeRefused, StaleBase
 from memory_addon.models import ChangeSet, MemoryFile, MemoryScope
 from memory_addon.services.changes import file_write
 from memory_addon.services.scopes import index_path
@@ -69,10 +69,13 @@ def note_edit(
     id, origin and date, so history and the model's own references still match."""
     row = _index(scope)
     if row is None or row.sha256 != base_sha256:
-        raise ChangeRefused(_("These notes changed elsewhere; reload the page and try again."))
+        raise StaleBase(
+            _("These notes changed elsewhere; reload the page and try again."),
+            path=index_path(scope),
+        )
     item = next((i for i in entries.parse_items(row.content) if note_key(i) == key), None)
     if item is None:
-        raise ChangeRefused(_("This note is no longer there; reload the page."))
+        raise StaleBase(_("This note is no longer there; reload the page."), path=row.path)
     if item.is_machine:
         block = None
         if text is not None:
