@@ -49,6 +49,8 @@ from memory_addon.host.storage import storage_check
 
 logger = logging.getLogger(__name__)
 MIB = 1024 * 1024
+# Chunks staged per INSERT when no model embeds them (about 1.6 MB of text at most).
+STAGE_BATCH_CHUNKS = 500
 UPLOAD_PREFIX = "knowledge"  # uploads live in the default storage under this folder
 # Letters and digits of any script stay (Übersicht.md); slashes, markup, control and
 # bidi-override characters (which could make "gpj.md" read as "dm.jpg") become "_".
@@ -1102,6 +1104,9 @@ def _index_open(
     total = max(1, len(to_index))
     staged_chunks = 0
     last_beat = float("-inf")  # the first file reports at once
+    # A model embeds a batch at a time; without one, chunks are staged in larger batches
+    # (each batch is one INSERT round trip).
+    batch_size = BATCH_SIZE if embedder is not None else STAGE_BATCH_CHUNKS
 
     def flush() -> None:
         nonlocal pending, staged_chunks
@@ -1144,7 +1149,7 @@ def _index_open(
                     token_count=chunk.tokens,
                 )
             )
-            if len(pending) >= BATCH_SIZE:
+            if len(pending) >= batch_size:
                 flush()
         # Progress, heartbeat and the cancel check at most every
         # KNOWLEDGE_PROGRESS_INTERVAL_SECONDS, not per file: each beat is two queries,
