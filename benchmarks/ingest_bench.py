@@ -64,6 +64,7 @@ from knowledge import embeddings, services
 from knowledge.core import scanning
 from knowledge.core.chunking import chunk_pages
 from knowledge.core.extract import Page
+from knowledge.core.formats import PDF
 from knowledge.embeddings import BATCH_SIZE, FastembedEmbedder, windows
 from knowledge.models import Chunk, Document, Job, Source
 
@@ -385,7 +386,7 @@ def bench_pdf(user: User, folder: Path, model: Any) -> dict[str, float]:
     pages: list[Page] = []
     for _ in range(REPEATS):
         start = time.perf_counter()
-        pages = scanning.document_pages(data, "pdf", max_chars=scanning.MAX_EXTRACTED_CHARS)
+        pages = scanning.document_pages(data, PDF, max_chars=scanning.MAX_EXTRACTED_CHARS)
         extraction.append(time.perf_counter() - start)
     texts = [
         chunk.text
@@ -444,6 +445,7 @@ def celery_worker() -> Iterator[subprocess.Popen[bytes]]:
         ],
         cwd=ROOT,
         env=env,
+        stdout=subprocess.DEVNULL,  # its banner; warnings and errors still reach stderr
     )
     try:
         # The first ping waits in the queue until the worker is up: the readiness signal.
