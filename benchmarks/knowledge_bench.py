@@ -45,7 +45,8 @@ def percentile(samples: list[float], q: float) -> float:
 
 
 def _user() -> User:
-    return User.objects.create_user(f"bench-k-{uuid.uuid4().hex[:8]}")
+    # Folder sources need a grant of the folder, or an administrator (the bench's temp folder).
+    return User.objects.create_user(f"bench-k-{uuid.uuid4().hex[:8]}", is_superuser=True)
 
 
 def _run_index(store: Store, folder: Path) -> tuple[float, int]:

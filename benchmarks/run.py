@@ -195,6 +195,9 @@ Model-initiated changes, 200 each, one transaction per change, sequential:
     from benchmarks.knowledge_bench import run as knowledge_run
 
     print(knowledge_run(write_section, machine))
+    from benchmarks.ingest_bench import run as ingest_run
+
+    print(ingest_run(write_section, machine))
     from benchmarks.vector_bench import run as vector_run
 
     print(vector_run(write_section, machine))

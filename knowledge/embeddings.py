@@ -172,7 +172,15 @@ class FastembedEmbedder:
         self.dimension = int(self._model.embedding_size)
 
     def _embed_windows(self, texts: list[str]) -> list[list[float]]:
-        return [vector.tolist() for vector in self._model.embed(texts, batch_size=BATCH_SIZE)]
+        # fastembed pads each batch to its longest text: batches of similar lengths (a
+        # chunk's short last window next to other short ones) spend less time on padding.
+        # Padding is masked out of the pooling, so each vector is what it would be alone.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        vectors = self._model.embed([texts[i] for i in order], batch_size=BATCH_SIZE)
+        result: list[list[float]] = [[] for _ in texts]
+        for index, vector in zip(order, vectors, strict=True):
+            result[index] = vector.tolist()
+        return result
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         return pooled(texts, self._embed_windows, self.dimension)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import resource
 import subprocess
 import sys
@@ -10,7 +11,10 @@ from dataclasses import dataclass
 
 PDF_TIMEOUT_SECONDS = 60
 PDF_MEMORY_BYTES = 1024 * 1024 * 1024
-_ALLOWED_CONTROLS = {"\t", "\n", "\r", "\f"}
+# Control characters other than tab, line feed, form feed and carriage return: one
+# regular-expression search in C instead of a Python loop over every character (a
+# per-character `any()` was the largest cost of keyword-only indexing).
+_DISALLOWED_CONTROLS = re.compile("[\x00-\x08\x0b\x0e-\x1f]")
 
 
 class Unreadable(Exception):
@@ -31,7 +35,7 @@ def text_from_bytes(data: bytes) -> str:
     except UnicodeDecodeError as error:
         raise Unreadable(f"not valid UTF-8 (byte {error.start})") from None
     text = text.removeprefix("\ufeff")
-    if any(ord(ch) < 32 and ch not in _ALLOWED_CONTROLS for ch in text):
+    if _DISALLOWED_CONTROLS.search(text):
         raise Unreadable("binary content (control characters)")
     return text
 

@@ -34,6 +34,8 @@ from knowledge.services.uploads import _upload_fetch
 from memory_addon.host.outbound import release_db_connection
 
 logger = logging.getLogger(__name__)
+# Chunks staged per INSERT when no model embeds them (about 1.6 MB of text at most).
+STAGE_BATCH_CHUNKS = 500
 
 
 def index_run(job_id: int) -> None:
@@ -169,6 +171,9 @@ class _Staging:
         self.job, self.embedder = job, embedder
         self.pending: list[StagedChunk] = []
         self.staged = 0
+        # A model embeds a batch at a time; without one, chunks are staged in larger
+        # batches (each batch is one INSERT round trip).
+        self.batch_size = BATCH_SIZE if embedder is not None else STAGE_BATCH_CHUNKS
 
     @property
     def count(self) -> int:
@@ -190,7 +195,7 @@ class _Staging:
                     token_count=chunk.tokens,
                 )
             )
-            if len(self.pending) >= BATCH_SIZE:
+            if len(self.pending) >= self.batch_size:
                 self.flush()
 
     def flush(self) -> None:

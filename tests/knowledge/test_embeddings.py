@@ -65,3 +65,21 @@ def test_long_texts_are_embedded_as_pooled_windows_not_truncated():
     assert similarity(pooled, tail_only) > 0.5
     assert similarity(pooled, head_only) > 0.5
     assert len(windows(head + tail)) > 2
+
+
+def test_windows_are_embedded_shortest_first_and_returned_in_input_order(monkeypatch):
+    embedder = FastembedEmbedder("sentence-transformers/all-MiniLM-L6-v2")
+    texts = [f"{'alpacas graze ' * (1 + (7 * i) % 23)}herd {i}" for i in range(40)]
+    alone = [embedder.embed([text])[0] for text in texts[:5]]
+    seen: list[str] = []
+    real = embedder._model.embed
+    monkeypatch.setattr(
+        embedder._model, "embed", lambda batch, **kw: seen.extend(batch) or real(batch, **kw)
+    )
+    vectors = embedder.embed(texts)
+    # Batches of similar lengths pad less: the model sees the windows shortest first.
+    assert [len(text) for text in seen] == sorted(len(text) for text in texts)
+    similarity = lambda a, b: sum(x * y for x, y in zip(a, b, strict=True))  # noqa: E731
+    for vector, single in zip(vectors[:5], alone, strict=True):
+        assert similarity(vector, single) > 0.9999  # each text's own vector, in its place
+    assert similarity(vectors[0], vectors[1]) < 0.999

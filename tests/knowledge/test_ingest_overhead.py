@@ -135,3 +135,21 @@ def test_creating_a_local_model_collection_does_not_load_the_model(user, monkeyp
     assert embeddings._models == {}  # name and dimension came from the folder's config
     assert services.semantic_status() == ""
     assert embeddings._models == {}
+
+
+def _staging_inserts(sql: list[str]) -> int:
+    return sum(1 for text in sql if text.startswith('INSERT INTO "knowledge_stagedchunk"'))
+
+
+def test_keyword_only_chunks_are_staged_in_large_batches_model_chunks_per_model_batch(
+    store, user, allowed_root, fake_openai
+):
+    folder = _folder(allowed_root, 70)
+    keyword_only = services.store_create(owner=user, name="Keywords", provider="none")
+    source, _, sql = _index(keyword_only, folder)
+    assert Chunk.objects.filter(source=source).count() == 70
+    assert _staging_inserts(sql) == 1  # one round trip, not one per 32 chunks
+
+    source, _, sql = _index(store, folder)  # the model embeds 32 at a time, staged as it goes
+    assert Chunk.objects.filter(source=source).count() == 70
+    assert _staging_inserts(sql) == 3
