@@ -30,6 +30,8 @@ embedded.start()
 django.setup()
 
 from django.core.management import call_command  # noqa: E402
+from django.db import connection  # noqa: E402
+from django.test.utils import CaptureQueriesContext  # noqa: E402
 
 from accounts.models import Agent, Membership, Organization, User  # noqa: E402
 from accounts.services import messaging_binding_create  # noqa: E402
@@ -95,8 +97,25 @@ def bench_turn_context() -> dict[str, float]:
         )
     turn = Turn(user=user, agent=agent, binding=binding)
     context = turn_context_build(turn)
+    with CaptureQueriesContext(connection) as captured:
+        turn_context_build(turn)
+    statements = [query["sql"] for query in captured.captured_queries]
+
+    def bare_sql() -> None:
+        """The same statements, as Django sent them, through a plain cursor: no ORM."""
+        with connection.cursor() as cursor:
+            for sql in statements:
+                cursor.execute(sql)
+                if cursor.description:
+                    cursor.fetchall()
+
     timed(lambda: turn_context_build(turn), 20)  # warm-up
-    samples = timed(lambda: turn_context_build(turn), 500)
+    timed(bare_sql, 20)
+    samples: list[float] = []
+    bare: list[float] = []
+    for _ in range(10):  # alternated, so load changes hit both alike
+        samples += timed(lambda: turn_context_build(turn), 50)
+        bare += timed(bare_sql, 50)
     return {
         "p50": percentile(samples, 0.5),
         "p95": percentile(samples, 0.95),
@@ -104,6 +123,9 @@ def bench_turn_context() -> dict[str, float]:
         "items": float(len(context.sent)),
         "omitted": float(context.omitted),
         "tokens": float(context.tokens),
+        "queries": float(len(statements)),
+        "bare_p50": percentile(bare, 0.5),
+        "bare_p95": percentile(bare, 0.95),
     }
 
 
@@ -167,18 +189,23 @@ def main() -> None:
         return
     context = bench_turn_context()
     proposals = bench_proposals()
+    memory_only = sys.argv[1:] == ["memory"]  # `python -m benchmarks.run memory`
     body = f"""## Memory: turn context and proposals
 
 Command: `make bench` (runs `python -m benchmarks.run`; embedded PostgreSQL 16 and Redis
 under `.data/bench`). Machine: {machine}. Measured {time.strftime("%Y-%m-%d")}.
 
 Turn context for a user whose organization rules, agent, conversation and personal
-indexes are all at their caps (40 lines / 2 KiB each), 500 builds after 20 warm-up builds:
+indexes are all at their caps (40 lines / 2 KiB each), 500 builds after 20 warm-up builds,
+alternated in tens of 50 with the build's own SQL statements run through a bare cursor
+(the reference: what the database part alone costs):
 
 | metric | value |
 |---|---|
-| build time p50 | {context["p50"]:.2f} ms |
-| build time p95 | {context["p95"]:.2f} ms |
+| build time p50 / p95 | {context["p50"]:.2f} / {context["p95"]:.2f} ms |
+| queries per build | {context["queries"]:.0f} |
+| the same SQL through a bare cursor, p50 / p95 | {context["bare_p50"]:.2f} / {context["bare_p95"]:.2f} ms |
+| build ÷ bare SQL (p50) | {context["p50"] / context["bare_p50"]:.1f}x |
 | items sent / left out | {context["items"]:.0f} / {context["omitted"]:.0f} |
 | estimated tokens in the block | {context["tokens"]:.0f} |
 
@@ -192,6 +219,8 @@ Model-initiated changes, 200 each, one transaction per change, sequential:
 """
     write_section("memory", body)
     print(body)
+    if memory_only:
+        return
     from benchmarks.knowledge_bench import run as knowledge_run
 
     print(knowledge_run(write_section, machine))

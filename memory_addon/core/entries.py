@@ -12,6 +12,7 @@ matches and the block counts as the person's text from then on.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import secrets
@@ -92,8 +93,19 @@ def _parse_attrs(text: str) -> dict[str, str]:
     return dict(pair.split("=", 1) for pair in text.split())
 
 
+# Indexes are parsed on every turn and rarely change: parsed items (frozen) are kept per
+# text for files up to this size.
+PARSE_CACHE_MAX_CHARS = 16_384
+
+
 def parse_items(content: str) -> list[Item]:
     """Split a file into items, in file order."""
+    if len(content) > PARSE_CACHE_MAX_CHARS:
+        return list(_parse_items(content))
+    return list(_parse_items_cached(content))
+
+
+def _parse_items(content: str) -> tuple[Item, ...]:
     lines = content.split("\n")
     items: list[Item] = []
     paragraph: list[str] = []
@@ -135,7 +147,10 @@ def parse_items(content: str) -> list[Item]:
             paragraph.append(line)
         index += 1
     flush_paragraph(len(lines))
-    return items
+    return tuple(items)
+
+
+_parse_items_cached = functools.lru_cache(maxsize=256)(_parse_items)
 
 
 _BULLET = re.compile(r"^\s*[-*+]\s")

@@ -23,6 +23,7 @@ Benchmark and labelled set: benchmarks/secret_guard_bench.py, docs/benchmarks.md
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import unicodedata
@@ -814,12 +815,23 @@ def _apply_mask(line: str, spans: list[Span]) -> str:
     return line
 
 
+# The same memory block goes out turn after turn until the memory changes: its masked
+# form is kept for texts up to this size (the turn block is at most 6 KiB).
+MASK_CACHE_MAX_CHARS = 16_384
+
+
 def mask_outbound(text: str) -> str:
     """Replace every secret value the guard can locate before text leaves the host.
 
     A line with a finding goes out in its normalised form (invisible characters removed),
     so a masked token cannot survive in pieces; other lines go out unchanged.
     """
+    if len(text) > MASK_CACHE_MAX_CHARS:
+        return _mask_outbound(text)
+    return _mask_outbound_cached(text)
+
+
+def _mask_outbound(text: str) -> str:
     raw_lines = text.split("\n")
     scanned = list(_scan_lines(text))
     out: list[str] = []
@@ -852,3 +864,6 @@ def mask_outbound(text: str) -> str:
                 pending = _value_below(seen, scanned[index + 1][2])
         out.append(_apply_mask(line, spans) if spans else raw)
     return "\n".join(out)
+
+
+_mask_outbound_cached = functools.lru_cache(maxsize=256)(_mask_outbound)

@@ -101,3 +101,16 @@ def test_index_line_is_parsed():
     line = entries.parse_index_line("- home: lives in Rome -> home.md")
     assert line == entries.IndexLine("home", "lives in Rome", "home.md")
     assert entries.parse_index_line("just text") is None
+
+
+def test_parsed_items_are_kept_per_text_but_each_caller_gets_its_own_list():
+    content = "- tea: likes tea -> tea.md\n\n- cats: has two cats -> cats.md\n"
+    first = entries.parse_items(content)
+    first.clear()  # a caller that reorders or empties its list harms nobody else
+    again = entries.parse_items(content)
+    assert [item.text for item in again] == [
+        "- tea: likes tea -> tea.md",
+        "- cats: has two cats -> cats.md",
+    ]
+    big = content + "x\n" * entries.PARSE_CACHE_MAX_CHARS
+    assert entries.parse_items(big)[0].text == "- tea: likes tea -> tea.md"

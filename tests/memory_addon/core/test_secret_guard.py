@@ -9,7 +9,13 @@ import pytest
 
 from benchmarks import secret_guard_bench as bench
 from memory_addon.core.entries import render_entry
-from memory_addon.host.core.secret_guard import MASK, find_in_line, find_secret, mask_outbound
+from memory_addon.host.core.secret_guard import (
+    MASK,
+    MASK_CACHE_MAX_CHARS,
+    find_in_line,
+    find_secret,
+    mask_outbound,
+)
 
 CASES = [
     json.loads(line)
@@ -324,6 +330,15 @@ def test_outbound_masking_hides_password_values_in_prose():
     masked = mask_outbound("Note: the password is swordfish, and db_password=hunter22")
     assert "swordfish" not in masked and "hunter22" not in masked
     assert "the password is [masked]," in masked
+
+
+def test_masking_the_same_block_twice_and_a_block_too_big_to_keep_both_hide_the_value():
+    block = "- db: the password is swordfish -> db.md\n"
+    assert mask_outbound(block) == mask_outbound(block)
+    assert "swordfish" not in mask_outbound(block)
+    big = block + "- filler line\n" * (MASK_CACHE_MAX_CHARS // 10)
+    assert len(big) > MASK_CACHE_MAX_CHARS
+    assert "swordfish" not in mask_outbound(big)
 
 
 @pytest.mark.parametrize(
