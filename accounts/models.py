@@ -14,13 +14,14 @@ from django.utils.translation import gettext_lazy
 
 from accounts import crypto
 from memory_addon.host.core.secret_guard import find_secret
+from memory_addon.host.secret_text import secret_refusal
 
 
 def validate_no_secret(value: str) -> None:
     """Text every model reads (organization rules, agent instructions) holds no secret."""
     finding = find_secret(value)
     if finding:
-        raise ValidationError(finding.message())
+        raise ValidationError(secret_refusal(finding))
 
 
 class User(AbstractUser):

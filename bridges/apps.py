@@ -6,3 +6,8 @@ from django.apps import AppConfig
 class BridgesConfig(AppConfig):
     name = "bridges"
     verbose_name = "Messaging bridges and outgoing events"
+
+    def ready(self) -> None:
+        # The jobs register with the Celery app in every process: the services queue them
+        # by name (memory_addon/host/queue.py), with the task's own options.
+        from bridges import tasks  # noqa: F401

@@ -6,3 +6,8 @@ from django.apps import AppConfig
 class LearningConfig(AppConfig):
     name = "learning"
     verbose_name = "Learning and upkeep"
+
+    def ready(self) -> None:
+        # The jobs register with the Celery app in every process: the services queue them
+        # by name (memory_addon/host/queue.py), with the task's own options.
+        from learning import tasks  # noqa: F401

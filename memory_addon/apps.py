@@ -10,7 +10,11 @@ class MemoryAddonConfig(AppConfig):
 
     def ready(self) -> None:
         from accounts.models import Agent, User
-        from memory_addon import events, receivers  # noqa: F401  (events: live-page listeners)
+
+        # events: the live-page listeners; tasks: the jobs register with Celery in every
+        # process, since the services queue them by name (memory_addon/host/queue.py).
+        from memory_addon import events, receivers, tasks  # noqa: F401
+        from memory_addon.host import tasks as host_tasks  # noqa: F401
         from memory_addon.host.storage import register_storage_counter
         from memory_addon.selectors import memory_bytes
 

@@ -10,8 +10,9 @@ from django.utils.translation import gettext
 from accounts.models import User
 from memory_addon.addons import MEMORY_ADDON, SAVE_MODE
 from memory_addon.core import entries
-from memory_addon.host.core.secret_guard import KIND_LABELS, find_secret
+from memory_addon.host.core.secret_guard import find_secret
 from memory_addon.host.core.tokens import estimate_tokens
+from memory_addon.host.secret_text import kind_label
 from memory_addon.models import AddonSetting, MemoryFile, MemoryScope
 from memory_addon.selectors import scopes_for_user
 from memory_addon.services.context import turn_context_build
@@ -115,7 +116,7 @@ def scope_page(user: User, scope: MemoryScope, policy: Policy) -> ScopePage:
     for row in files:
         finding = find_secret(row.content)
         if finding:
-            banners.append(SecretBanner(row.path, finding.line, KIND_LABELS[finding.kind]))
+            banners.append(SecretBanner(row.path, finding.line, kind_label(finding.kind)))
     return ScopePage(
         scope=scope,
         folder=folder,

@@ -150,3 +150,38 @@ def test_scan_statuses_and_skip_reasons_are_shown_in_german():
         assert scan_reason("something new") == "something new"  # unknown: shown as stored
     with translation.override("en"):
         assert scan_status("unchanged") == "unchanged"
+
+
+@pytest.mark.django_db
+def test_path_rules_and_secret_refusals_are_in_the_persons_language(client, user):
+    """The pure path rules and the secret guard have no Django; their refusals are
+    translated where they are shown."""
+    from memory_addon.services.scopes import ensure_user_scope
+
+    scope = ensure_user_scope(user)
+    client.force_login(user)
+    german = {"accept-language": "de-DE,de;q=0.9"}
+    url = f"/api/memory/scopes/{scope.pk}/file"
+    hidden = client.put(
+        f"{url}?path=.hidden/a.md",
+        {"content": "x"},
+        content_type="application/json",
+        headers=german,
+    )
+    assert hidden.status_code == 400
+    assert hidden.json()["detail"] == "Versteckte Namen wie '.hidden' sind nicht erlaubt."
+    english = client.put(
+        f"{url}?path=.hidden/a.md", {"content": "x"}, content_type="application/json"
+    )
+    assert english.json()["detail"] == "Hidden names such as '.hidden' are not allowed."
+    secret = client.put(
+        f"{url}?path=keys.md",
+        {"content": "ok\npassword = Velvet-Harbor-19\n"},
+        content_type="application/json",
+        headers=german,
+    )
+    assert secret.status_code == 400
+    assert secret.json()["detail"] == (
+        "keys.md: Zeile 2 scheint ein Geheimnis zu enthalten (ein Passwort oder Token mit "
+        "zugewiesenem Wert). Entfernen Sie diese Zeile und versuchen Sie es erneut."
+    )

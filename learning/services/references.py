@@ -25,6 +25,7 @@ from learning.core import reference
 from learning.models import ReferenceFile
 from memory_addon.host.core.secret_guard import find_secret, mask_outbound
 from memory_addon.host.errors import ChangeRefused, LimitExceeded, SecretRefused, StaleBase
+from memory_addon.host.secret_text import secret_refusal
 from memory_addon.services.policy import Policy, kill_switch_on, policy_for
 
 MAX_FILES_PER_PERSON = 20
@@ -56,7 +57,9 @@ def _decode(data: bytes, name: str) -> str:
 def _refuse_secret(text: str, name: str) -> None:
     finding = find_secret(text)
     if finding:
-        raise SecretRefused(f"{name}: {finding.message()}", line=finding.line, kind=finding.kind)
+        raise SecretRefused(
+            f"{name}: {secret_refusal(finding)}", line=finding.line, kind=finding.kind
+        )
 
 
 def reference_off_reason(user: User, policy: Policy | None = None) -> str:
@@ -207,7 +210,7 @@ def reference_review(ref: ReferenceFile) -> Review:
         cleaned.removed,
         cleaned.marked,
         status,
-        finding.message() if finding else "",
+        secret_refusal(finding) if finding else "",
         finding.line if finding else None,
     )
 

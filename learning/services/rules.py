@@ -25,6 +25,7 @@ from memory_addon.host.core.untrusted import normalise_untrusted
 from memory_addon.host.errors import ChangeRefused, NotAllowed, ProposalClosed, SecretRefused
 from memory_addon.host.outbound import OutboundRefused, check_outbound_url, release_db_connection
 from memory_addon.host.queue import queue_job_on_commit
+from memory_addon.host.secret_text import secret_refusal
 from memory_addon.models import ChangeSet
 from memory_addon.services.changes import change_set_apply, change_set_undo
 from memory_addon.services.locks import memory_lock
@@ -218,7 +219,9 @@ def _clean_rule(text: str) -> str:
 def _save(user: User, suggestion: RuleSuggestion, text: str, origin: str) -> ChangeSet:
     finding = find_secret(text)
     if finding:
-        raise SecretRefused(f"The rule: {finding.message()}", kind=finding.kind)
+        raise SecretRefused(
+            gettext("The rule: %(reason)s") % {"reason": secret_refusal(finding)}, kind=finding.kind
+        )
     if suggestion.target == RuleSuggestion.Target.AGENT and suggestion.agent is not None:
         scope = ensure_agent_scope(suggestion.agent)
     else:

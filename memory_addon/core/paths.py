@@ -18,8 +18,18 @@ _WINDOWS_RESERVED = {
 _ALLOWED_COMPONENT = re.compile(r"^[\w][\w .@+-]*$")
 
 
+def gettext_noop(text: str) -> str:
+    """Marks a refusal for translation (makemessages finds it); no Django here, so the
+    Django layer translates `PathRefused.template` when it shows the refusal."""
+    return text
+
+
 class PathRefused(ValueError):
     """A path that is not a normalized relative Markdown path."""
+
+    def __init__(self, template: str, **values: object) -> None:
+        super().__init__(template % values if values else template)
+        self.template, self.values = template, values
 
 
 def normalize_path(raw: str) -> str:
@@ -29,41 +39,53 @@ def normalize_path(raw: str) -> str:
     backslashes and control characters are refused.
     """
     if not isinstance(raw, str) or not raw.strip():
-        raise PathRefused("The path is empty.")
+        raise PathRefused(gettext_noop("The path is empty."))
     path = unicodedata.normalize("NFC", raw.strip())
     if any(unicodedata.category(ch) in {"Cc", "Cf", "Zl", "Zp"} for ch in path):
-        raise PathRefused("The path contains control or invisible characters.")
+        raise PathRefused(gettext_noop("The path contains control or invisible characters."))
     if "\\" in path:
-        raise PathRefused("Use forward slashes in paths.")
+        raise PathRefused(gettext_noop("Use forward slashes in paths."))
     if path.startswith("/") or re.match(r"^[A-Za-z]:", path) or path.startswith("~"):
         raise PathRefused(
-            "Absolute paths are not allowed; use a path relative to the memory folder."
+            gettext_noop(
+                "Absolute paths are not allowed; use a path relative to the memory folder."
+            )
         )
     parts = [part for part in path.split("/") if part not in ("", ".")]
     if not parts:
-        raise PathRefused("The path is empty.")
+        raise PathRefused(gettext_noop("The path is empty."))
     for part in parts:
         _check_component(part)
     normalized = "/".join(parts)
     if not normalized.lower().endswith(".md") or normalized.lower() == ".md":
-        raise PathRefused("Only Markdown files ending in .md can be stored.")
+        raise PathRefused(gettext_noop("Only Markdown files ending in .md can be stored."))
     if len(normalized) > MAX_PATH_LENGTH:
-        raise PathRefused(f"The path is longer than {MAX_PATH_LENGTH} characters.")
+        raise PathRefused(
+            gettext_noop("The path is longer than %(limit)s characters."), limit=MAX_PATH_LENGTH
+        )
     return normalized
 
 
 def _check_component(part: str) -> None:
     """Refuse one folder or file name of a memory path."""
     if part == "..":
-        raise PathRefused("'..' is not allowed in a memory path.")
+        raise PathRefused(gettext_noop("'..' is not allowed in a memory path."))
     if part.startswith("."):
-        raise PathRefused(f"Hidden names such as {part!r} are not allowed.")
+        raise PathRefused(
+            gettext_noop("Hidden names such as %(name)s are not allowed."), name=repr(part)
+        )
     if len(part) > MAX_COMPONENT_LENGTH:
-        raise PathRefused(f"A path part is longer than {MAX_COMPONENT_LENGTH} characters.")
+        raise PathRefused(
+            gettext_noop("A path part is longer than %(limit)s characters."),
+            limit=MAX_COMPONENT_LENGTH,
+        )
     if part.split(".")[0].lower() in _WINDOWS_RESERVED:
-        raise PathRefused(f"{part!r} is a reserved name.")
+        raise PathRefused(gettext_noop("%(name)s is a reserved name."), name=repr(part))
     if not _ALLOWED_COMPONENT.match(part) or part.endswith((" ", ".")):
         raise PathRefused(
-            f"{part!r} has characters that are not allowed; use letters, digits, "
-            "spaces and . _ - @ +"
+            gettext_noop(
+                "%(name)s has characters that are not allowed; use letters, digits, "
+                "spaces and . _ - @ +"
+            ),
+            name=repr(part),
         )

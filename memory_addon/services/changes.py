@@ -10,6 +10,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Sum
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from accounts.models import Agent, User
 from bridges.outbox import memory_changed_event
@@ -24,6 +25,7 @@ from memory_addon.host.errors import (
     SecretRefused,
     StaleBase,
 )
+from memory_addon.host.secret_text import secret_refusal
 from memory_addon.host.storage import storage_check
 from memory_addon.models import ChangeSet, FileChange, MemoryFile, MemoryScope, content_hash
 from memory_addon.services.locks import memory_lock
@@ -44,7 +46,9 @@ def clean_path(raw: str) -> str:
     try:
         return normalize_path(raw)
     except PathRefused as error:
-        raise PathNotAllowed(str(error)) from error
+        # Translated here: the pure path rules carry their English template and values.
+        message = gettext(error.template)
+        raise PathNotAllowed(message % error.values if error.values else message) from error
 
 
 def current_entries_text(content: str) -> str:
@@ -284,7 +288,7 @@ def _check_text(
     finding = find_secret(after)
     if finding:
         raise SecretRefused(
-            f"{path}: {finding.message()}", path=path, line=finding.line, kind=finding.kind
+            f"{path}: {secret_refusal(finding)}", path=path, line=finding.line, kind=finding.kind
         )
     if machine and existing is not None and not _machine_may_replace(existing, after):
         raise ChangeRefused(

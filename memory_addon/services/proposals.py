@@ -28,6 +28,7 @@ from memory_addon.host.errors import (
     SecretRefused,
     StaleBase,
 )
+from memory_addon.host.secret_text import secret_refusal
 from memory_addon.models import ChangeSet, FileChange, MemoryFile, MemoryScope, Proposal
 from memory_addon.services.changes import (
     ABSENT,
@@ -313,7 +314,7 @@ def _refuse_secrets(parts: dict[str, str]) -> None:
         finding = find_secret(text)
         if finding:
             raise SecretRefused(
-                f"{name}: {finding.message()}", line=finding.line, kind=finding.kind
+                f"{name}: {secret_refusal(finding)}", line=finding.line, kind=finding.kind
             )
 
 

@@ -16,6 +16,7 @@ from django.utils.translation import gettext
 from accounts.models import Agent, MessagingBinding, User
 from memory_addon.host.core.secret_guard import find_secret
 from memory_addon.host.errors import ChangeRefused, LimitExceeded, SecretRefused
+from memory_addon.host.secret_text import secret_refusal
 from memory_addon.models import BankSwitch, ChangeSet, MemoryScope
 from memory_addon.services.locks import memory_lock
 
@@ -113,7 +114,7 @@ def ensure_bank(user: User, project_key: str, project_name: str = "") -> MemoryS
 def _refuse_secret(label: str, value: str) -> None:
     finding = find_secret(value)
     if finding:
-        raise SecretRefused(f"{label}: {finding.message()}", kind=finding.kind)
+        raise SecretRefused(f"{label}: {secret_refusal(finding)}", kind=finding.kind)
 
 
 def _switch(*, user: User, scope: MemoryScope, enabled: bool, source: str) -> None:

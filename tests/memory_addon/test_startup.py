@@ -92,3 +92,28 @@ def test_a_malformed_environment_value_stops_the_start_naming_it(
     assert result.returncode != 0
     assert variable in result.stderr and message in result.stderr and repr(value) in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_every_process_registers_every_apps_jobs(tmp_path):
+    """Services queue jobs by name; a web process must know each job with its options."""
+    code = (
+        "import os, django; os.environ['DJANGO_SETTINGS_MODULE'] = 'memory_addon.settings'\n"
+        "django.setup()\n"
+        "from memory_addon.celery import app\n"
+        "print(' '.join(sorted(app.tasks)))\n"
+    )
+    result = _run(["-c", code], tmp_path / "data")
+    assert result.returncode == 0, result.stderr
+    registered = set(result.stdout.split())
+    assert {
+        "memory_addon.ping",
+        "memory_addon.note_embeddings_refresh",
+        "knowledge.scan_source",
+        "knowledge.index_source",
+        "chat.turn_run",
+        "bridges.inbound_process",
+        "bridges.callback_send",
+        "bridges.endpoint_deliver",
+        "learning.rule_detect",
+        "learning.cleanup_run",
+    } <= registered

@@ -40,13 +40,6 @@ SecretKind = Literal[
     "known token format", "password assignment", "password in prose", "random-looking string"
 ]
 
-KIND_LABELS: dict[str, str] = {
-    "known token format": "a token in a known format (private key or provider token)",
-    "password assignment": "a password or token assigned a literal value",
-    "password in prose": "a password named in prose",
-    "random-looking string": "a long random-looking string",
-}
-
 MASK = "[masked]"
 
 Span = tuple[int, int]
@@ -795,12 +788,6 @@ def find_secret(text: str) -> SecretFinding | None:
 class SecretFinding:
     line: int  # 1-based
     kind: SecretKind
-
-    def message(self) -> str:
-        return (
-            f"Line {self.line} looks like it holds a secret ({KIND_LABELS[self.kind]}). "
-            "Remove that line and try again."
-        )
 
 
 def _apply_mask(line: str, spans: list[Span]) -> str:

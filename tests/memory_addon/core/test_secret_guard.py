@@ -16,6 +16,7 @@ from memory_addon.host.core.secret_guard import (
     find_secret,
     mask_outbound,
 )
+from memory_addon.host.secret_text import secret_refusal
 
 CASES = [
     json.loads(line)
@@ -51,7 +52,7 @@ def test_each_kind_is_found_with_its_line(text, kind):
     finding = find_secret(f"first line\n{text}\nlast line")
     assert finding is not None
     assert (finding.line, finding.kind) == (2, kind)
-    assert text.split()[-1] not in finding.message()
+    assert text.split()[-1] not in secret_refusal(finding)
 
 
 @pytest.mark.parametrize(
