@@ -5,12 +5,11 @@ import pytest
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_readyz_reports_database_pgvector_redis_and_worker_up(client, celery_worker):
+def test_readyz_reports_database_pgvector_redis_and_worker_up_without_versions(client, celery_worker):
     response = client.get("/readyz")
     body = response.json()
     assert response.status_code == 200
-    assert body["database"]["ok"] is True
-    assert body["database"]["pgvector"]
+    assert body["database"] == {"ok": True}  # pgvector checked; no versions for strangers
     assert body["redis"] == {"ok": True}
     assert body["worker"] == {"ok": True}
 
