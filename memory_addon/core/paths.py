@@ -16,6 +16,9 @@ _WINDOWS_RESERVED = {
     *(f"lpt{i}" for i in range(1, 10)),
 }
 _ALLOWED_COMPONENT = re.compile(r"^[\w][\w .@+-]*$")
+# Scripts whose letters look alike (a Latin a, a Cyrillic a, a Greek alpha): one name
+# mixing them could pass for another file (MEMORY.md with a Cyrillic capital Em).
+_LOOK_ALIKE_SCRIPTS = ("LATIN", "CYRILLIC", "GREEK")
 
 
 def gettext_noop(text: str) -> str:
@@ -89,3 +92,23 @@ def _check_component(part: str) -> None:
             ),
             name=repr(part),
         )
+    if len(_look_alike_scripts(part)) > 1:
+        raise PathRefused(
+            gettext_noop(
+                "%(name)s mixes Latin, Cyrillic or Greek letters, which can look alike; "
+                "write the name in one script."
+            ),
+            name=repr(part),
+        )
+
+
+def _look_alike_scripts(part: str) -> set[str]:
+    """The look-alike scripts of a name's letters; the .md ending does not count."""
+    stem = part[:-3] if part.lower().endswith(".md") else part
+    scripts = set()
+    for char in stem:
+        if char.isalpha():
+            script = unicodedata.name(char, "").split(" ", 1)[0]
+            if script in _LOOK_ALIKE_SCRIPTS:
+                scripts.add(script)
+    return scripts

@@ -5,7 +5,9 @@ import pytest
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_readyz_reports_database_pgvector_redis_and_worker_up_without_versions(client, celery_worker):
+def test_readyz_reports_database_pgvector_redis_and_worker_up_without_versions(
+    client, celery_worker
+):
     response = client.get("/readyz")
     body = response.json()
     assert response.status_code == 200

@@ -51,3 +51,26 @@ def test_normalized_paths_are_stable_relative_markdown_paths(raw):
     assert not path.startswith("/")
     assert ".." not in path.split("/")
     assert all(part and not part.startswith(".") for part in path.split("/"))
+
+
+@pytest.mark.parametrize(
+    "raw",
+    ["\u041cEMORY.md", "notes/p\u0430ssword.md", "\u0391lpha/notes.md", "caf\u03b5.md"],
+)
+def test_a_name_mixing_look_alike_scripts_is_refused(raw):
+    """A Cyrillic capital Em in front of "EMORY.md" would pass for the bank's MEMORY.md."""
+    with pytest.raises(PathRefused, match="can look alike"):
+        normalize_path(raw)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "\u0417\u0430\u043c\u0435\u0442\u043a\u0438.md",
+        "\u03b8\u03ad\u03bc\u03b1/a.md",
+        "Übersicht.md",
+        "日本/メモ.md",
+    ],
+)
+def test_a_name_in_one_script_stays_allowed(raw):
+    assert normalize_path(raw) == raw
