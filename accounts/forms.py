@@ -10,7 +10,7 @@ from django.utils.text import slugify
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from accounts.models import Agent, AIProfile, ApiToken, User
+from accounts.models import Agent, AIProfile, ApiToken, Organization, User
 
 
 class SignupForm(UserCreationForm[User]):
@@ -134,3 +134,34 @@ class ApiTokenForm(forms.Form):
         if day is not None and day <= timezone.localdate():
             raise forms.ValidationError(_("Pick a day after today."))
         return day
+
+
+class OrganizationForm(forms.ModelForm[Organization]):
+    class Meta:
+        model = Organization
+        fields: ClassVar = [
+            "rules",
+            "memory_mode",
+            "learning_enabled",
+            "reference_files_enabled",
+            "budget_cap_tokens",
+        ]
+        labels: ClassVar = {
+            "rules": gettext_lazy("Organization rules"),
+            "memory_mode": gettext_lazy("Memory for members"),
+            "learning_enabled": gettext_lazy("Rule learning"),
+            "reference_files_enabled": gettext_lazy("Reference files of other tools"),
+            "budget_cap_tokens": gettext_lazy("Memory budget cap per turn (tokens)"),
+        }
+        help_texts: ClassVar = {
+            "rules": gettext_lazy(
+                "Markdown, sent first in every member's chats; members read it, only admins "
+                "change it. A line that looks like a secret is refused."
+            ),
+            "memory_mode": gettext_lazy(
+                "Off: no member's chats read or save notes. Read-only: notes are read, never saved."
+            ),
+            "budget_cap_tokens": gettext_lazy(
+                "Upper bound for the memory block of one turn; empty: each person's own."
+            ),
+        }

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
 
-from accounts.models import Agent, AIProfile, ApiToken, MessagingBinding, User
+from accounts.models import Agent, AIProfile, ApiToken, Membership, MessagingBinding, User
 
 
 def profile_for_user(user: User, profile_id: int) -> AIProfile:
@@ -22,3 +22,8 @@ def token_for_user(user: User, token_id: int) -> ApiToken:
 
 def binding_for_user(user: User, binding_id: int) -> MessagingBinding:
     return get_object_or_404(MessagingBinding, pk=binding_id, owner=user)
+
+
+def membership_of(user: User) -> Membership | None:
+    """The person's organization with their role in it (one organization per person)."""
+    return Membership.objects.select_related("organization").filter(user=user).first()

@@ -8,12 +8,22 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
-from accounts.models import Agent, AIProfile, ApiToken, MessagingBinding, SiteSettings, User
+from accounts.models import (
+    Agent,
+    AIProfile,
+    ApiToken,
+    Membership,
+    MessagingBinding,
+    Organization,
+    SiteSettings,
+    User,
+)
 
 
 def site_settings_get() -> SiteSettings:
@@ -38,6 +48,21 @@ def agent_save(*, agent: Agent) -> Agent:
     with transaction.atomic(durable=True):
         agent.save()
     return agent
+
+
+def organization_save(*, user: User, organization: Organization) -> Organization:
+    """Save the rules and policy a form filled in; only an admin of the organization may.
+
+    The rules go first into every member's prompt, so they are checked for secrets."""
+    is_admin = Membership.objects.filter(
+        organization=organization, user=user, role=Membership.Role.ADMIN
+    ).exists()
+    if not is_admin:
+        raise PermissionDenied(_("Only an admin of the organization can change it."))
+    organization.full_clean()
+    with transaction.atomic(durable=True):
+        organization.save()
+    return organization
 
 
 def agent_delete(*, agent: Agent) -> None:

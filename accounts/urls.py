@@ -17,6 +17,7 @@ urlpatterns = [
     path("signed-out/", views.signed_out, name="signed_out"),
     path("sign-up/", views.signup, name="signup"),
     path("settings/", views.settings_page, name="settings"),
+    path("organization/", views.organization_page, name="organization"),
     path("agents/", views.agent_list, name="agents"),
     path("agents/new/", views.agent_edit, name="agent_new"),
     path("agents/<int:agent_id>/", views.agent_edit, name="agent_edit"),

@@ -8,7 +8,7 @@ from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
@@ -17,10 +17,10 @@ from django.views.decorators.http import require_http_methods
 from django_ratelimit.core import is_ratelimited
 
 from accounts.auth import signed_in_user
-from accounts.forms import AgentForm, AIProfileForm, ApiTokenForm, SignupForm
+from accounts.forms import AgentForm, AIProfileForm, ApiTokenForm, OrganizationForm, SignupForm
 from accounts.models import Agent, AIProfile, ApiToken
 from accounts.probe import ConnectionProblem, server_models
-from accounts.selectors import agent_for_user, profile_for_user, token_for_user
+from accounts.selectors import agent_for_user, membership_of, profile_for_user, token_for_user
 from accounts.services import (
     agent_delete as agent_delete_service,
 )
@@ -29,6 +29,7 @@ from accounts.services import (
     ai_profile_save,
     api_token_create,
     api_token_revoke,
+    organization_save,
     site_settings_get,
     user_sign_up,
 )
@@ -244,3 +245,33 @@ def api_token_revoke_page(request: HttpRequest, token_id: int) -> HttpResponse:
         request, _("Revoked the token “%(name)s”. It no longer works.") % {"name": token.name}
     )
     return redirect("accounts:api_tokens")
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def organization_page(request: HttpRequest) -> HttpResponse:
+    """The person's organization: its rules and policy; its admins change them here."""
+    user = signed_in_user(request)
+    membership = membership_of(user)
+    if membership is None:
+        return render(request, "accounts/organization.html", {"membership": None})
+    organization = membership.organization
+    is_admin = membership.role == membership.Role.ADMIN
+    if request.method == "POST" and not is_admin:
+        raise PermissionDenied(_("Only an admin of the organization can change it."))
+    form = OrganizationForm(request.POST or None, instance=organization) if is_admin else None
+    if form is not None and request.method == "POST" and form.is_valid():
+        try:
+            organization_save(user=user, organization=form.save(commit=False))
+        except ValidationError as error:
+            form.add_error(None, error)
+        else:
+            messages.success(request, _("Saved the organization's rules and policy."))
+            return redirect("accounts:organization")
+    context = {
+        "membership": membership,
+        "organization": organization,
+        "is_admin": is_admin,
+        "form": form,
+    }
+    return render(request, "accounts/organization.html", context)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from accounts.models import Membership
 from accounts.services import api_token_create
 from bridges.services import binding_create, endpoint_create
 from chat.models import Message
@@ -19,7 +20,7 @@ from memory_addon.services.proposals import memory_change_request
 from memory_addon.services.scopes import ensure_agent_scope, ensure_user_scope
 from memory_addon.turns import Turn
 from tests.conftest import off_loop
-from tests.factories import AgentFactory, AIProfileFactory, UserFactory
+from tests.factories import AgentFactory, AIProfileFactory, OrganizationFactory, UserFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -72,6 +73,8 @@ def _world():
         user=person, name="AGENTS.md", data=f"# Rules\n\n{LONG}\n".encode()
     )
     api_token_create(user=person, name=f"laptop {LONG}")
+    organization = OrganizationFactory(name=f"Team {LONG}", rules=f"- Cite sources. {LONG}{LONG}\n")
+    Membership.objects.create(organization=organization, user=person, role=Membership.Role.ADMIN)
     binding_create(owner=person, kind="standard", title=f"Family chat {LONG}")
     endpoint_create(owner=person, url="https://example.org/hook", event_types=["memory.changed"])
     version = FileChange.objects.filter(change_set__scope=scope).latest("pk")
@@ -112,6 +115,7 @@ PAGES = [
     ("reference", "/learning/references/{reference}/"),
     ("cleanup", "/learning/cleanup/"),
     ("settings", "/accounts/settings/"),
+    ("organization", "/accounts/organization/"),
     ("agents", "/accounts/agents/"),
     ("agent-new", "/accounts/agents/new/"),
     ("agent-edit", "/accounts/agents/{agent}/"),

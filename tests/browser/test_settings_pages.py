@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from django.conf import settings
 
-from accounts.models import Agent, AIProfile
+from accounts.models import Agent, AIProfile, Membership
 from memory_addon.models import MemoryScope
-from tests.factories import UserFactory
+from tests.factories import OrganizationFactory, UserFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -63,3 +64,36 @@ def test_an_agent_is_created_from_its_name_and_deleted_after_confirming(sign_in,
     page.get_by_text("Deleted the agent “Travel Planner” and its memory.").wait_for()
     assert not Agent.objects.filter(owner=person).exists()
     assert not MemoryScope.objects.filter(kind="agent", owner=person).exists()
+
+
+def test_an_organization_admin_changes_the_rules_and_a_member_sees_them(
+    sign_in, browser, live_asgi_server, screenshot
+):
+    organization = OrganizationFactory(rules="- Answer in English.")
+    admin, member = UserFactory(), UserFactory()
+    Membership.objects.create(organization=organization, user=admin, role=Membership.Role.ADMIN)
+    Membership.objects.create(organization=organization, user=member)
+    page = sign_in(admin)
+    page.goto("/accounts/settings/")
+    page.get_by_role("link", name="Organization", exact=True).click()
+    page.get_by_label("Organization rules").fill("- Answer in German.\n- Cite the source.")
+    page.get_by_label("Memory for members").select_option("read_only")
+    page.get_by_role("button", name="Save").click()
+    page.get_by_text("Saved the organization's rules and policy.").wait_for()
+    screenshot("admin")
+    organization.refresh_from_db()
+    assert organization.memory_mode == "read_only"
+    other = browser.new_context(base_url=live_asgi_server.url).new_page()
+    from django.test import Client
+
+    client = Client()
+    client.force_login(member)
+    cookie = client.cookies[settings.SESSION_COOKIE_NAME]
+    other.context.add_cookies(
+        [{"name": settings.SESSION_COOKIE_NAME, "value": cookie.value, "url": live_asgi_server.url}]
+    )
+    other.goto("/accounts/organization/")
+    assert "- Cite the source." in other.locator("#organization-rules").inner_text()
+    assert other.get_by_label("Organization rules").count() == 0
+    assert "Read-only" in other.locator("dl").inner_text()
+    other.context.close()
