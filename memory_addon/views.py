@@ -7,6 +7,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
@@ -723,6 +724,17 @@ def memory_restore_upload(request: HttpRequest) -> HttpResponse:
 
 
 def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
-    """A request Django could not read (too many files or fields, broken data): say why."""
+    """A request Django could not read (too many files or fields, broken data): say why.
+
+    API and MCP clients read JSON, so they get the reason as `detail`, not a web page.
+    """
+    if request.path_info.startswith(("/api/", "/mcp/")):
+        if isinstance(exception, RequestDataTooBig):
+            detail = _(
+                "The request body is larger than the limit of %(size)s KiB; send less at a time."
+            ) % {"size": settings.DATA_UPLOAD_MAX_MEMORY_SIZE // 1024}
+        else:
+            detail = _("The request could not be read: it holds too many fields or broken data.")
+        return JsonResponse({"detail": detail}, status=400)
     context = {"max_files": settings.DATA_UPLOAD_MAX_NUMBER_FILES}
     return render(request, "400.html", context, status=400)

@@ -116,3 +116,34 @@ def test_a_bank_tool_argument_of_the_wrong_type_is_refused(name, arguments):
     assert set(MemoryFile.objects.filter(scope=bank).values_list("path", "content")) == {
         ("MEMORY.md", "start\n")
     }
+
+
+@pytest.mark.django_db
+def test_an_oversized_api_body_is_a_json_400_that_names_the_limit(client, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 64 * 1024
+    person = UserFactory()
+    scope = ensure_user_scope(person)
+    _, plain = api_token_create(user=person, name="script", scope=ApiToken.Scope.READ_WRITE)
+    body = '{"text": "' + "y" * (80 * 1024) + '"}'
+    response = client.post(
+        f"/api/memory/scopes/{scope.pk}/notes",
+        body,
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {plain}",
+    )
+    assert response.status_code == 400
+    assert response["Content-Type"].startswith("application/json")
+    assert "64 KiB" in response.json()["detail"]
+    assert not MemoryFile.objects.filter(scope=scope).exists()
+
+
+@pytest.mark.django_db
+def test_an_unreadable_page_form_still_gets_the_html_page(client, settings):
+    settings.DATA_UPLOAD_MAX_NUMBER_FIELDS = 5
+    person = UserFactory()
+    client.force_login(person)
+    fields = {f"f{n}": "x" for n in range(10)}
+    response = client.post("/chat/schedules/", fields)
+    assert response.status_code == 400
+    assert response["Content-Type"].startswith("text/html")
+    assert "The request could not be read" in response.text
