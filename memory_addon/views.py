@@ -17,6 +17,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.defaults import page_not_found
 
 from accounts.auth import signed_in_user
 from accounts.selectors import agent_for_user
@@ -721,6 +722,13 @@ def memory_restore_upload(request: HttpRequest) -> HttpResponse:
             request, _("Not restored: %(name)s — %(reason)s") % {"name": name, "reason": reason}
         )
     return redirect("memory_files")
+
+
+def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """An address that leads nowhere: API and MCP clients get JSON, people the page."""
+    if request.path_info.startswith(("/api/", "/mcp/")):
+        return JsonResponse({"detail": "Not found."}, status=404)
+    return page_not_found(request, exception)
 
 
 def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:

@@ -147,3 +147,33 @@ def test_an_unreadable_page_form_still_gets_the_html_page(client, settings):
     assert response.status_code == 400
     assert response["Content-Type"].startswith("text/html")
     assert "The request could not be read" in response.text
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("get", "/api/no-such-endpoint"),
+        ("put", "/api/memory/scopes/{scope}/notes/1%2F..%2Fx"),
+        ("delete", "/api/memory/scopes/{scope}/notes/a/b?base_sha256=x"),
+    ],
+)
+def test_an_api_address_that_leads_nowhere_is_a_json_404(client, method, path):
+    person = UserFactory()
+    scope = ensure_user_scope(person)
+    _, plain = api_token_create(user=person, name="script", scope=ApiToken.Scope.READ_WRITE)
+    response = getattr(client, method)(
+        path.format(scope=scope.pk),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {plain}",
+    )
+    assert response.status_code == 404
+    assert response.json() == {"detail": "Not found."}
+
+
+@pytest.mark.django_db
+def test_a_page_address_that_leads_nowhere_is_still_the_page(client):
+    client.force_login(UserFactory())
+    response = client.get("/no-such-page/")
+    assert response.status_code == 404
+    assert response["Content-Type"].startswith("text/html")
