@@ -7,12 +7,20 @@ database connection while the server answers.
 
 from __future__ import annotations
 
+import json
+import time
+
 import httpx
 from django.utils.translation import gettext as _
 
 from memory_addon.host.outbound import OutboundRefused, check_outbound_url, release_db_connection
 
 TIMEOUT = httpx.Timeout(10.0, connect=5.0)
+# httpx's timeouts bound each read, not the call: a server sending a byte every few
+# seconds would hold the page (and a web worker) for ever, so the whole read has a
+# limit too, and so has the size of the list.
+TOTAL_SECONDS = 10.0
+MAX_BYTES = 1024 * 1024
 MAX_MODELS = 200
 
 
@@ -30,31 +38,52 @@ def server_models(*, base_url: str, api_key: str = "") -> list[str]:
     release_db_connection()
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     try:
-        response = httpx.get(f"{url}/models", headers=headers, timeout=TIMEOUT)
+        status, body = _get(f"{url}/models", headers)
     except httpx.TimeoutException:
         raise ConnectionProblem(
-            _("The server at %(url)s did not answer within 10 seconds.") % {"url": url}
+            _("The server at %(url)s did not answer within %(seconds)s seconds.")
+            % {"url": url, "seconds": f"{TOTAL_SECONDS:g}"}
         ) from None
     except httpx.HTTPError as error:
         raise ConnectionProblem(
             _("The server at %(url)s cannot be reached (%(error)s).")
             % {"url": url, "error": type(error).__name__}
         ) from None
-    if response.status_code in (401, 403):
+    if status in (401, 403):
         raise ConnectionProblem(
-            _("The server refused the API key (HTTP %(status)s).")
-            % {"status": response.status_code}
+            _("The server refused the API key (HTTP %(status)s).") % {"status": status}
         )
-    if response.status_code != 200:
+    if status != 200:
         raise ConnectionProblem(
             _("The server answered HTTP %(status)s to GET %(url)s/models.")
-            % {"status": response.status_code, "url": url}
+            % {"status": status, "url": url}
+        )
+    if body is None:
+        raise ConnectionProblem(
+            _("The server's list of models is larger than %(size)s KiB; it was not read.")
+            % {"size": MAX_BYTES // 1024}
         )
     try:
-        data = response.json().get("data", [])
+        data = json.loads(body).get("data", [])
         ids = [str(item["id"]) for item in data if isinstance(item, dict) and item.get("id")]
-    except (ValueError, AttributeError, TypeError):
+    except (ValueError, AttributeError, TypeError, RecursionError):
         raise ConnectionProblem(
             _("The server answered, but not with an OpenAI-compatible list of models.")
         ) from None
     return sorted(set(ids))[:MAX_MODELS]
+
+
+def _get(url: str, headers: dict[str, str]) -> tuple[int, bytes | None]:
+    """The status and the body (None when it is over MAX_BYTES), within TOTAL_SECONDS."""
+    deadline = time.monotonic() + TOTAL_SECONDS
+    with httpx.stream("GET", url, headers=headers, timeout=TIMEOUT) as response:
+        if response.status_code != 200:
+            return response.status_code, b""
+        body = bytearray()
+        for chunk in response.iter_bytes():
+            if time.monotonic() > deadline:
+                raise httpx.ReadTimeout("the whole answer took too long")
+            body += chunk
+            if len(body) > MAX_BYTES:
+                return response.status_code, None
+        return response.status_code, bytes(body)

@@ -65,6 +65,9 @@ class Endpoint:
     read_timeout: float = 60.0
     max_retries: int = 3
     max_retry_wait: float = 10.0
+    # The arguments of all tool calls of one streamed reply: a server could otherwise
+    # stream them without end into the worker's memory (text has its own cap).
+    max_tool_argument_chars: int = 1_048_576
 
 
 @dataclass
@@ -301,7 +304,7 @@ def _stream_once(
     stream = _open_stream(endpoint, messages, tools)
     result = RoundResult()
     parts: list[str] = []
-    calls: dict[int, ToolCall] = {}
+    calls = _StreamedCalls(endpoint.max_tool_argument_chars)
     try:
         for chunk in stream:
             received[0] = True
@@ -320,13 +323,13 @@ def _stream_once(
                     parts.append(delta.content)
                     on_delta(delta.content)
                 if delta is not None:
-                    _add_tool_pieces(calls, delta.tool_calls or [])
+                    calls.add(delta.tool_calls or [])
                 if choice.finish_reason:
                     result.finish_reason = choice.finish_reason
     finally:
         stream.close()
     result.content = "".join(parts)
-    result.tool_calls = _named_tool_calls(calls)
+    result.tool_calls = _named_tool_calls(calls.calls)
     if not result.stopped and not result.finish_reason:
         if not received[0]:
             raise ModelError("malformed", "The AI server sent an empty stream.")
@@ -354,18 +357,51 @@ def _open_stream(
     )
 
 
-def _add_tool_pieces(calls: dict[int, ToolCall], pieces: list[ChoiceDeltaToolCall]) -> None:
-    """A streamed tool call arrives in pieces: its id, then its name and arguments in parts."""
-    for piece in pieces:
-        index = piece.index if piece.index is not None else len(calls)
-        call = calls.setdefault(index, ToolCall(id="", name=""))
-        if piece.id:
-            call.id = piece.id
-        if piece.function is not None:
-            if piece.function.name:
-                call.name += piece.function.name
-            if piece.function.arguments:
-                call.arguments += piece.function.arguments
+# Far above what a model sends (OpenAI allows 64-character names); beyond them a stream
+# is broken or hostile, and reading on would only fill the worker's memory.
+MAX_TOOL_NAME_CHARS = 256
+MAX_STREAMED_TOOL_CALLS = 1000
+
+
+class _StreamedCalls:
+    """The tool calls of one streamed reply, collected piece by piece within bounds:
+    at most MAX_STREAMED_TOOL_CALLS calls and `max_chars` of arguments for all of them."""
+
+    def __init__(self, max_chars: int) -> None:
+        self.calls: dict[int, ToolCall] = {}
+        self.max_chars = max_chars
+        self.chars = 0
+
+    def add(self, pieces: list[ChoiceDeltaToolCall]) -> None:
+        """A streamed tool call arrives in pieces: its id, then its name and arguments."""
+        for piece in pieces:
+            index = piece.index if piece.index is not None else len(self.calls)
+            if index not in self.calls and len(self.calls) >= MAX_STREAMED_TOOL_CALLS:
+                raise ModelError(
+                    "malformed",
+                    f"The AI server sent more than {MAX_STREAMED_TOOL_CALLS} tool calls in "
+                    "one reply; none of them was run.",
+                )
+            call = self.calls.setdefault(index, ToolCall(id="", name=""))
+            if piece.id:
+                call.id = piece.id[:MAX_TOOL_NAME_CHARS]
+            if piece.function is None:
+                continue
+            call.name += piece.function.name or ""
+            call.arguments += piece.function.arguments or ""
+            self.chars += len(piece.function.arguments or "")
+            if len(call.name) > MAX_TOOL_NAME_CHARS:
+                raise ModelError(
+                    "malformed",
+                    f"The AI server sent a tool call whose name is longer than "
+                    f"{MAX_TOOL_NAME_CHARS} characters; it was not run.",
+                )
+            if self.chars > self.max_chars:
+                raise ModelError(
+                    "malformed",
+                    f"The AI server sent tool calls with more than {self.max_chars:,} "
+                    "characters of arguments; none of them was run.",
+                )
 
 
 def _named_tool_calls(calls: dict[int, ToolCall]) -> list[ToolCall]:

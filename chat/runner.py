@@ -126,6 +126,11 @@ class _Streamer:
         self.max_chars = settings.CHAT_MAX_ANSWER_CHARS
         # Set once the answer reached CHAT_MAX_ANSWER_CHARS: reading stops, the text stays.
         self.capped = False
+        # A server that sends a chunk now and then, forever, would hold this worker
+        # thread: the whole answer, every round and tool call in it, has a time limit.
+        self.max_seconds = settings.CHAT_MAX_ANSWER_SECONDS
+        self.deadline = time.monotonic() + self.max_seconds
+        self.timed_out = False
         self.lock = threading.Lock()
         self.version = 0
         self.pushed_version = 0
@@ -233,10 +238,13 @@ class _Streamer:
         connection.close()
 
     def should_stop(self) -> bool:
-        if self.capped:
+        if self.capped or self.timed_out:
             return True
         # Redis is asked at most every 100 ms: Stop still answers well within a second.
         now = time.monotonic()
+        if now >= self.deadline:
+            self.timed_out = True
+            return True
         if not self.stopped and now - self.stop_checked_at >= 0.1:
             self.stop_checked_at = now
             self.stopped = stop_requested(self.message)
@@ -266,6 +274,7 @@ def _endpoint(conversation: Conversation) -> client.Endpoint:
         read_timeout=float(settings.CHAT_READ_TIMEOUT_SECONDS),
         max_retries=settings.CHAT_MAX_RETRIES,
         max_retry_wait=float(settings.CHAT_RETRY_MAX_WAIT_SECONDS),
+        max_tool_argument_chars=settings.CHAT_MAX_TOOL_ARGUMENT_CHARS,
     )
 
 
@@ -558,6 +567,12 @@ def _answer(message: Message, streamer: _Streamer, usage: dict[str, int]) -> _En
             return _End(
                 Message.State.COMPLETE,
                 f"The answer was cut at the limit of {streamer.max_chars:,} characters.",
+            )
+        if streamer.timed_out:
+            return _End(
+                Message.State.FAILED,
+                f"The AI server took longer than {streamer.max_seconds:,} s for this answer; "
+                "the text that arrived is kept.",
             )
         if result.stopped:
             return _End(Message.State.STOPPED)

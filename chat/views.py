@@ -300,7 +300,7 @@ def schedules_page(request: HttpRequest) -> HttpResponse:
                 daily_at=time.fromisoformat(daily) if daily else None,
             )
         except (MemoryRefusal, ValueError) as error:
-            text = error.message if isinstance(error, MemoryRefusal) else "Give a valid time."
+            text = error.message if isinstance(error, MemoryRefusal) else _("Give a valid time.")
             messages.error(request, text)
         else:
             messages.success(request, _("Schedule created."))

@@ -499,6 +499,11 @@ CHAT_MAX_TOOL_ROUNDS = env_int("CHAT_MAX_TOOL_ROUNDS", 8)
 # and a round runs at most this many tool calls (the rest get a refusal to act on).
 CHAT_MAX_ANSWER_CHARS = env_int("CHAT_MAX_ANSWER_CHARS", 100_000)
 CHAT_MAX_TOOL_CALLS_PER_ROUND = env_int("CHAT_MAX_TOOL_CALLS_PER_ROUND", 16)
+# One answer, all its rounds and tool calls, from the first call to the last chunk.
+CHAT_MAX_ANSWER_SECONDS = env_int("CHAT_MAX_ANSWER_SECONDS", 900)
+# The arguments of all tool calls of one model reply: several topic files (64 KiB) or
+# bank files (128 KiB) fit.
+CHAT_MAX_TOOL_ARGUMENT_CHARS = env_int("CHAT_MAX_TOOL_ARGUMENT_CHARS", 1_048_576)
 CHAT_CONNECT_TIMEOUT_SECONDS = env_int("CHAT_CONNECT_TIMEOUT_SECONDS", 5)
 # Longest silence allowed between two chunks (and before the first one).
 CHAT_READ_TIMEOUT_SECONDS = env_int("CHAT_READ_TIMEOUT_SECONDS", 120)

@@ -76,3 +76,4 @@ urlpatterns = [
     path("api/", api.urls),
 ]
 handler400 = "memory_addon.views.bad_request"
+handler404 = "memory_addon.views.not_found"

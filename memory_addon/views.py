@@ -7,6 +7,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
@@ -16,6 +17,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.defaults import page_not_found
 
 from accounts.auth import signed_in_user
 from accounts.selectors import agent_for_user
@@ -722,7 +724,25 @@ def memory_restore_upload(request: HttpRequest) -> HttpResponse:
     return redirect("memory_files")
 
 
+def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """An address that leads nowhere: API and MCP clients get JSON, people the page."""
+    if request.path_info.startswith(("/api/", "/mcp/")):
+        return JsonResponse({"detail": "Not found."}, status=404)
+    return page_not_found(request, exception)
+
+
 def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
-    """A request Django could not read (too many files or fields, broken data): say why."""
+    """A request Django could not read (too many files or fields, broken data): say why.
+
+    API and MCP clients read JSON, so they get the reason as `detail`, not a web page.
+    """
+    if request.path_info.startswith(("/api/", "/mcp/")):
+        if isinstance(exception, RequestDataTooBig):
+            detail = _(
+                "The request body is larger than the limit of %(size)s KiB; send less at a time."
+            ) % {"size": settings.DATA_UPLOAD_MAX_MEMORY_SIZE // 1024}
+        else:
+            detail = _("The request could not be read: it holds too many fields or broken data.")
+        return JsonResponse({"detail": detail}, status=400)
     context = {"max_files": settings.DATA_UPLOAD_MAX_NUMBER_FILES}
     return render(request, "400.html", context, status=400)

@@ -6,7 +6,10 @@ Pure: no Django. `memory_change_request` normalises what the model sent into an
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal, NotRequired, TypedDict
+
+from memory_addon.host.errors import ChangeRefused
 
 # What a model may ask for; "revert" is made by the host when a revert_change waits.
 ModelAction = Literal["add", "replace", "remove", "write_topic", "delete_topic"]
@@ -27,3 +30,26 @@ class Operation(TypedDict):
     topic: NotRequired[str]  # a topic file's path
     topic_content: NotRequired[str]  # write_topic, add with a topic: the file's content
     change_id: NotRequired[int]  # revert: the change set to undo
+
+
+def text_argument(args: Mapping[str, object], name: str, default: str = "") -> str:
+    """A text argument the model sent: missing or null is `default`; any other non-string
+    is refused, so a list or an object never reaches a note as its Python spelling."""
+    value = args.get(name)
+    if value is None:
+        return default
+    if not isinstance(value, str):
+        raise ChangeRefused(f"{name} must be a string, not {_json_kind(value)}.")
+    return value
+
+
+def _json_kind(value: object) -> str:
+    if isinstance(value, bool):
+        return "true or false"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__

@@ -7,13 +7,15 @@ refused instead of overwriting someone else's edit.
 
 from __future__ import annotations
 
+from django.db import transaction
 from django.utils.translation import gettext as _
 
 from accounts.models import User
 from memory_addon.core import entries
 from memory_addon.host.errors import ChangeRefused, StaleBase
 from memory_addon.models import ChangeSet, MemoryFile, MemoryScope
-from memory_addon.services.changes import file_write
+from memory_addon.services.changes import ABSENT, FileWrite, change_set_apply, file_write
+from memory_addon.services.locks import memory_lock
 from memory_addon.services.scopes import index_path
 
 
@@ -44,16 +46,24 @@ def note_add(*, user: User, scope: MemoryScope, text: str, source: str) -> Chang
     """The person's own note, as a list line at the end of the index."""
     line = " ".join(_person_text(text).split())
     line = line if line.startswith(("- ", "* ")) else f"- {line}"
-    row = _index(scope)
-    current = row.content.rstrip("\n") if row else ""
-    return file_write(
-        user=user,
-        scope=scope,
-        path=index_path(scope),
-        content=f"{current}\n{line}\n" if current else f"{line}\n",
-        base_sha256=row.sha256 if row else "",
-        source=source,
-    )
+    path = index_path(scope)
+    with transaction.atomic(durable=True):
+        # An add names no version: it goes at the end of whatever the index holds now.
+        # Read that under the owner's lock, so parallel adds queue instead of failing
+        # as stale.
+        memory_lock(scope.owner_id or user.pk)
+        row = _index(scope)
+        current = row.content.rstrip("\n") if row else ""
+        return change_set_apply(
+            user=user,
+            scope=scope,
+            writes=[FileWrite(path, f"{current}\n{line}\n" if current else f"{line}\n")],
+            origin=ChangeSet.Origin.PERSON,
+            source=source,
+            machine=False,
+            base_hashes={path: row.sha256 if row else ABSENT},
+            summary=f"Added a note to {path}",
+        )
 
 
 def note_edit(

@@ -16,7 +16,7 @@ from accounts.models import User
 from bridges.outbox import proposal_created_event, proposal_resolved_event
 from memory_addon.addons import SaveMode
 from memory_addon.core import entries
-from memory_addon.core.operations import ModelAction, Operation
+from memory_addon.core.operations import ModelAction, Operation, text_argument
 from memory_addon.host.core.secret_guard import find_secret
 from memory_addon.host.core.untrusted import normalise_untrusted
 from memory_addon.host.errors import (
@@ -104,31 +104,34 @@ def _normalize_operation(raw: Mapping[str, object]) -> Operation:
         raise ChangeRefused(f"action must be one of: {', '.join(ACTIONS)}.")
     op: Operation = {
         "action": action,
-        "scope": str(raw.get("scope") or "user"),
+        "scope": text_argument(raw, "scope") or "user",
         "created": timezone.localdate().isoformat(),
     }
     if action in ("add", "replace"):
         try:
             # What the person approves must be what is stored: hidden and direction-
             # changing characters become visible markers first.
-            text = normalise_untrusted(str(raw.get("text") or ""))
+            text = normalise_untrusted(text_argument(raw, "text"))
             op["text"] = entries.validate_entry_text(text)
         except entries.EntryRefused as error:
             raise ChangeRefused(str(error)) from error
     if action in ("replace", "remove"):
-        if not raw.get("entry_id"):
+        raw_id = raw.get("entry_id")
+        # Ids are hex; one of only digits may come back from a model as a number.
+        entry_id = str(raw_id) if type(raw_id) is int else text_argument(raw, "entry_id")
+        if not entry_id:
             raise ChangeRefused(f"{action} needs the entry_id of the entry to change.")
-        op["entry_id"] = str(raw["entry_id"])
+        op["entry_id"] = entry_id
     if action == "add":
         op["entry_id"] = entries.new_entry_id()
     if raw.get("topic") or action in ("write_topic", "delete_topic"):
-        op["topic"] = clean_path(str(raw.get("topic") or ""))
+        op["topic"] = clean_path(text_argument(raw, "topic"))
         if op["topic"] == "index.md":
             raise ChangeRefused(
                 "index.md is the index; change its entries with add/replace/remove."
             )
     if action == "write_topic" or (action == "add" and raw.get("topic_content")):
-        op["topic_content"] = normalise_untrusted(str(raw.get("topic_content") or ""))
+        op["topic_content"] = normalise_untrusted(text_argument(raw, "topic_content"))
         if not op["topic_content"].strip():
             raise ChangeRefused("topic_content is empty; use delete_topic to remove a topic.")
     return op

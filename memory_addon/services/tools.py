@@ -14,6 +14,7 @@ from django.db import transaction
 from pydantic import JsonValue
 
 from accounts.models import User
+from memory_addon.core.operations import text_argument
 from memory_addon.host.core.fulltext import snippet
 from memory_addon.host.core.secret_guard import mask_outbound
 from memory_addon.host.errors import ChangeRefused, MemoryRefusal, NotAllowed
@@ -196,8 +197,8 @@ def _context_read(turn: Turn, args: ToolArgs) -> str:
     reason = memory_readable(turn)
     if reason:
         raise NotAllowed(reason)
-    scope = _scope_by_name(turn, str(args.get("scope") or "user"))
-    path = clean_path(str(args.get("path") or "index.md"))
+    scope = _scope_by_name(turn, text_argument(args, "scope") or "user")
+    path = clean_path(text_argument(args, "path") or "index.md")
     row = MemoryFile.objects.filter(scope=scope, path=path).first() if scope else None
     if row is None:
         listing = (
@@ -227,7 +228,7 @@ def _list_memory(turn: Turn, args: ToolArgs) -> str:
     reason = memory_readable(turn)
     if reason:
         raise NotAllowed(reason)
-    query = str(args.get("query") or "").strip()
+    query = text_argument(args, "query").strip()
     if not query:
         raise ChangeRefused("Give a query: a few words to search for.")
     hits = _search(turn.user, [scope for _, scope in readable_scopes(turn)], query)
@@ -237,7 +238,7 @@ def _list_memory(turn: Turn, args: ToolArgs) -> str:
 
 
 def _propose_change(turn: Turn, args: ToolArgs) -> str:
-    outcome = memory_change_request(turn=turn, operation=args, reason=str(args.get("reason") or ""))
+    outcome = memory_change_request(turn=turn, operation=args, reason=text_argument(args, "reason"))
     return outcome.message
 
 
@@ -285,7 +286,7 @@ def _bank_row(scope: MemoryScope | None, path: str) -> MemoryFile | None:
 
 def _bank_read(turn: Turn, args: ToolArgs) -> str:
     scope = _bank(turn)
-    path = clean_path(str(args.get("path") or BANK_INDEX_PATH))
+    path = clean_path(text_argument(args, "path") or BANK_INDEX_PATH)
     row = _bank_row(scope, path)
     if row is None:
         return f"There is no file {path} in this project's memory."
@@ -296,7 +297,7 @@ def _bank_list(turn: Turn, args: ToolArgs) -> str:
     scope = _bank(turn)
     if scope is None:
         return "The bank is empty."
-    query = str(args.get("query") or "").strip()
+    query = text_argument(args, "query").strip()
     if query:
         hits = _search(turn.user, [scope], query, limit=20)
         return (
@@ -331,16 +332,16 @@ def _bank_apply(
 
 def _bank_write(turn: Turn, args: ToolArgs) -> str:
     scope = _written_bank(turn)
-    path = clean_path(str(args.get("path") or BANK_INDEX_PATH))
+    path = clean_path(text_argument(args, "path") or BANK_INDEX_PATH)
     row = _bank_row(scope, path)
-    _bank_apply(turn, scope, path, str(args.get("content") or ""), row.sha256 if row else ABSENT)
+    _bank_apply(turn, scope, path, text_argument(args, "content"), row.sha256 if row else ABSENT)
     return f"Wrote {path}."
 
 
 def _bank_edit(turn: Turn, args: ToolArgs) -> str:
     scope = _written_bank(turn)
-    path = clean_path(str(args.get("path") or BANK_INDEX_PATH))
-    old, new = str(args.get("old_string") or ""), str(args.get("new_string") or "")
+    path = clean_path(text_argument(args, "path") or BANK_INDEX_PATH)
+    old, new = text_argument(args, "old_string"), text_argument(args, "new_string")
     if not old:
         raise ChangeRefused("old_string is empty; give the exact text to replace.")
     row = _bank_row(scope, path)
@@ -358,7 +359,7 @@ def _bank_edit(turn: Turn, args: ToolArgs) -> str:
 
 def _bank_delete(turn: Turn, args: ToolArgs) -> str:
     scope = _written_bank(turn)
-    path = clean_path(str(args.get("path") or ""))
+    path = clean_path(text_argument(args, "path"))
     row = _bank_row(scope, path)
     if row is None:
         raise ChangeRefused(f"There is no file {path}; nothing was deleted.")
