@@ -326,3 +326,13 @@ def chat_worker(django_db_setup, django_db_blocker) -> Iterator[subprocess.Popen
     yield worker
     worker.terminate()
     worker.wait(timeout=30)
+
+
+@pytest.fixture(autouse=True)
+def _language_reset() -> Iterator[None]:
+    """A test request in German leaves German active in this thread (the locale middleware
+    activates per request and never deactivates); the next test starts in the default."""
+    yield
+    from django.utils import translation
+
+    translation.deactivate()

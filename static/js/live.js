@@ -56,9 +56,30 @@ function resync() {
     if (notice) notice.hidden = false;
     return;
   }
+  main.dataset.resyncing = "1";
   window.htmx.ajax("GET", window.location.href, { target: "#main", select: "#main", swap: "outerHTML" })
-    .then(() => { document.body.dataset.resynced = String(Number(document.body.dataset.resynced || 0) + 1); });
+    .then(() => {
+      if (document.body.dataset.resyncKept) {
+        delete document.body.dataset.resyncKept;
+        return;
+      }
+      document.body.dataset.resynced = String(Number(document.body.dataset.resynced || 0) + 1);
+    });
 }
+
+// The person may start typing (or pick files) while the resync is on its way: their input
+// still comes first when the answer arrives.
+document.addEventListener("htmx:beforeSwap", (event) => {
+  const target = event.detail.target;
+  if (!(target instanceof HTMLElement) || target.id !== "main" || !target.dataset.resyncing) return;
+  delete target.dataset.resyncing;
+  if (typedSomething(target)) {
+    event.detail.shouldSwap = false;
+    document.body.dataset.resyncKept = "1";
+    const notice = document.getElementById("live-missed");
+    if (notice) notice.hidden = false;
+  }
+});
 
 // Before a pushed fragment replaces part of the page:
 // - a notice about an older change never replaces a newer one (change sets count up), so a

@@ -4,6 +4,7 @@ with the sample bridge, find the conversation scope and the proposal; at 390 px 
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -31,6 +32,14 @@ def person(fake_openai):
 def _worker(inbound_id: int) -> None:
     inbound_process(inbound_id=inbound_id)
     callback_send(inbound_id=inbound_id)
+
+
+def _delivered(inbound_id: int, deadline_s: float = 30) -> None:
+    deadline = time.monotonic() + deadline_s
+    rows = InboundMessage.objects.filter(pk=inbound_id)
+    while not rows.filter(callback_state=InboundMessage.Callback.DELIVERED).exists():
+        assert time.monotonic() < deadline, rows.values_list("callback_state", flat=True)[0]
+        time.sleep(0.05)
 
 
 def test_create_copy_send_with_the_sample_bridge_then_scope_and_inbox(
@@ -69,6 +78,9 @@ def test_create_copy_send_with_the_sample_bridge_then_scope_and_inbox(
         off_loop(_worker, inbound.pk)
         assert receiver.wait_for(1)
         assert "Inbox" in receiver.received[0]["text"]
+        # A session worker may have taken the queued callback first: its "delivered" is
+        # stored once the receiver has answered, so wait for the row, not the receiver.
+        off_loop(_delivered, inbound.pk)
 
         page.goto("/bridges/messaging/")
         delivery = page.locator(".delivery").first

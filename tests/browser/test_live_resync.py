@@ -70,3 +70,32 @@ def test_a_page_with_typed_text_is_not_reloaded_and_says_so(sign_in):
     wait_until_live(page)
     assert field.input_value() == "half-typed note"
     assert page.locator("body[data-resynced]").count() == 0
+
+
+def test_text_typed_while_the_resync_is_on_its_way_is_kept(sign_in):
+    person = UserFactory()
+    page = sign_in(person)
+    relay = Relay(page)
+    page.goto("/memory/")
+    wait_until_live(page)
+    held: list = []
+
+    def hold_resync(route) -> None:
+        if route.request.headers.get("hx-request"):
+            held.append(route)  # answered below, once the person has typed
+        else:
+            route.continue_()
+
+    page.route("**/memory/", hold_resync)
+    relay.drop()
+    page.wait_for_function("() => document.getElementById('main').dataset.resyncing === '1'")
+    field = page.locator("#new-entry")
+    field.fill("typed while it was loading")
+    for _ in range(1000):  # the held request reaches Python with the page's next event
+        if held:
+            break
+        page.evaluate("1")
+    held[0].continue_()
+    page.locator("#live-missed").wait_for()
+    assert field.input_value() == "typed while it was loading"
+    assert page.locator("body[data-resynced]").count() == 0
