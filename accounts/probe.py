@@ -8,12 +8,17 @@ database connection while the server answers.
 from __future__ import annotations
 
 import json
-import time
 
 import httpx
 from django.utils.translation import gettext as _
 
-from memory_addon.host.outbound import OutboundRefused, check_outbound_url, release_db_connection
+from memory_addon.host.outbound import (
+    BodyTooLarge,
+    OutboundRefused,
+    check_outbound_url,
+    read_bounded,
+    release_db_connection,
+)
 
 TIMEOUT = httpx.Timeout(10.0, connect=5.0)
 # httpx's timeouts bound each read, not the call: a server sending a byte every few
@@ -38,7 +43,19 @@ def server_models(*, base_url: str, api_key: str = "") -> list[str]:
     release_db_connection()
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     try:
-        status, body = _get(f"{url}/models", headers)
+        status, body = read_bounded(
+            "GET",
+            f"{url}/models",
+            headers=headers,
+            timeout=TIMEOUT,
+            total_seconds=TOTAL_SECONDS,
+            max_bytes=MAX_BYTES,
+        )
+    except BodyTooLarge:
+        raise ConnectionProblem(
+            _("The server's list of models is larger than %(size)s KiB; it was not read.")
+            % {"size": MAX_BYTES // 1024}
+        ) from None
     except httpx.TimeoutException:
         raise ConnectionProblem(
             _("The server at %(url)s did not answer within %(seconds)s seconds.")
@@ -58,11 +75,6 @@ def server_models(*, base_url: str, api_key: str = "") -> list[str]:
             _("The server answered HTTP %(status)s to GET %(url)s/models.")
             % {"status": status, "url": url}
         )
-    if body is None:
-        raise ConnectionProblem(
-            _("The server's list of models is larger than %(size)s KiB; it was not read.")
-            % {"size": MAX_BYTES // 1024}
-        )
     try:
         data = json.loads(body).get("data", [])
         ids = [str(item["id"]) for item in data if isinstance(item, dict) and item.get("id")]
@@ -71,19 +83,3 @@ def server_models(*, base_url: str, api_key: str = "") -> list[str]:
             _("The server answered, but not with an OpenAI-compatible list of models.")
         ) from None
     return sorted(set(ids))[:MAX_MODELS]
-
-
-def _get(url: str, headers: dict[str, str]) -> tuple[int, bytes | None]:
-    """The status and the body (None when it is over MAX_BYTES), within TOTAL_SECONDS."""
-    deadline = time.monotonic() + TOTAL_SECONDS
-    with httpx.stream("GET", url, headers=headers, timeout=TIMEOUT) as response:
-        if response.status_code != 200:
-            return response.status_code, b""
-        body = bytearray()
-        for chunk in response.iter_bytes():
-            if time.monotonic() > deadline:
-                raise httpx.ReadTimeout("the whole answer took too long")
-            body += chunk
-            if len(body) > MAX_BYTES:
-                return response.status_code, None
-        return response.status_code, bytes(body)

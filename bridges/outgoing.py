@@ -57,12 +57,16 @@ def post_signed(url: str, *, secret: str, msg_id: str, body: bytes) -> PostResul
     )
     headers = sign_headers(secret, msg_id=msg_id, body=body)
     try:
-        response = shared_http_client().post(url, content=body, headers=headers, timeout=timeout)
+        # Only the status counts; the body is never read, so a receiver that sends one
+        # slowly or without end cannot hold the delivery job.
+        with shared_http_client().stream(
+            "POST", url, content=body, headers=headers, timeout=timeout
+        ) as response:
+            status = response.status_code
     except httpx.TimeoutException:
         return done(False, None, "The server did not answer in time.", True)
     except httpx.HTTPError as error:
         return done(False, None, f"Could not reach the server ({type(error).__name__}).", True)
-    status = response.status_code
     if 200 <= status < 300:
         return done(True, status, "", False)
     retryable = status >= 500 or status in (408, 429)

@@ -68,6 +68,9 @@ class Endpoint:
     # The arguments of all tool calls of one streamed reply: a server could otherwise
     # stream them without end into the worker's memory (text has its own cap).
     max_tool_argument_chars: int = 1_048_576
+    # The text of one streamed reply; the chat runner stops far earlier at its own cap
+    # (CHAT_MAX_ANSWER_CHARS), the short learning calls rely on this one.
+    max_content_chars: int = 1_048_576
 
 
 @dataclass
@@ -305,6 +308,7 @@ def _stream_once(
     result = RoundResult()
     parts: list[str] = []
     calls = _StreamedCalls(endpoint.max_tool_argument_chars)
+    content_chars = 0
     try:
         for chunk in stream:
             received[0] = True
@@ -321,7 +325,15 @@ def _stream_once(
                 delta = choice.delta
                 if delta is not None and delta.content:
                     parts.append(delta.content)
+                    content_chars += len(delta.content)
                     on_delta(delta.content)
+                    # A caller with its own cap (the chat answer) has stopped by now.
+                    if content_chars > endpoint.max_content_chars and not should_stop():
+                        raise ModelError(
+                            "malformed",
+                            f"The AI server sent more than {endpoint.max_content_chars:,} "
+                            "characters in one reply; it was not read on.",
+                        )
                 if delta is not None:
                     calls.add(delta.tool_calls or [])
                 if choice.finish_reason:

@@ -275,6 +275,8 @@ def _endpoint(conversation: Conversation) -> client.Endpoint:
         max_retries=settings.CHAT_MAX_RETRIES,
         max_retry_wait=float(settings.CHAT_RETRY_MAX_WAIT_SECONDS),
         max_tool_argument_chars=settings.CHAT_MAX_TOOL_ARGUMENT_CHARS,
+        # The answer's own cap ends reading first (the text that arrived is kept).
+        max_content_chars=2 * settings.CHAT_MAX_ANSWER_CHARS + 1_048_576,
     )
 
 

@@ -23,13 +23,20 @@ import httpx
 from django.conf import settings
 
 from knowledge.local_model import PACKAGED_MODEL, assemble_minilm, default_model_folder
-from memory_addon.host.outbound import OutboundRefused, check_outbound_url, shared_http_client
+from memory_addon.host.outbound import (
+    BodyTooLarge,
+    OutboundRefused,
+    check_outbound_url,
+    read_bounded,
+)
 
 logger = logging.getLogger(__name__)
 
 BATCH_SIZE = 32
 WINDOW_WORDS = 160
 RETRY_STATUSES = {408, 429, 500, 502, 503, 504}
+# 32 vectors of a few thousand floats are a few MiB as JSON; far more is no embeddings list.
+MAX_ANSWER_BYTES = 64 * 1024 * 1024
 
 
 class EmbeddingUnavailable(Exception):
@@ -186,11 +193,11 @@ class FastembedEmbedder:
         return pooled(texts, self._embed_windows, self.dimension)
 
 
-def _vectors(response: httpx.Response, expected: int) -> list[list[float]]:
+def _vectors(body: bytes, expected: int) -> list[list[float]]:
     try:
-        data = sorted(response.json()["data"], key=lambda item: item["index"])
+        data = sorted(json.loads(body)["data"], key=lambda item: item["index"])
         vectors = [list(map(float, item["embedding"])) for item in data]
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, RecursionError):
         raise EmbeddingUnavailable(
             "The embeddings server's answer is not an OpenAI-compatible embeddings list."
         ) from None
@@ -227,24 +234,34 @@ class OpenAIEmbedder:
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         for attempt in range(1, self.attempts + 1):
             try:
-                response = shared_http_client().post(
+                # Bounded as a whole (each read alone is bounded by httpx): a server that
+                # trickles would otherwise hold an indexing job or a chat turn for ever.
+                status, body = read_bounded(
+                    "POST",
                     f"{self.base_url}/embeddings",
                     json={"model": self.model_name, "input": batch},
                     headers=headers,
                     timeout=self.timeout,
+                    total_seconds=self.timeout,
+                    max_bytes=MAX_ANSWER_BYTES,
                 )
+            except BodyTooLarge:
+                raise EmbeddingUnavailable(
+                    "The embeddings server's answer is larger than "
+                    f"{MAX_ANSWER_BYTES // (1024 * 1024)} MiB; it was not read."
+                ) from None
             except (httpx.TimeoutException, httpx.NetworkError) as error:
                 reason = type(error).__name__
             else:
-                if response.status_code == 200:
-                    return _vectors(response, len(batch))
-                if response.status_code not in RETRY_STATUSES:
+                if status == 200:
+                    return _vectors(body, len(batch))
+                if status not in RETRY_STATUSES:
                     # The body is never echoed: the URL is the person's, the server is not.
                     raise EmbeddingUnavailable(
-                        f"The embeddings server answered HTTP {response.status_code}; check the "
+                        f"The embeddings server answered HTTP {status}; check the "
                         "AI profile's address, model and key."
                     )
-                reason = f"HTTP {response.status_code}"
+                reason = f"HTTP {status}"
             if attempt < self.attempts:
                 delay = min(8.0, 0.5 * 2 ** (attempt - 1)) * (1 + random.random() / 2)  # noqa: S311
                 logger.warning("Embeddings call failed (%s); retrying in %.1f s", reason, delay)

@@ -13,6 +13,8 @@ import ipaddress
 import os
 import socket
 import threading
+import time
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -118,3 +120,33 @@ def shared_http_client() -> httpx.Client:
         if client is None:
             client = _http_clients[os.getpid()] = httpx.Client()
         return client
+
+
+class BodyTooLarge(httpx.HTTPError):
+    """The server's answer is larger than the caller reads."""
+
+
+def read_bounded(
+    method: str,
+    url: str,
+    *,
+    timeout: httpx.Timeout | float,
+    total_seconds: float,
+    max_bytes: int,
+    client: httpx.Client | None = None,
+    **kwargs: Any,
+) -> tuple[int, bytes]:
+    """One outside call, bounded as a whole: httpx's timeouts bound each read, so a
+    server sending a byte every few seconds would hold the caller for ever, and a body
+    is read whole. Raises httpx.ReadTimeout after `total_seconds` and BodyTooLarge
+    beyond `max_bytes`; returns the status and the body."""
+    deadline = time.monotonic() + total_seconds
+    with (client or shared_http_client()).stream(method, url, timeout=timeout, **kwargs) as answer:
+        body = bytearray()
+        for chunk in answer.iter_bytes():
+            if time.monotonic() > deadline:
+                raise httpx.ReadTimeout(f"the whole answer took longer than {total_seconds:g} s")
+            body += chunk
+            if len(body) > max_bytes:
+                raise BodyTooLarge(f"the answer is larger than {max_bytes} bytes")
+        return answer.status_code, bytes(body)

@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 
 from django import template
-from django.utils.translation import gettext, gettext_noop, ngettext
+from django.utils.translation import gettext, gettext_lazy, gettext_noop, ngettext
 
 from memory_addon.models import ChangeSet
 
@@ -132,3 +132,18 @@ def change_origin(value: str) -> str:
 def change_source(value: str) -> str:
     """A ChangeSet.Source value as its label."""
     return str(dict(ChangeSet.Source.choices).get(value, value))
+
+
+# Where a sent memory item came from (the turn context's origins), as the chat shows it.
+_SENT_ORIGINS = {
+    "organization": gettext_lazy("Organization rules"),
+    "agent": gettext_lazy("Agent memory"),
+    "conversation": gettext_lazy("Conversation memory"),
+    "user": gettext_lazy("My memory"),
+}
+
+
+@register.filter
+def sent_origin(value: str) -> str:
+    """A Sent along item's origin as its label."""
+    return str(_SENT_ORIGINS.get(value, value))

@@ -21,11 +21,14 @@ document.addEventListener("change", (event) => {
 });
 
 // Fields with data-counter show how many characters are left (the id of the counter).
+// A counter marked data-count-only is followed by its own "/ 300 characters" label.
 function updateCounter(field) {
   const counter = document.getElementById(field.dataset.counter);
   if (!counter || !field.maxLength || field.maxLength < 0) return;
   const left = field.maxLength - field.value.length;
-  counter.textContent = `${field.value.length} / ${field.maxLength}`;
+  counter.textContent = counter.hasAttribute("data-count-only")
+    ? String(field.value.length)
+    : `${field.value.length} / ${field.maxLength}`;
   counter.classList.toggle("counter-low", left < 20);
 }
 document.addEventListener("input", (event) => {

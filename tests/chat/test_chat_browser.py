@@ -171,7 +171,7 @@ def test_sent_along_lists_the_memory_items_and_excerpts(
     row.locator("summary").click()
     item = row.locator(".sent-items li")
     assert "vegetarian, no fish" in item.inner_text()
-    assert "user" in item.inner_text() and "tokens" in item.inner_text()
+    assert "My memory" in item.inner_text() and "tokens" in item.inner_text()
     screenshot("sent-along")
     sent = fake_openai.chat_requests[-1]["messages"][0]["content"]
     assert "vegetarian, no fish" in sent

@@ -8,6 +8,8 @@ import pytest
 
 from chat.runner import turn_run
 from memory_addon.addons import MEMORY_ADDON, SAVE_MODE
+from memory_addon.services.changes import file_write
+from memory_addon.services.scopes import ensure_user_scope
 from memory_addon.services.user_settings import addon_setting_put
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -19,6 +21,8 @@ ADD = json.dumps({"action": "add", "text": "- home: lives in Rome -> home.md"})
 def test_a_saved_note_and_the_composer_read_in_german_under_the_answer(
     client, fake_openai, ask, person, conversation
 ):
+    scope = ensure_user_scope(person)
+    file_write(user=person, scope=scope, path="index.md", content="- tea\n", base_sha256="")
     addon_setting_put(user=person, addon=MEMORY_ADDON, key=SAVE_MODE, value="auto")
     fake_openai.chat_replies += [
         {"tool_calls": [{"id": "c1", "name": "propose_change", "arguments": ADD}]},
@@ -31,5 +35,7 @@ def test_a_saved_note_and_the_composer_read_in_german_under_the_answer(
     assert "Added a note" not in page
     assert 'placeholder="Nachricht schreiben …"' in page
     assert "Write a message" not in page
+    assert '<span class="badge">Mein Gedächtnis</span>' in page  # Sent along: whose note
+    assert '<span class="badge">user</span>' not in page
     english = client.get(f"/chat/{conversation.pk}/").text
     assert "Added a note" in english and 'placeholder="Write a message…"' in english

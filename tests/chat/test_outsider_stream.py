@@ -77,3 +77,22 @@ def test_more_tool_calls_in_one_stream_than_the_host_reads_end_the_answer(fake_o
     assert answer.state == Message.State.FAILED
     assert "tool calls" in answer.error
     assert len(fake_openai.chat_requests) == 1
+
+
+def test_a_reply_longer_than_the_clients_cap_is_not_read_on(fake_openai):
+    """The learning calls (rule detection, clean-up) read with a time limit only: a fast
+    server could fill the worker's memory within it. The client caps the text itself."""
+    from chat import client
+
+    fake_openai.chat_replies.append({"deltas": ["x" * 1000] * 50})
+    endpoint = client.Endpoint(
+        base_url=fake_openai.base_url, model="test-model", max_content_chars=5_000
+    )
+    with pytest.raises(client.ModelError, match="5,000 characters"):
+        client.stream_round(
+            endpoint,
+            messages=[{"role": "user", "content": "hi"}],
+            tools=None,
+            on_delta=lambda _delta: None,
+            should_stop=lambda: False,
+        )
