@@ -10,6 +10,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Sum
 from django.utils import timezone
+from django.utils.translation import gettext, gettext_lazy
 
 from accounts.models import Agent, User
 from bridges.outbox import memory_changed_event
@@ -32,6 +33,13 @@ from memory_addon.services.scopes import index_path
 from memory_addon.signals import memory_changed, send_on_commit
 
 ABSENT = ""  # the base hash of a file that does not exist
+# The secret guard's kinds as people read them (the guard itself is pure and English).
+SECRET_KINDS = {
+    "known token format": gettext_lazy("a token in a known format (private key or provider token)"),
+    "password assignment": gettext_lazy("a password or token assigned a literal value"),
+    "password in prose": gettext_lazy("a password named in prose"),
+    "random-looking string": gettext_lazy("a long random-looking string"),
+}
 
 
 @dataclass(frozen=True)
@@ -284,7 +292,14 @@ def _check_text(
     finding = find_secret(after)
     if finding:
         raise SecretRefused(
-            f"{path}: {finding.message()}", path=path, line=finding.line, kind=finding.kind
+            gettext(
+                "%(path)s: Line %(line)s looks like it holds a secret (%(kind)s). "
+                "Remove that line and try again."
+            )
+            % {"path": path, "line": finding.line, "kind": SECRET_KINDS[finding.kind]},
+            path=path,
+            line=finding.line,
+            kind=finding.kind,
         )
     if machine and existing is not None and not _machine_may_replace(existing, after):
         raise ChangeRefused(
