@@ -86,3 +86,33 @@ def test_a_schedule_with_an_impossible_time_is_refused_in_german(client, user):
     )
     assert "Geben Sie eine gültige Uhrzeit an." in answer.text
     assert "Give a valid time." not in answer.text
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("text", "german", "english"),
+    [
+        (
+            "das Passwort ist Tr0ub4dor&3x",
+            "index.md: Zeile 1 scheint ein Geheimnis zu enthalten "
+            "(ein im Text genanntes Passwort). Entfernen Sie diese Zeile und versuchen Sie es "
+            "erneut.",
+            "looks like it holds a secret",
+        ),
+        (
+            "x" * 301,
+            "Eine Notiz hat höchstens 300 Zeichen; diese hat 301. Für längeren Text nehmen Sie "
+            "Markdown-Rohtext.",
+            "A note holds at most 300 characters",
+        ),
+    ],
+)
+def test_a_refused_note_on_the_german_memory_tab_says_why_in_german(
+    client, user, text, german, english
+):
+    scope = ensure_user_scope(user)
+    client.force_login(user)
+    answer = client.post(f"/memory/{scope.pk}/entries/", {"text": text}, headers=GERMAN)
+    assert answer.status_code == 422
+    assert german in answer.content.decode()
+    assert english not in answer.content.decode()

@@ -36,8 +36,11 @@ def _person_text(text: str) -> str:
         raise ChangeRefused(_("A note cannot contain HTML comment markers (<!-- or -->)."))
     if len(cleaned) > entries.MAX_ENTRY_CHARS:
         raise ChangeRefused(
-            f"A note holds at most {entries.MAX_ENTRY_CHARS} characters; this one has "
-            f"{len(cleaned)}. Use Raw Markdown for longer text."
+            _(
+                "A note holds at most %(max)s characters; this one has %(count)s. "
+                "Use Raw Markdown for longer text."
+            )
+            % {"max": entries.MAX_ENTRY_CHARS, "count": len(cleaned)}
         )
     return cleaned
 
