@@ -7,10 +7,11 @@ they are translated where they are shown.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
 from django import template
-from django.utils.translation import gettext, gettext_noop, pgettext_lazy
+from django.utils.translation import gettext_noop, pgettext_lazy
+
+from memory_addon.host.stored_text import Render, filled, translate_stored
 
 register = template.Library()
 
@@ -43,26 +44,26 @@ _FIXED = frozenset(
     )
 )
 
-_PATTERNS: list[tuple[re.Pattern[str], Callable[[re.Match[str]], str]]] = [
+_PATTERNS: list[tuple[re.Pattern[str], Render]] = [
     (
         re.compile(r"larger than the limit of (?P<mib>\d+) MiB"),
-        lambda m: gettext("larger than the limit of %(mib)s MiB") % m.groupdict(),
+        filled(gettext_noop("larger than the limit of %(mib)s MiB")),
     ),
     (
         re.compile(r"not valid UTF-8 \(byte (?P<byte>\d+)\)"),
-        lambda m: gettext("not valid UTF-8 (byte %(byte)s)") % m.groupdict(),
+        filled(gettext_noop("not valid UTF-8 (byte %(byte)s)")),
     ),
     (
         re.compile(r"cannot be read \((?P<why>.*)\)"),
-        lambda m: gettext("cannot be read (%(why)s)") % m.groupdict(),
+        filled(gettext_noop("cannot be read (%(why)s)")),
     ),
     (
         re.compile(r"already in this collection as (?P<path>.*)"),
-        lambda m: gettext("already in this collection as %(path)s") % m.groupdict(),
+        filled(gettext_noop("already in this collection as %(path)s")),
     ),
     (
         re.compile(r"PDF took longer than (?P<seconds>\d+) s to read"),
-        lambda m: gettext("PDF took longer than %(seconds)s s to read") % m.groupdict(),
+        filled(gettext_noop("PDF took longer than %(seconds)s s to read")),
     ),
 ]
 
@@ -74,10 +75,4 @@ def scan_status(value: str) -> str:
 
 @register.filter
 def scan_reason(value: str) -> str:
-    if value in _FIXED:
-        return gettext(value)
-    for pattern, render in _PATTERNS:
-        match = pattern.fullmatch(value or "")
-        if match:
-            return str(render(match))
-    return value
+    return translate_stored(value, _FIXED, _PATTERNS)

@@ -11,8 +11,9 @@ import re
 from collections.abc import Callable
 
 from django import template
-from django.utils.translation import gettext, gettext_lazy, gettext_noop, ngettext
+from django.utils.translation import gettext_lazy, gettext_noop, ngettext
 
+from memory_addon.host.stored_text import Render, filled, translate_stored
 from memory_addon.models import ChangeSet
 
 register = template.Library()
@@ -53,42 +54,42 @@ def _entries(verb: str) -> Callable[[re.Match[str]], str]:
 
 
 # Most specific first: "Edited a note in x.md" before "Edited x.md".
-_PATTERNS: list[tuple[re.Pattern[str], Callable[[re.Match[str]], str]]] = [
+_PATTERNS: list[tuple[re.Pattern[str], Render]] = [
     (
         re.compile(r"Added a note to (?P<path>.+)"),
-        lambda m: gettext("Added a note to %(path)s") % m.groupdict(),
+        filled(gettext_noop("Added a note to %(path)s")),
     ),
     (
         re.compile(r"Edited a note in (?P<path>.+)"),
-        lambda m: gettext("Edited a note in %(path)s") % m.groupdict(),
+        filled(gettext_noop("Edited a note in %(path)s")),
     ),
     (
         re.compile(r"Deleted a note in (?P<path>.+)"),
-        lambda m: gettext("Deleted a note in %(path)s") % m.groupdict(),
+        filled(gettext_noop("Deleted a note in %(path)s")),
     ),
     (
         re.compile(r"Undid change set #(?P<n>\d+)"),
-        lambda m: gettext("Undid change set #%(n)s") % m.groupdict(),
+        filled(gettext_noop("Undid change set #%(n)s")),
     ),
     (
         re.compile(r"Undid change #(?P<n>\d+)"),
-        lambda m: gettext("Undid change #%(n)s") % m.groupdict(),
+        filled(gettext_noop("Undid change #%(n)s")),
     ),
     (
         re.compile(r"Restored (?P<path>.+) from an export"),
-        lambda m: gettext("Restored %(path)s from an export") % m.groupdict(),
+        filled(gettext_noop("Restored %(path)s from an export")),
     ),
     (
         re.compile(r"Restored (?P<path>.+) as of change set #(?P<n>\d+)"),
-        lambda m: gettext("Restored %(path)s as of change set #%(n)s") % m.groupdict(),
+        filled(gettext_noop("Restored %(path)s as of change set #%(n)s")),
     ),
     (
         re.compile(r"Renamed (?P<old>\S+) to (?P<new>\S+)"),
-        lambda m: gettext("Renamed %(old)s to %(new)s") % m.groupdict(),
+        filled(gettext_noop("Renamed %(old)s to %(new)s")),
     ),
     (
         re.compile(r"Inserted text into (?P<path>\S+)"),
-        lambda m: gettext("Inserted text into %(path)s") % m.groupdict(),
+        filled(gettext_noop("Inserted text into %(path)s")),
     ),
     (re.compile(r"Clean-up: archived (?P<count>\d+) entr(?:y|ies)"), _entries("archived")),
     (
@@ -101,25 +102,19 @@ _PATTERNS: list[tuple[re.Pattern[str], Callable[[re.Match[str]], str]]] = [
     ),
     (
         re.compile(r"Rule: (?P<text>.+)", re.DOTALL),
-        lambda m: gettext("Rule: %(text)s") % m.groupdict(),
+        filled(gettext_noop("Rule: %(text)s")),
     ),
-    (re.compile(r"Edited (?P<path>\S+)"), lambda m: gettext("Edited %(path)s") % m.groupdict()),
-    (re.compile(r"Deleted (?P<path>\S+)"), lambda m: gettext("Deleted %(path)s") % m.groupdict()),
-    (re.compile(r"Wrote (?P<path>\S+)"), lambda m: gettext("Wrote %(path)s") % m.groupdict()),
-    (re.compile(r"Cleared (?P<path>\S+)"), lambda m: gettext("Cleared %(path)s") % m.groupdict()),
+    (re.compile(r"Edited (?P<path>\S+)"), filled(gettext_noop("Edited %(path)s"))),
+    (re.compile(r"Deleted (?P<path>\S+)"), filled(gettext_noop("Deleted %(path)s"))),
+    (re.compile(r"Wrote (?P<path>\S+)"), filled(gettext_noop("Wrote %(path)s"))),
+    (re.compile(r"Cleared (?P<path>\S+)"), filled(gettext_noop("Cleared %(path)s"))),
 ]
 
 
 @register.filter
 def change_summary(value: str) -> str:
     """A change set's summary as the person reads it."""
-    if value in _FIXED:
-        return gettext(value)
-    for pattern, render in _PATTERNS:
-        match = pattern.fullmatch(value or "")
-        if match:
-            return str(render(match))
-    return value
+    return translate_stored(value, _FIXED, _PATTERNS)
 
 
 @register.filter
