@@ -20,7 +20,7 @@ from bridges.models import EventEndpoint, InboundMessage
 from bridges.outgoing import backoff_seconds, check_webhook_target, post_signed
 from bridges.signing import new_secret
 from chat.models import Conversation, Message
-from chat.services import default_profile
+from chat.services import answers_in_flight, default_profile
 from memory_addon.host.core.storable import storable
 from memory_addon.host.errors import ChangeRefused
 from memory_addon.host.outbound import OutboundRefused
@@ -29,6 +29,8 @@ from memory_addon.models import Proposal
 from memory_addon.services.scopes import ensure_channel_scope
 
 logger = logging.getLogger(__name__)
+# A bridge message whose person has every answer slot busy is looked at again after this.
+BUSY_RETRY_SECONDS = 5
 
 
 class BridgeRefused(ChangeRefused):
@@ -210,6 +212,12 @@ def inbound_process(*, inbound_id: int) -> None:
     """Run the chat's own turn for a bridge message, then queue the answer back."""
     from chat.runner import turn_run
 
+    waiting = InboundMessage.objects.filter(pk=inbound_id, state=InboundMessage.State.RECEIVED)
+    owner_id = waiting.values_list("binding__owner_id", flat=True).first()
+    if owner_id is not None and answers_in_flight(owner_id) >= settings.CHAT_MAX_ANSWERS_IN_FLIGHT:
+        # The person's answer slots are full: wait in the queue, not on a chat thread.
+        queue_job("bridges.inbound_process", inbound_id, countdown=BUSY_RETRY_SECONDS)
+        return
     claimed = InboundMessage.objects.filter(
         pk=inbound_id, state=InboundMessage.State.RECEIVED
     ).update(state=InboundMessage.State.ANSWERING)

@@ -67,7 +67,7 @@ def conversation_delete(request: HttpRequest, conversation_id: int) -> tuple[int
 
 @router.post(
     "/conversations/{conversation_id}/messages",
-    response={202: MessageOut, 400: ErrorOut, 404: ErrorOut},
+    response={202: MessageOut, 400: ErrorOut, 404: ErrorOut, 429: ErrorOut},
     summary="Send a message; the answer is written in the background",
 )
 def message_send(

@@ -8,7 +8,7 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
-from django.utils.translation import gettext
+from django.utils.translation import gettext, ngettext
 
 from accounts.models import Agent, AIProfile, User
 from chat.models import Conversation, Message
@@ -24,6 +24,12 @@ MAX_MESSAGE_CHARS = 32_000
 
 class ChatRefused(ChangeRefused):
     """A chat action the current state does not allow; the message is for people."""
+
+
+class AnswersBusy(ChatRefused):
+    """The person already has CHAT_MAX_ANSWERS_IN_FLIGHT answers being written."""
+
+    status = 429
 
 
 def _title_from(text: str) -> str:
@@ -128,11 +134,36 @@ def _enqueue_on_commit(message: Message) -> None:
     queue_job_on_commit("chat.turn_run", message.pk, queue=settings.CHAT_QUEUE)
 
 
+def answers_in_flight(user_id: int) -> int:
+    """Answers of this person's conversations that a worker is writing or about to."""
+    return Message.objects.filter(
+        conversation__owner_id=user_id, state=Message.State.STREAMING
+    ).count()
+
+
+def _check_fair_share(user_id: int) -> None:
+    # The person's row is the lock: two sends in two conversations cannot both pass.
+    list(User.objects.select_for_update().filter(pk=user_id).values_list("pk"))
+    limit = settings.CHAT_MAX_ANSWERS_IN_FLIGHT
+    if answers_in_flight(user_id) >= limit:
+        raise AnswersBusy(
+            ngettext(
+                "%(count)s answer of yours is still being written; wait for it to finish "
+                "(or stop it), then send again.",
+                "%(count)s answers of yours are still being written; wait for one to finish "
+                "(or stop it), then send again.",
+                limit,
+            )
+            % {"count": limit}
+        )
+
+
 def _check_idle(conversation: Conversation) -> None:
     if conversation.messages.filter(state=Message.State.STREAMING).exists():
         raise ChatRefused(
             gettext("An answer is still being written; wait for it or stop it first.")
         )
+    _check_fair_share(conversation.owner_id)
 
 
 def _answer_placeholder(conversation: Conversation) -> Message:

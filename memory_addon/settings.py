@@ -494,6 +494,9 @@ CELERY_TASK_ROUTES = {
     "learning.rule_detect": {"queue": CHAT_QUEUE},
     "learning.cleanup_run": {"queue": CHAT_QUEUE},
 }
+# Answers one person may have in flight at once (sends, regenerations, bridge turns):
+# one person's flood keeps the chat worker's threads free for everyone else.
+CHAT_MAX_ANSWERS_IN_FLIGHT = env_int("CHAT_MAX_ANSWERS_IN_FLIGHT", 3)
 CHAT_MAX_TOOL_ROUNDS = env_int("CHAT_MAX_TOOL_ROUNDS", 8)
 # Bounds of one answer: its text stops at this many characters (what arrived is kept),
 # and a round runs at most this many tool calls (the rest get a refusal to act on).
@@ -547,9 +550,14 @@ WEBHOOK_RETRY_WINDOW_SECONDS = env_int("WEBHOOK_RETRY_WINDOW_SECONDS", 24 * 3600
 # A sender that died mid-delivery loses its claim after this long; then one more try.
 WEBHOOK_LEASE_SECONDS = env_int("WEBHOOK_LEASE_SECONDS", 60)
 WEBHOOK_SWEEP_INTERVAL_SECONDS = env_int("WEBHOOK_SWEEP_INTERVAL_SECONDS", 15)
-for _task in ("bridges.inbound_process", "bridges.callback_send", "bridges.endpoint_deliver"):
-    # They wait on the model or on outside servers: the chat worker's thread pool.
-    CELERY_TASK_ROUTES[_task] = {"queue": CHAT_QUEUE}
+# A bridge message runs a chat turn: the chat worker's threads.
+CELERY_TASK_ROUTES["bridges.inbound_process"] = {"queue": CHAT_QUEUE}
+# Answers back and outgoing events wait on servers nobody here controls: their own queue
+# and a small thread pool, so a slow receiver never holds a thread a chat turn needs.
+DELIVERY_QUEUE = env_str("DELIVERY_QUEUE", "deliveries")
+DELIVERY_WORKER_CONCURRENCY = env_int("DELIVERY_WORKER_CONCURRENCY", 4)
+for _task in ("bridges.callback_send", "bridges.endpoint_deliver"):
+    CELERY_TASK_ROUTES[_task] = {"queue": DELIVERY_QUEUE}
 CELERY_BEAT_SCHEDULE["bridges-sweep"] = {
     "task": "bridges.sweep",
     "schedule": float(WEBHOOK_SWEEP_INTERVAL_SECONDS),

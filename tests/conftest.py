@@ -291,7 +291,8 @@ def start_chat_worker(**env: str) -> subprocess.Popen[bytes]:
             "memory_addon",
             "worker",
             "-Q",
-            settings.CHAT_QUEUE,
+            # One worker of the suite stands in for serve's chat and delivery workers.
+            f"{settings.CHAT_QUEUE},{settings.DELIVERY_QUEUE}",
             "--pool",
             "threads",
             "--concurrency",

@@ -81,6 +81,8 @@ def test_the_chat_queue_and_the_indexing_queue_have_their_own_workers():
     services = _config()["services"]
     assert "-Q celery" in " ".join(services["worker"]["command"])
     assert "-Q ${CHAT_QUEUE:-chat} --pool threads" in services["chat-worker"]["command"][2]
+    delivery = services["delivery-worker"]["command"][2]
+    assert "-Q ${DELIVERY_QUEUE:-deliveries} --pool threads" in delivery
 
 
 def test_the_app_trusts_the_proxy_and_the_proxy_serves_static_files():

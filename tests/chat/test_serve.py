@@ -28,9 +28,16 @@ def test_serve_runs_a_thread_pool_worker_that_answers_on_the_chat_queue(tmp_path
         commands = {child.pid: " ".join(child.cmdline()) for child in children}
         chat_workers = [pid for pid, c in commands.items() if "worker -Q chat --pool threads" in c]
         assert len(chat_workers) == 1, commands
+        # Answers back and outgoing events have a worker of their own.
+        delivery_workers = [
+            pid for pid, c in commands.items() if "worker -Q deliveries --pool threads" in c
+        ]
+        assert len(delivery_workers) == 1, commands
         # The default worker keeps the default queue only.
         others = [
-            c for pid, c in commands.items() if " worker " in f"{c} " and pid not in chat_workers
+            c
+            for pid, c in commands.items()
+            if " worker " in f"{c} " and pid not in chat_workers + delivery_workers
         ]
         assert others and all(" -Q " not in c for c in others)
         # The Redis serve started, as serve hands it to its children (not the suite's own).

@@ -185,6 +185,11 @@ class Command(BaseCommand):
         # wait behind indexing jobs or each other.
         chat = [*celery, "worker", "-Q", settings.CHAT_QUEUE, "--pool", "threads"]
         chat += ["--concurrency", str(options["chat_concurrency"]), "--hostname", "chat@%h"]
+        # Answers back and outgoing events wait on outside servers: a small pool of their
+        # own, so a slow receiver never takes a thread from chat turns.
+        deliveries = [*celery, "worker", "-Q", settings.DELIVERY_QUEUE, "--pool", "threads"]
+        deliveries += ["--concurrency", str(settings.DELIVERY_WORKER_CONCURRENCY)]
+        deliveries += ["--hostname", "deliveries@%h"]
         beat = [*celery, "beat", "--loglevel", "INFO"]
         beat += ["--schedule", str(Path(settings.DATA_DIR) / "celerybeat-schedule")]
         # A chat turn may hold three connections at once (its thread, its retrieval
@@ -198,6 +203,7 @@ class Command(BaseCommand):
                 [*chat, "--loglevel", "INFO", *quiet],
                 {**env, "DATABASE_POOL_MAX": chat_pool},
             ),
+            ("delivery worker", [*deliveries, "--loglevel", "INFO", *quiet], env),
             ("beat", beat, env),
         ]
 
