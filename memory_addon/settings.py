@@ -298,6 +298,14 @@ WORKER_MAX_MEMORY_MB = env_int("WORKER_MAX_MEMORY_MB", 400)
 CELERY_WORKER_MAX_MEMORY_PER_CHILD = WORKER_MAX_MEMORY_MB * 1024  # Celery counts KiB
 CELERY_RESULT_EXPIRES = 3600
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Sending a job waits at most about a second for a broker that is away (Celery's default
+# retried for many seconds while the request that queued it held its worker thread).
+CELERY_TASK_PUBLISH_RETRY_POLICY = {
+    "max_retries": 2,
+    "interval_start": 0,
+    "interval_step": 0.25,
+    "interval_max": 0.5,
+}
 CELERY_TIMEZONE = TIME_ZONE
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {}
 

@@ -65,4 +65,4 @@ def push_fragment(user_id: int, html: str) -> None:
 
 def push_fragment_on_commit(user_id: int, html: str) -> None:
     """Push only once the surrounding transaction has committed, never for a rollback."""
-    transaction.on_commit(functools.partial(push_fragment, user_id, html))
+    transaction.on_commit(functools.partial(push_fragment, user_id, html), robust=True)

@@ -18,5 +18,10 @@ def queue_job(name: str, *args: object, **options: object) -> None:
 
 
 def queue_job_on_commit(name: str, *args: object, **options: object) -> None:
-    """Send once the surrounding transaction commits, never for a rollback."""
-    transaction.on_commit(partial(queue_job, name, *args, **options))
+    """Send once the surrounding transaction commits, never for a rollback.
+
+    A broker that is down is logged, never raised: the write is committed, and answering
+    500 would make a retrying client store it twice. Each app's sweeper (the chat reaper,
+    the bridges sweep, the stale-job reaper) queues what was lost once the broker is back.
+    """
+    transaction.on_commit(partial(queue_job, name, *args, **options), robust=True)

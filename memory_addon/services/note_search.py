@@ -113,7 +113,7 @@ def note_embeddings_refresh_on_commit(scope_id: int) -> None:
         if first:
             queue_job("memory_addon.note_embeddings_refresh", scope_id)
 
-    transaction.on_commit(enqueue)
+    transaction.on_commit(enqueue, robust=True)
 
 
 def note_embeddings_refresh_started(scope_id: int) -> None:
