@@ -77,6 +77,8 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "memory_addon.host.middleware.refuse_unstorable_text",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # After authentication: a key belongs to the signed-in person or the token's caller.
+    "memory_addon.host.idempotency.idempotency_middleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",

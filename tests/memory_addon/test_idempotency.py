@@ -1,0 +1,120 @@
+"""A write sent again with the same Idempotency-Key is stored once and answered as the first."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from django.core.cache import cache
+from django.urls import reverse
+
+from accounts.services import api_token_create
+from memory_addon.models import ChangeSet, MemoryFile
+from memory_addon.services.scopes import ensure_user_scope
+from tests.factories import UserFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _empty_cache():
+    cache.clear()
+
+
+def _add(client, scope, text, key=None, **extra):
+    headers = {"Idempotency-Key": key} if key is not None else {}
+    return client.post(
+        f"/api/memory/scopes/{scope.pk}/notes",
+        json.dumps({"text": text}),
+        content_type="application/json",
+        headers=headers,
+        **extra,
+    )
+
+
+def _index(scope) -> str:
+    row = MemoryFile.objects.filter(scope=scope, path="index.md").first()
+    return row.content if row else ""
+
+
+def test_a_note_sent_twice_with_one_key_is_saved_once_and_answered_alike(client, user, scope):
+    client.force_login(user)
+    first = _add(client, scope, "likes green tea", key="retry-1")
+    again = _add(client, scope, "likes green tea", key="retry-1")
+    assert first.status_code == again.status_code == 201
+    assert again.json() == first.json()
+    assert again["Idempotent-Replayed"] == "true"
+    assert ChangeSet.objects.filter(scope=scope).count() == 1
+    assert _index(scope).count("likes green tea") == 1
+
+
+def test_without_a_key_or_with_a_new_key_each_send_is_a_write(client, user, scope):
+    client.force_login(user)
+    assert _add(client, scope, "likes green tea").status_code == 201
+    assert _add(client, scope, "likes black tea", key="a").status_code == 201
+    assert _add(client, scope, "likes herbal tea", key="b").status_code == 201
+    assert ChangeSet.objects.filter(scope=scope).count() == 3
+
+
+def test_a_key_reused_with_another_body_is_refused_and_saves_nothing(client, user, scope):
+    client.force_login(user)
+    _add(client, scope, "likes green tea", key="k")
+    other = _add(client, scope, "likes coffee", key="k")
+    assert other.status_code == 422
+    assert "another body" in other.json()["detail"]
+    assert "coffee" not in _index(scope)
+
+
+def test_one_persons_key_is_never_replayed_to_another(client, user, scope):
+    client.force_login(user)
+    _add(client, scope, "likes green tea", key="shared")
+    stranger = UserFactory()
+    client.force_login(stranger)
+    theirs = ensure_user_scope(stranger)
+    answer = _add(client, theirs, "likes green tea", key="shared")
+    assert answer.status_code == 201 and "Idempotent-Replayed" not in answer
+    assert ChangeSet.objects.filter(scope=theirs).count() == 1
+
+
+def test_a_token_caller_gets_the_same_protection(client, user, scope):
+    _, plain = api_token_create(user=user, name="script")
+    auth = {"HTTP_AUTHORIZATION": f"Bearer {plain}"}
+    assert _add(client, scope, "likes green tea", key="t1", **auth).status_code == 201
+    assert _add(client, scope, "likes green tea", key="t1", **auth).status_code == 201
+    assert ChangeSet.objects.filter(scope=scope).count() == 1
+
+
+@pytest.mark.parametrize("key", ["", "x" * 256, "bad\x01key"])
+def test_an_unusable_key_is_a_400_naming_the_header(client, user, scope, key):
+    client.force_login(user)
+    answer = _add(client, scope, "likes green tea", key=key)
+    assert answer.status_code == 400
+    assert "Idempotency-Key" in answer.json()["detail"]
+    assert ChangeSet.objects.filter(scope=scope).count() == 0
+
+
+def test_without_the_cache_the_write_still_runs(client, user, scope, monkeypatch):
+    def down(*args, **kwargs):
+        raise ConnectionError("Redis is away")
+
+    monkeypatch.setattr(cache, "add", down)
+    client.force_login(user)
+    assert _add(client, scope, "likes green tea", key="k").status_code == 201
+    assert ChangeSet.objects.filter(scope=scope).count() == 1
+
+
+def test_the_memory_tabs_add_form_sent_again_adds_one_note(client, user, scope):
+    client.force_login(user)
+    page = client.get(reverse("memory") + f"?scope={scope.pk}").content.decode()
+    key = re.search(r'name="idempotency_key" value="([0-9a-f]{32})"', page)
+    assert key, "the add form carries a key"
+    form = {"text": "likes green tea", "idempotency_key": key.group(1)}
+    url = reverse("memory_entry_add", args=[scope.pk])
+    first = client.post(url, form)
+    again = client.post(url, form)
+    assert first.status_code == again.status_code == 302
+    assert _index(scope).count("likes green tea") == 1
+    # The page after the save carries a new key, so the next note is its own write.
+    fresh = client.get(reverse("memory") + f"?scope={scope.pk}").content.decode()
+    assert key.group(1) not in fresh
