@@ -2,10 +2,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest
 from ninja.errors import HttpError
-from ninja.security import HttpBearer
+from ninja.security import APIKeyCookie, HttpBearer
 
 from accounts.models import ApiToken, User
 from accounts.services import api_token_find
@@ -39,3 +40,24 @@ class TokenAuth(HttpBearer):
             raise HttpError(403, refusal)
         request.api_token = row  # type: ignore[attr-defined]
         return row.user
+
+
+class SessionAuth(APIKeyCookie):
+    """The browser's session, with ninja's CSRF check only for a signed-in session.
+
+    ninja's own `django_auth` checks CSRF first, so a script with a bad or revoked token
+    was told "CSRF check Failed" (403) instead of being asked for a token (401).
+    """
+
+    param_name = settings.SESSION_COOKIE_NAME
+
+    def _get_key(self, request: HttpRequest) -> str | None:
+        if not request.user.is_authenticated:
+            return None
+        return super()._get_key(request)
+
+    def authenticate(self, request: HttpRequest, key: str | None) -> Any:
+        return request.user if request.user.is_authenticated else None
+
+
+session_auth = SessionAuth()

@@ -5,10 +5,11 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI
-from ninja.security import django_auth
+from ninja.errors import AuthenticationError
 
 from accounts.api import router as accounts_router
-from accounts.auth import TokenAuth
+from accounts.auth import TokenAuth, session_auth
+from accounts.bearer import unauthenticated_response
 from addons.api import router as addons_router
 from chat.api import router as chat_router
 from knowledge.api import router as knowledge_router
@@ -23,7 +24,7 @@ api = NinjaAPI(
         "Memory notes, proposals, collections and add-on settings. "
         "Browsers use the session cookie (with the CSRF header); scripts use a personal token."
     ),
-    auth=[TokenAuth(), django_auth],
+    auth=[TokenAuth(), session_auth],
     urls_namespace="api",
 )
 api.add_router("/", accounts_router)
@@ -37,6 +38,11 @@ api.add_router("/chat", chat_router)
 @api.exception_handler(MemoryRefusal)
 def memory_refusal(request: HttpRequest, exc: MemoryRefusal) -> HttpResponse:
     return api.create_response(request, {"detail": exc.message, **exc.details}, status=exc.status)
+
+
+@api.exception_handler(AuthenticationError)
+def unauthenticated(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
+    return unauthenticated_response(request)
 
 
 @api.exception_handler(ValidationError)

@@ -30,6 +30,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 
+from accounts.bearer import bearer_challenge, unauthenticated_detail
 from accounts.models import User
 from accounts.services import api_token_find
 from accounts.token_access import BANK_ONLY, READ_TOOLS, tool_refusal
@@ -282,12 +283,11 @@ class McpApp:
             return
         caller = await database_sync_to_async(caller_for)(token, project_key) if token else None
         if caller is None:
-            await _json(
-                401,
-                "Send a personal API token: Authorization: Bearer mh_… "
-                "(create one under Settings → API tokens).",
-                [(b"www-authenticate", b'Bearer realm="memory-host"')],
-            )(send)
+            base = f"{scope.get('scheme', 'http')}://{headers.get('host', '')}"
+            challenge = bearer_challenge(base, token_sent=bool(auth), resource="mcp")
+            await _json(401, unauthenticated_detail(), [(b"www-authenticate", challenge.encode())])(
+                send
+            )
             return
         if caller.scope == BANK_ONLY and not project_key:
             await _json(403, f"This token may only use project banks; send {PROJECT_HEADER}.")(send)

@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.urls import include, path
 
+from accounts.bearer import protected_resource_metadata
 from memory_addon import bank_views, views
 from memory_addon.api import api
 from memory_addon.host.metrics import metrics_view
@@ -13,6 +14,9 @@ urlpatterns = [
     path("readyz", views.readyz, name="readyz"),
     path("i18n/", include("django.conf.urls.i18n")),  # set_language: the account menu's switch
     path("metrics", metrics_view, name="metrics"),
+    # RFC 9728: where a client without a token learns how to get one.
+    path(".well-known/oauth-protected-resource", protected_resource_metadata),
+    path(".well-known/oauth-protected-resource/<path:resource>", protected_resource_metadata),
     path("chat/", include("chat.urls")),
     path("knowledge/", include("knowledge.urls")),
     path("learning/", include("learning.urls")),
