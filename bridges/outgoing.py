@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import httpx
@@ -40,7 +41,9 @@ def check_webhook_target(url: str, *, unresolvable_ok: bool = False) -> None:
     )
 
 
-def post_signed(url: str, *, secret: str, msg_id: str, body: bytes) -> PostResult:
+def post_signed(
+    url: str, *, secret: str, msg_id: str, body: bytes, also_signed_with: Sequence[str] = ()
+) -> PostResult:
     started = time.monotonic()
 
     def done(ok: bool, status: int | None, error: str, retryable: bool) -> PostResult:
@@ -55,7 +58,7 @@ def post_signed(url: str, *, secret: str, msg_id: str, body: bytes) -> PostResul
     timeout = httpx.Timeout(
         settings.WEBHOOK_READ_TIMEOUT_SECONDS, connect=settings.WEBHOOK_CONNECT_TIMEOUT_SECONDS
     )
-    headers = sign_headers(secret, msg_id=msg_id, body=body)
+    headers = sign_headers(secret, msg_id=msg_id, body=body, also_signed_with=also_signed_with)
     try:
         # Only the status counts; the body is never read, so a receiver that sends one
         # slowly or without end cannot hold the delivery job.

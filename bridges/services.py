@@ -330,11 +330,13 @@ def callback_send(*, inbound_id: int) -> bool:
         return False
     inbound = InboundMessage.objects.select_related("binding").get(pk=inbound_id)
     binding = inbound.binding
+    current, *previous = binding.valid_secrets(now)
     result = post_signed(
         binding.callback_url,
-        secret=binding.webhook_secret,
+        secret=current,
         msg_id=callback_webhook_id(inbound),
         body=callback_body(inbound),
+        also_signed_with=previous,
     )
     now = timezone.now()
     rows = InboundMessage.objects.filter(

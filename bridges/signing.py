@@ -12,6 +12,7 @@ import hmac
 import secrets
 import string
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
@@ -41,17 +42,28 @@ def signing_key(secret: str) -> bytes:
 
 
 def sign_headers(
-    secret: str, *, msg_id: str, body: bytes, timestamp: int | None = None
+    secret: str,
+    *,
+    msg_id: str,
+    body: bytes,
+    timestamp: int | None = None,
+    also_signed_with: Sequence[str] = (),
 ) -> dict[str, str]:
-    """Standard Webhooks headers for a POST of `body`."""
+    """Standard Webhooks headers for a POST of `body`.
+
+    During a secret rotation the body is signed with the old secret too (the header holds
+    space-separated signatures), so a receiver still on the old secret keeps verifying.
+    """
     stamp = int(time.time()) if timestamp is None else timestamp
-    signature = Webhook(signing_key(secret)).sign(
-        msg_id=msg_id, timestamp=datetime.fromtimestamp(stamp, tz=UTC), data=body.decode()
-    )
+    when = datetime.fromtimestamp(stamp, tz=UTC)
+    signatures = [
+        Webhook(signing_key(key)).sign(msg_id=msg_id, timestamp=when, data=body.decode())
+        for key in (secret, *also_signed_with)
+    ]
     return {
         "webhook-id": msg_id,
         "webhook-timestamp": str(stamp),
-        "webhook-signature": signature,
+        "webhook-signature": " ".join(signatures),
         "content-type": "application/json",
     }
 

@@ -25,7 +25,8 @@ import httpx
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 
-def _webhook(secret: str) -> Webhook:
+def _webhook(secret: str | bytes) -> Webhook:
+    """A `whsec_…` secret as text; a Slack binding's signing secret as its own bytes."""
     return Webhook(secret)
 
 
@@ -64,7 +65,7 @@ class CallbackReceiver:
     order, `ids` their webhook-ids, `rejected` requests whose signature did not match.
     """
 
-    def __init__(self, secrets: list[str], *, port: int = 0, status: int = 200) -> None:
+    def __init__(self, secrets: list[str | bytes], *, port: int = 0, status: int = 200) -> None:
         self.secrets = secrets
         self.status = status
         self.received: list[dict[str, Any]] = []
