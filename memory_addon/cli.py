@@ -46,14 +46,29 @@ def project_identity(folder: Path) -> tuple[str, str]:
 
 class Client:
     def __init__(self, base_url: str, token: str) -> None:
+        self.base_url = base_url
         self.http = httpx.Client(
             base_url=base_url.rstrip("/") + "/api/memory",
             headers={"Authorization": f"Bearer {token}"},
             timeout=30,
         )
 
-    def call(self, method: str, url: str, **kwargs: Any) -> Any:
-        response = self.http.request(method, url, **kwargs)
+    def call(self, method: str, url: str, *, missing: str = "", **kwargs: Any) -> Any:
+        """One API call; any failure ends the command with one line saying what to do."""
+        try:
+            response = self.http.request(method, url, **kwargs)
+        except httpx.HTTPError as error:
+            raise SystemExit(
+                f"error: cannot reach the memory host at {self.base_url} "
+                f"({type(error).__name__}); is it running? MEMORY_HOST_URL names it."
+            ) from None
+        if response.status_code == 401:
+            raise SystemExit(
+                "error: the host refused the token; create one under Settings → API tokens "
+                "and put it in MEMORY_HOST_TOKEN."
+            )
+        if response.status_code == 404 and missing:
+            raise SystemExit(f"error: {missing}")
         if response.status_code >= 400:
             try:
                 detail = response.json().get("detail", response.text)
@@ -104,7 +119,12 @@ def main(argv: list[str] | None = None) -> int:
         for row in client.call("GET", "/banks/files", params=params):
             print(f"{row['path']}\t{row['size']} bytes")
     elif args.command == "show":
-        row = client.call("GET", "/banks/file", params={**params, "path": args.path})
+        row = client.call(
+            "GET",
+            "/banks/file",
+            params={**params, "path": args.path},
+            missing=f"this project's bank has no file {args.path} (`files` lists them).",
+        )
         print(row["content"], end="" if row["content"].endswith("\n") else "\n")
     else:
         status = client.call("GET", "/banks/status", params=params)

@@ -7,6 +7,7 @@ rules are exactly those of /mcp/. No Django in this module.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -65,5 +66,24 @@ def serve_stdio(*, base_url: str, token: str, project_key: str = "") -> int:
         async with stdio_server() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
-    anyio.run(main)
+    try:
+        anyio.run(main)
+    except Exception as error:
+        reason = _first_cause(error)
+        print(
+            f"error: the MCP proxy to {base_url} stopped: {reason}. Check that the host is "
+            "running (MEMORY_HOST_URL) and that MEMORY_HOST_TOKEN is a valid API token.",
+            file=sys.stderr,
+        )
+        return 1
     return 0
+
+
+def _first_cause(error: BaseException) -> str:
+    """The innermost error of an exception group (anyio wraps task failures)."""
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    status = getattr(getattr(error, "response", None), "status_code", None)
+    if status == 401:
+        return "the host refused the token (HTTP 401)"
+    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__

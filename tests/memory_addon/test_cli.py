@@ -80,3 +80,56 @@ def test_linked_worktrees_share_a_bank_and_clones_do_not(tmp_path):
     subprocess.run(["git", "clone", "-q", str(main), str(tmp_path / "clone")], check=True)
     assert project_identity(main)[0] == project_identity(tmp_path / "wt")[0]
     assert project_identity(main)[0] != project_identity(tmp_path / "clone")[0]
+
+
+def _cli_failing(url: str, token: str, project, *args: str) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(
+        [sys.executable, "-m", "memory_addon.cli", *args, "--project", str(project)],
+        cwd=ROOT,
+        env={"MEMORY_HOST_URL": url, "MEMORY_HOST_TOKEN": token, "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr, result.stderr
+    return result
+
+
+def test_a_host_that_is_down_a_bad_token_and_a_missing_file_are_one_line_each(
+    live_asgi_server, tmp_path
+):
+    from tests.conftest import free_port
+
+    person = UserFactory()
+    _, token = api_token_create(user=person, name="cli")
+    down = _cli_failing(f"http://127.0.0.1:{free_port()}", token, tmp_path, "status")
+    assert down.stderr.count("\n") == 1
+    assert "cannot reach the memory host" in down.stderr and "MEMORY_HOST_URL" in down.stderr
+    refused = _cli_failing(live_asgi_server.url, "mh_not-a-token", tmp_path, "status")
+    assert "refused the token" in refused.stderr and "MEMORY_HOST_TOKEN" in refused.stderr
+    missing = _cli_failing(live_asgi_server.url, token, tmp_path, "show", "notes/todo.md")
+    assert "no file notes/todo.md" in missing.stderr
+
+
+def test_the_stdio_proxy_to_a_host_that_is_down_ends_with_one_line(tmp_path):
+    from tests.conftest import free_port
+
+    result = subprocess.run(
+        [sys.executable, "-m", "memory_addon.cli", "mcp", "--project", str(tmp_path)],
+        cwd=ROOT,
+        env={
+            "MEMORY_HOST_URL": f"http://127.0.0.1:{free_port()}",
+            "MEMORY_HOST_TOKEN": "mh_x",
+            "PATH": "/usr/bin:/bin",
+        },
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr, result.stderr
+    assert "MCP proxy" in result.stderr and "MEMORY_HOST_URL" in result.stderr
