@@ -15,10 +15,12 @@ from __future__ import annotations
 import ipaddress
 import os
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -223,6 +225,13 @@ class _GuardedBackend2(httpcore2.SyncBackend):
         )
 
 
+@cache
+def _tls_context() -> ssl.SSLContext:
+    """One verifying TLS context per process (loading the CA bundle takes ~20 ms); an
+    SSLContext may be shared by every connection and thread."""
+    return httpx.create_ssl_context(trust_env=False)
+
+
 class GuardedTransport(httpx.HTTPTransport):
     """An httpx transport whose every new connection resolves the host, checks each
     address against the outbound rules, and connects to a checked address (TLS still
@@ -232,11 +241,11 @@ class GuardedTransport(httpx.HTTPTransport):
     def __init__(
         self, *, allow_loopback: bool | None = None, trusted_hosts: Iterable[str] = ()
     ) -> None:
-        super().__init__(trust_env=False)
+        # Not super().__init__: it would build a pool (and a TLS context) only to be
+        # replaced. httpx takes no network backend, so this is its pool with ours.
         rule = _Rule(allow_loopback, frozenset(h.lower() for h in trusted_hosts))
-        # httpx takes no network backend: the same pool it builds, with the guarded one.
         self._pool = httpcore.ConnectionPool(
-            ssl_context=httpx.create_ssl_context(trust_env=False),
+            ssl_context=_tls_context(),
             max_connections=100,
             max_keepalive_connections=20,
             network_backend=_GuardedBackend(rule),
@@ -247,9 +256,8 @@ class GuardedTransport2(httpx2.HTTPTransport):
     """GuardedTransport for httpx2, the HTTP library of the openai client."""
 
     def __init__(self, *, allow_loopback: bool | None = None) -> None:
-        super().__init__(trust_env=False)
         self._pool = httpcore2.ConnectionPool(
-            ssl_context=httpx2.create_ssl_context(trust_env=False),
+            ssl_context=_tls_context(),
             max_connections=100,
             max_keepalive_connections=20,
             network_backend=_GuardedBackend2(_Rule(allow_loopback)),
