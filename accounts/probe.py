@@ -51,6 +51,8 @@ def server_models(*, base_url: str, api_key: str = "") -> list[str]:
             total_seconds=TOTAL_SECONDS,
             max_bytes=MAX_BYTES,
         )
+    except OutboundRefused as refusal:  # its name resolved elsewhere by now
+        raise ConnectionProblem(str(refusal)) from None
     except BodyTooLarge:
         raise ConnectionProblem(
             _("The server's list of models is larger than %(size)s KiB; it was not read.")

@@ -6,6 +6,7 @@ from typing import ClassVar
 from ninja import ModelSchema, Schema
 
 from accounts.models import AIProfile, ApiToken, User
+from memory_addon.host.schemas import Moment
 
 
 class ErrorOut(Schema):
@@ -47,7 +48,7 @@ class AIProfileIn(Schema):
 class ApiTokenIn(Schema):
     name: str
     scope: ApiToken.Scope = ApiToken.Scope.READ_WRITE
-    expires_at: datetime | None = None
+    expires_at: Moment | None = None
 
 
 class ApiTokenOut(Schema):

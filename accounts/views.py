@@ -44,6 +44,20 @@ class SignInView(auth_views.LoginView):
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         return {**super().get_context_data(**kwargs), "signup_enabled": _signup_enabled()}
 
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        # Wrong passwords pause one account at one address (accounts/throttle.py); this
+        # bounds one address trying many accounts.
+        if is_ratelimited(
+            request,
+            group="signin",
+            key="ip",
+            rate=settings.SIGNIN_RATE,
+            method="POST",
+            increment=True,
+        ):
+            return rate_limited(request)
+        return super().post(request, *args, **kwargs)
+
 
 def _signup_enabled() -> bool:
     return site_settings_get().signup_enabled

@@ -62,10 +62,12 @@ def post_signed(
     try:
         # Only the status counts; the body is never read, so a receiver that sends one
         # slowly or without end cannot hold the delivery job.
-        with shared_http_client().stream(
+        with shared_http_client(allow_loopback=settings.WEBHOOK_ALLOW_LOOPBACK).stream(
             "POST", url, content=body, headers=headers, timeout=timeout
         ) as response:
             status = response.status_code
+    except OutboundRefused as refusal:  # the name resolved elsewhere at connect time
+        return done(False, None, str(refusal), False)
     except httpx.TimeoutException:
         return done(False, None, "The server did not answer in time.", True)
     except httpx.HTTPError as error:

@@ -22,6 +22,7 @@ import openai
 from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCall
 
 from memory_addon.host import metrics
+from memory_addon.host.outbound import GuardedTransport2
 
 ErrorKind = Literal[
     "auth",
@@ -100,7 +101,7 @@ def _shared_http_client() -> Any:
     global _http_client
     with _http_client_lock:
         if _http_client is None:
-            _http_client = openai.DefaultHttpx2Client()
+            _http_client = openai.DefaultHttpx2Client(transport=GuardedTransport2())
         return _http_client
 
 

@@ -245,6 +245,8 @@ class OpenAIEmbedder:
                     total_seconds=self.timeout,
                     max_bytes=MAX_ANSWER_BYTES,
                 )
+            except OutboundRefused as error:  # its name resolved elsewhere by now
+                raise EmbeddingUnavailable(str(error)) from error
             except BodyTooLarge:
                 raise EmbeddingUnavailable(
                     "The embeddings server's answer is larger than "

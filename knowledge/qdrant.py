@@ -27,7 +27,12 @@ from qdrant_client import models as qm
 
 from knowledge.errors import KnowledgeRefusal
 from knowledge.models import Chunk, StagedChunk, Store
-from memory_addon.host.outbound import OutboundRefused, check_outbound_url, release_db_connection
+from memory_addon.host.outbound import (
+    GuardedTransport,
+    OutboundRefused,
+    check_outbound_url,
+    release_db_connection,
+)
 
 logger = logging.getLogger(__name__)
 UPSERT_BATCH = 256
@@ -91,10 +96,28 @@ def client(store: Store) -> QdrantClient:
         timeout=settings.KNOWLEDGE_QDRANT_TIMEOUT_SECONDS,
         prefer_grpc=False,
         check_compatibility=False,  # no extra version request before every search
+        # Every connection is checked against the outbound rules when it is made, not
+        # only when the store was created: the name may resolve elsewhere by now.
+        transport=GuardedTransport(trusted_hosts=settings.KNOWLEDGE_QDRANT_PLAIN_HTTP_HOSTS),
     )
 
 
-def _call(what: str, store: Store, action: str) -> QdrantUnavailable:
+def _refusal(error: BaseException | None) -> OutboundRefused | None:
+    """The outbound refusal inside qdrant-client's wrapping, if that is what failed."""
+    seen = 0
+    while error is not None and seen < 10:
+        if isinstance(error, OutboundRefused):
+            return error
+        error = getattr(error, "source", None) or error.__cause__ or error.__context__
+        seen += 1
+    return None
+
+
+def _call(what: str, store: Store, action: str, error: Exception) -> QdrantUnavailable:
+    refusal = _refusal(error)
+    if refusal is not None:
+        logger.warning("Qdrant %s refused for store %s: %s", action, store.pk, refusal)
+        return QdrantUnavailable(f"The Qdrant service at {store.qdrant_url}: {refusal}")
     logger.warning("Qdrant %s failed for store %s", action, store.pk, exc_info=True)
     return QdrantUnavailable(
         f"The Qdrant service at {store.qdrant_url} did not {what}. Check that it runs and "
@@ -124,7 +147,7 @@ def collection_create(store: Store) -> None:
                 field_schema=qm.PayloadSchemaType.INTEGER,
             )
     except Exception as error:
-        raise _call("accept a new collection", store, "create") from error
+        raise _call("accept a new collection", store, "create", error) from error
 
 
 def collection_delete(store: Store) -> None:
@@ -134,7 +157,7 @@ def collection_delete(store: Store) -> None:
         if qdrant.collection_exists(store.qdrant_collection):
             qdrant.delete_collection(store.qdrant_collection)
     except Exception as error:
-        raise _call("delete the collection", store, "delete") from error
+        raise _call("delete the collection", store, "delete", error) from error
 
 
 def stage_points(store: Store, job_id: int, source_id: int) -> None:
@@ -172,7 +195,7 @@ def stage_points(store: Store, job_id: int, source_id: int) -> None:
         try:
             client(store).upsert(store.qdrant_collection, points=points, wait=True)
         except Exception as error:
-            raise _call("store the new vectors", store, "upsert") from error
+            raise _call("store the new vectors", store, "upsert", error) from error
 
 
 def points_delete(store: Store, chunk_ids: Iterable[int]) -> None:
@@ -226,7 +249,7 @@ def vector_scored(
             with_payload=False,
         )
     except Exception as error:
-        raise _call("answer a search", store, "search") from error
+        raise _call("answer a search", store, "search", error) from error
     scored = [(int(point.id), float(point.score)) for point in hits.points]
     visible = set(
         Chunk.objects.filter(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
+from django.http.request import RawPostDataException
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError
 
@@ -55,6 +56,17 @@ def validation_error(request: HttpRequest, exc: ValidationError) -> HttpResponse
     else:
         detail = " ".join(exc.messages)
     return api.create_response(request, {"detail": detail}, status=400)
+
+
+@api.exception_handler(RawPostDataException)
+def body_not_json(request: HttpRequest, exc: RawPostDataException) -> HttpResponse:
+    # A form post's fields were read at the door (unstorable text), so a JSON body
+    # parameter finds the stream spent: the request was not JSON to begin with.
+    return api.create_response(
+        request,
+        {"detail": "This endpoint takes a JSON body: send it with Content-Type: application/json."},
+        status=415,
+    )
 
 
 @api.exception_handler(Http404)

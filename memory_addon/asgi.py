@@ -19,16 +19,18 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from django.urls import path  # noqa: E402
 
 from memory_addon.host.consumers import EventsConsumer  # noqa: E402
+from memory_addon.host.security_headers import with_security_headers  # noqa: E402
 from memory_addon.host.websocket_origin import SameOriginValidator  # noqa: E402
 from memory_addon.mcp_server import mcp_app  # noqa: E402
 
 websocket_urlpatterns = [path("ws/events/", EventsConsumer.as_asgi())]
+mcp_with_headers = with_security_headers(mcp_app)
 
 
 async def http_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     """MCP (B1) at /mcp/ goes to the SDK's transport; everything else to Django."""
     if scope["path"] in ("/mcp", "/mcp/"):
-        await mcp_app(scope, receive, send)
+        await mcp_with_headers(scope, receive, send)
     else:
         await django_asgi_app(scope, receive, send)
 

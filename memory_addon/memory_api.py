@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated
 
 from django.http import Http404, HttpRequest
@@ -19,6 +18,7 @@ from addons.context import addon_context_build
 from memory_addon.host import filestore
 from memory_addon.host.core.secret_guard import find_secret
 from memory_addon.host.errors import MemoryRefusal, NotAllowed
+from memory_addon.host.schemas import Moment
 from memory_addon.models import ChangeSet, MemoryFile, MemoryScope, Proposal
 from memory_addon.schemas import (
     AddonsSentOut,
@@ -399,8 +399,8 @@ def change_set_undo_endpoint(request: HttpRequest, change_set_id: int) -> Change
 
 
 class AuditFilter(Schema):
-    since: datetime | None = None
-    until: datetime | None = None
+    since: Moment | None = None
+    until: Moment | None = None
     source: ChangeSet.Source | None = None
 
 

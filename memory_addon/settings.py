@@ -16,6 +16,7 @@ from memory_addon.host.env import (
     env_float,
     env_int,
     env_list,
+    env_networks,
     env_secret,
     env_str,
     secret_in_data_dir,
@@ -132,13 +133,27 @@ AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
+# Proxies whose X-Forwarded-For hops are believed (CIDR blocks, comma-separated); the
+# client address is the rightmost hop not in them (memory_addon/host/client_address.py).
+TRUSTED_PROXIES = env_networks("TRUSTED_PROXIES")
+AXES_CLIENT_IP_CALLABLE = "memory_addon.host.client_address.client_address"
+RATELIMIT_IP_META_KEY = "memory_addon.host.client_address.client_address"
+# Wrong passwords pause one account from one address only, so nobody elsewhere can lock
+# its owner out: after SIGNIN_FAILURE_LIMIT the pause starts at SIGNIN_COOLOFF_HOURS and
+# doubles with each further try, up to SIGNIN_COOLOFF_MAX_HOURS (accounts/throttle.py).
 AXES_FAILURE_LIMIT = env_int("SIGNIN_FAILURE_LIMIT", 5)
-AXES_COOLOFF_TIME = env_float("SIGNIN_COOLOFF_HOURS", 0.25)
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # either one locks
+SIGNIN_COOLOFF_HOURS = env_float("SIGNIN_COOLOFF_HOURS", 0.25)
+SIGNIN_COOLOFF_MAX_HOURS = env_float("SIGNIN_COOLOFF_MAX_HOURS", 24.0)
+AXES_COOLOFF_TIME = "accounts.throttle.sign_in_pause"
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+# Each row expires on its own: the clean-up never uses one pair's pause for another's.
+AXES_USE_ATTEMPT_EXPIRATION = True
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "accounts/locked.html"
-AXES_IPWARE_PROXY_COUNT = 1 if env_bool("BEHIND_TLS_PROXY", False) else 0
 SIGNUP_RATE = env_str("SIGNUP_RATE", "5/h")  # new accounts per client address
+# Sign-in posts per client address, whatever the account: guessing across many accounts
+# slows down without pausing anyone who signs in from elsewhere.
+SIGNIN_RATE = env_str("SIGNIN_RATE", "30/10m")
 RATELIMIT_VIEW = "accounts.views.rate_limited"
 LOGIN_URL = "accounts:login"
 LOGIN_REDIRECT_URL = "home"
@@ -335,10 +350,12 @@ LOGGING = {
     "disable_existing_loggers": False,
     "filters": {"request_id": {"()": "memory_addon.host.request_id.RequestIdFilter"}},
     "formatters": {
-        "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s]: %(message)s"},
+        "plain": {
+            "format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s %(client)s]: %(message)s"
+        },
         "json": {
             "()": "pythonjsonlogger.json.JsonFormatter",
-            "format": "%(asctime)s %(levelname)s %(name)s %(message)s %(request_id)s",
+            "format": "%(asctime)s %(levelname)s %(name)s %(message)s %(request_id)s %(client)s",
             "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
         },
     },

@@ -90,10 +90,21 @@ def test_the_app_trusts_the_proxy_and_the_proxy_serves_static_files():
     environment = services["web"]["environment"]
     assert environment["BEHIND_TLS_PROXY"] == "true"
     assert environment["USE_X_FORWARDED_HOST"] == "true"
-    assert "--proxy-headers" in services["web"]["command"]
     assert "static:/static:ro" in services["proxy"]["volumes"]
     assert "collectstatic" in services["migrate"]["command"][-1]
     assert services["proxy"]["image"].startswith("nginx:")
+
+
+def test_forwarded_addresses_are_believed_from_the_proxys_network_only():
+    config = _config()
+    services = config["services"]
+    (subnet,) = [block["subnet"] for block in config["networks"]["edge"]["ipam"]["config"]]
+    assert services["proxy"]["networks"] == ["edge"]
+    assert "edge" in services["web"]["networks"]
+    assert services["web"]["environment"]["TRUSTED_PROXIES"].split(",")[0] == subnet
+    assert "--proxy-headers" not in services["web"]["command"]
+    outer = _config(OUTER_PROXIES="192.0.2.0/28")["services"]["web"]["environment"]
+    assert outer["TRUSTED_PROXIES"] == f"{subnet},192.0.2.0/28"
 
 
 def test_the_proxy_passes_websockets_and_forwarded_headers():

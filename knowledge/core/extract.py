@@ -15,6 +15,12 @@ PDF_MEMORY_BYTES = 1024 * 1024 * 1024
 # regular-expression search in C instead of a Python loop over every character (a
 # per-character `any()` was the largest cost of keyword-only indexing).
 _DISALLOWED_CONTROLS = re.compile("[\x00-\x08\x0b\x0e-\x1f]")
+# Terminal colour and cursor codes (ECMA-48: CSI "ESC [ ... final", OSC "ESC ] ... BEL",
+# other escapes "ESC intermediates final") in notes and logs copied from a terminal: the
+# file is text, the codes are noise for search and for the model, so they go.
+_ANSI_ESCAPE = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b\n]*(?:\x07|\x1b\\)|\x1b[!-/]*[0-~]"
+)
 
 
 class Unreadable(Exception):
@@ -35,6 +41,8 @@ def text_from_bytes(data: bytes) -> str:
     except UnicodeDecodeError as error:
         raise Unreadable(f"not valid UTF-8 (byte {error.start})") from None
     text = text.removeprefix("\ufeff")
+    if "\x1b" in text:
+        text = _ANSI_ESCAPE.sub("", text)
     if _DISALLOWED_CONTROLS.search(text):
         raise Unreadable("binary content (control characters)")
     return text

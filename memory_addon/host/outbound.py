@@ -1,7 +1,10 @@
 """Which servers the host may call on a person's behalf (AI profiles, embeddings).
 
 A profile's base URL is fetched from the server, so without a rule a person could make
-it probe the internal network (cloud metadata, databases, admin panels). Defaults:
+it probe the internal network (cloud metadata, databases, admin panels). Every outside
+call goes through a guarded client (GuardedTransport): each connection resolves the
+name, checks every address in every form it can take, and connects to a checked one.
+Defaults:
 loopback is allowed (local models such as llama.cpp or Ollama on this machine),
 private, link-local and reserved ranges are refused. An admin widens or narrows this
 with OUTBOUND_ALLOW_PRIVATE, OUTBOUND_ALLOWED_HOSTS and OUTBOUND_DENIED_HOSTS.
@@ -12,12 +15,19 @@ from __future__ import annotations
 import ipaddress
 import os
 import socket
+import ssl
 import threading
 import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import cache
 from typing import Any
 from urllib.parse import urlsplit
 
+import httpcore
+import httpcore2
 import httpx
+import httpx2
 from django.conf import settings
 from django.db import connection
 
@@ -26,12 +36,81 @@ class OutboundRefused(ValueError):
     """A URL the host will not call; the message says why and what an admin can change."""
 
 
-def _addresses(host: str, port: int) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
+class _Unresolvable(OutboundRefused):
+    pass
+
+
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+_IPV4_COMPATIBLE = ipaddress.ip_network("::/96")  # ::a.b.c.d, deprecated but routed
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+# Local-use NAT64 (RFC 8215) and the ranges Python 3.12's is_global still calls global.
+_INTERNAL_V6 = tuple(
+    ipaddress.ip_network(block)
+    for block in ("64:ff9b:1::/48", "fc00::/7", "fe80::/10", "fec0::/10", "ff00::/8", "::/128")
+)
+
+
+def delivered_to(address: Address) -> list[Address]:
+    """Where packets for `address` end up: the IPv4 address an IPv6 transition form
+    (IPv4-mapped, IPv4-compatible, NAT64, 6to4, Teredo) carries, else the address."""
+    if isinstance(address, ipaddress.IPv4Address):
+        return [address]
+    low = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    if address.ipv4_mapped:
+        return [address.ipv4_mapped]
+    if address.teredo:  # the relay server and the client behind it
+        return list(address.teredo)
+    if address.sixtofour:
+        return [address.sixtofour]
+    if address in _NAT64:
+        return [low]
+    if address in _IPV4_COMPATIBLE and int(address) > 1:  # not :: nor ::1
+        return [low]
+    return [address]
+
+
+def _internal(address: Address) -> bool:
+    # Anything not globally routable: private ranges, link-local, and also shared
+    # address space (100.64.0.0/10, where some clouds answer metadata requests).
+    return (
+        not address.is_global
+        or address.is_multicast
+        or address.is_unspecified
+        or address.is_link_local
+        or address.is_reserved
+        or (isinstance(address, ipaddress.IPv6Address) and any(address in n for n in _INTERNAL_V6))
+    )
+
+
+def _addresses(host: str, port: int) -> list[Address]:
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError):
-        raise OutboundRefused(f"The server cannot resolve the host name {host!r}.") from None
-    return [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos]
+        raise _Unresolvable(f"The server cannot resolve the host name {host!r}.") from None
+    found = [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos]
+    return list(dict.fromkeys(found))
+
+
+def checked_addresses(host: str, port: int, *, allow_loopback: bool) -> list[Address]:
+    """Resolve `host` and return its addresses if the admin's rules allow every one of
+    them; raise OutboundRefused otherwise. Connections go to these addresses only, so a
+    name that resolves differently a moment later (DNS rebinding) gains nothing."""
+    host = host.lower().rstrip(".")
+    denied = {h.lower() for h in settings.OUTBOUND_DENIED_HOSTS}
+    allowed = {h.lower() for h in settings.OUTBOUND_ALLOWED_HOSTS}
+    if host in denied:
+        raise OutboundRefused(f"An administrator has blocked calls to {host}.")
+    if allowed and host in allowed:
+        return _addresses(host, port)
+    if allowed:
+        raise OutboundRefused(
+            f"{host} is not among the servers an administrator allowed (OUTBOUND_ALLOWED_HOSTS)."
+        )
+    addresses = _addresses(host, port)
+    for address in addresses:
+        _check_address(host, address, allow_loopback=allow_loopback)
+    return addresses
 
 
 def check_outbound_url(
@@ -40,7 +119,7 @@ def check_outbound_url(
     """Raise OutboundRefused unless the host may call `url` under the admin's rules.
 
     `unresolvable_ok`: when saving a profile, a name that does not resolve yet is
-    accepted; it is checked again, resolved, before every call.
+    accepted; every connection checks it again (guarded clients below).
     `allow_loopback`: this machine may be called (default OUTBOUND_ALLOW_LOOPBACK, meant
     for a local model); webhook targets that anyone can set pass a stricter rule.
     """
@@ -49,46 +128,139 @@ def check_outbound_url(
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise OutboundRefused("Use an http:// or https:// address with a host name.")
-    host = parts.hostname.lower().rstrip(".")
     try:
         port = parts.port or (443 if parts.scheme == "https" else 80)
     except ValueError:
         raise OutboundRefused("The port in this address is not valid.") from None
-    denied = {h.lower() for h in settings.OUTBOUND_DENIED_HOSTS}
-    allowed = {h.lower() for h in settings.OUTBOUND_ALLOWED_HOSTS}
-    if host in denied:
-        raise OutboundRefused(f"An administrator has blocked calls to {host}.")
-    if allowed and host in allowed:
-        return
-    if allowed:
-        raise OutboundRefused(
-            f"{host} is not among the servers an administrator allowed (OUTBOUND_ALLOWED_HOSTS)."
-        )
     try:
-        addresses = _addresses(host, port)
-    except OutboundRefused:
-        if unresolvable_ok:
-            return
-        raise
-    for address in addresses:
-        _check_address(host, address, allow_loopback=allow_loopback)
+        checked_addresses(parts.hostname, port, allow_loopback=allow_loopback)
+    except _Unresolvable:
+        if not unresolvable_ok:
+            raise
 
 
-def _check_address(
-    host: str, address: ipaddress.IPv4Address | ipaddress.IPv6Address, *, allow_loopback: bool
-) -> None:
+def _check_address(host: str, address: Address, *, allow_loopback: bool) -> None:
     """Refuse an address the host resolves to unless the admin's rules allow its range."""
-    if address.is_loopback:
-        if not allow_loopback:
-            raise OutboundRefused("Calls to this machine (loopback) are turned off here.")
-        return
-    # Anything not globally routable: private ranges, link-local, and also shared
-    # address space (100.64.0.0/10, where some clouds answer metadata requests).
-    internal = not address.is_global or address.is_multicast
-    if internal and not settings.OUTBOUND_ALLOW_PRIVATE:
-        raise OutboundRefused(
-            f"{host} is in a private or internal network range; an administrator can allow "
-            "it with OUTBOUND_ALLOW_PRIVATE=true or OUTBOUND_ALLOWED_HOSTS."
+    for target in delivered_to(address):
+        if target.is_loopback:
+            if not allow_loopback:
+                raise OutboundRefused("Calls to this machine (loopback) are turned off here.")
+            continue
+        if _internal(target) and not settings.OUTBOUND_ALLOW_PRIVATE:
+            raise OutboundRefused(
+                f"{host} is in a private or internal network range; an administrator can "
+                "allow it with OUTBOUND_ALLOW_PRIVATE=true or OUTBOUND_ALLOWED_HOSTS."
+            )
+
+
+@dataclass(frozen=True)
+class _Rule:
+    """Which addresses a guarded client's connections may go to."""
+
+    allow_loopback: bool | None  # None: OUTBOUND_ALLOW_LOOPBACK, read at connect time
+    trusted_hosts: frozenset[str] = frozenset()  # named by an admin: any address
+
+    def addresses(self, host: str, port: int) -> list[Address]:
+        name = host.lower().rstrip(".")
+        if name in self.trusted_hosts:
+            return _addresses(name, port)
+        loopback = (
+            settings.OUTBOUND_ALLOW_LOOPBACK if self.allow_loopback is None else self.allow_loopback
+        )
+        return checked_addresses(name, port, allow_loopback=loopback)
+
+
+def _first_connection[Stream](
+    addresses: list[Address],
+    connect: Callable[[str], Stream],
+    failures: tuple[type[Exception], ...],
+) -> Stream:
+    """Like socket.create_connection, one address after the other, but only the checked ones."""
+    failure: Exception = OutboundRefused("The host name resolved to no address.")
+    for address in addresses:
+        try:
+            return connect(str(address))
+        except failures as error:
+            failure = error
+    raise failure
+
+
+class _GuardedBackend(httpcore.SyncBackend):
+    def __init__(self, rule: _Rule) -> None:
+        self._rule = rule
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.NetworkStream:
+        connect = super().connect_tcp
+        return _first_connection(
+            self._rule.addresses(host, port),
+            lambda address: connect(address, port, timeout, local_address, socket_options),
+            (httpcore.ConnectError, httpcore.ConnectTimeout),
+        )
+
+
+class _GuardedBackend2(httpcore2.SyncBackend):
+    def __init__(self, rule: _Rule) -> None:
+        self._rule = rule
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore2.NetworkStream:
+        connect = super().connect_tcp
+        return _first_connection(
+            self._rule.addresses(host, port),
+            lambda address: connect(address, port, timeout, local_address, socket_options),
+            (httpcore2.ConnectError, httpcore2.ConnectTimeout),
+        )
+
+
+@cache
+def _tls_context() -> ssl.SSLContext:
+    """One verifying TLS context per process (loading the CA bundle takes ~20 ms); an
+    SSLContext may be shared by every connection and thread."""
+    return httpx.create_ssl_context(trust_env=False)
+
+
+class GuardedTransport(httpx.HTTPTransport):
+    """An httpx transport whose every new connection resolves the host, checks each
+    address against the outbound rules, and connects to a checked address (TLS still
+    verifies the host name). Redirects and reused names cannot reach a refused address.
+    No proxy from the environment: it would resolve the name itself."""
+
+    def __init__(
+        self, *, allow_loopback: bool | None = None, trusted_hosts: Iterable[str] = ()
+    ) -> None:
+        # Not super().__init__: it would build a pool (and a TLS context) only to be
+        # replaced. httpx takes no network backend, so this is its pool with ours.
+        rule = _Rule(allow_loopback, frozenset(h.lower() for h in trusted_hosts))
+        self._pool = httpcore.ConnectionPool(
+            ssl_context=_tls_context(),
+            max_connections=100,
+            max_keepalive_connections=20,
+            network_backend=_GuardedBackend(rule),
+        )
+
+
+class GuardedTransport2(httpx2.HTTPTransport):
+    """GuardedTransport for httpx2, the HTTP library of the openai client."""
+
+    def __init__(self, *, allow_loopback: bool | None = None) -> None:
+        self._pool = httpcore2.ConnectionPool(
+            ssl_context=_tls_context(),
+            max_connections=100,
+            max_keepalive_connections=20,
+            network_backend=_GuardedBackend2(_Rule(allow_loopback)),
         )
 
 
@@ -104,21 +276,25 @@ def release_db_connection() -> None:
         connection.close()
 
 
-_http_clients: dict[int, httpx.Client] = {}
+_http_clients: dict[tuple[int, bool | None], httpx.Client] = {}
 _http_clients_lock = threading.Lock()
 
 
-def shared_http_client() -> httpx.Client:
-    """One httpx client per process for outside calls (it follows no redirects).
+def shared_http_client(*, allow_loopback: bool | None = None) -> httpx.Client:
+    """One guarded httpx client per process and loopback rule for outside calls (it
+    follows no redirects); `allow_loopback` as in check_outbound_url.
 
     A new client per call loads the CA bundle and builds a TLS context (~20 ms), more
     than a small POST costs. httpx.Client is thread-safe; each call passes its own
-    timeout. Keyed by pid, so a forked worker child gets its own.
+    timeout. Keyed by pid, so a forked worker child gets its own, and by the rule, so a
+    connection opened under a wider rule is never reused under a narrower one.
     """
+    key = (os.getpid(), allow_loopback)
     with _http_clients_lock:
-        client = _http_clients.get(os.getpid())
+        client = _http_clients.get(key)
         if client is None:
-            client = _http_clients[os.getpid()] = httpx.Client()
+            transport = GuardedTransport(allow_loopback=allow_loopback)
+            client = _http_clients[key] = httpx.Client(transport=transport)
         return client
 
 

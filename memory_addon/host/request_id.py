@@ -1,8 +1,10 @@
 """A request id that follows a request into its log lines and the Celery jobs it starts.
 
 The middleware takes a sane X-Request-ID from the proxy or makes one, and answers with
-it; a logging filter adds it to every record; Celery carries it in the message headers
-and restores it while the job runs, so the job's log lines carry it too.
+it; a logging filter adds it and the client address to every record; Celery carries the
+id in the message headers and restores it while the job runs, so the job's log lines
+carry it too. Each answered request gets one access line with the client address as
+the host reads it (the ASGI server's own access line would name the proxy).
 """
 
 from __future__ import annotations
@@ -17,11 +19,15 @@ from typing import Any
 from celery import signals
 from django.http import HttpRequest, HttpResponseBase
 
+from memory_addon.host.client_address import client_address
+
 HEADER = "X-Request-ID"
 CELERY_HEADER = "request_id"
 _SANE = re.compile(r"[A-Za-z0-9._-]{8,64}")
 
 request_id: ContextVar[str] = ContextVar("request_id", default="")
+client: ContextVar[str] = ContextVar("client", default="")
+_access_logger = logging.getLogger("memory_addon.access")
 
 
 def new_id() -> str:
@@ -36,9 +42,12 @@ def request_id_middleware(
         # A client's id is kept only when it looks like one: it goes into every log line.
         value = incoming if _SANE.fullmatch(incoming) else new_id()
         token = request_id.set(value)
+        client_token = client.set(client_address(request))
         try:
             response = get_response(request)
+            _access_logger.info("%s %s %s", request.method, request.path, response.status_code)
         finally:
+            client.reset(client_token)
             request_id.reset(token)
         response[HEADER] = value
         return response
@@ -49,6 +58,7 @@ def request_id_middleware(
 class RequestIdFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         record.request_id = request_id.get()
+        record.client = client.get()
         return True
 
 

@@ -36,6 +36,8 @@ def uvicorn_command(options: list[str]) -> list[str]:
         "memory_addon.asgi:application",
         "--ws",
         "websockets-sansio",
+        # X-Forwarded-For is read by the app alone (memory_addon/host/client_address.py).
+        "--no-proxy-headers",
         *workers,
         *options,
     ]

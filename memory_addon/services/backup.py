@@ -166,9 +166,18 @@ def _read_archive(archive_bytes: bytes) -> list[tuple[str, bytes]]:
                     f"{limit // 1024} KiB). Nothing was restored."
                 )
         try:
-            return [(info.filename, read_entry(archive, info, limit)) for info in entries]
+            files = [(info.filename, read_entry(archive, info, limit)) for info in entries]
         except ZipRefused as refused:
             raise _refusal(refused) from None
+    for name, data in files:
+        # PostgreSQL stores no NUL, so no export holds one: refused before any write,
+        # not half way through the archive.
+        if b"\x00" in data:
+            raise MemoryRefusal(
+                f"{name[:200]} holds a NUL byte (binary data), which no memory file can "
+                "hold. Nothing was restored."
+            )
+    return files
 
 
 # --- Restore ------------------------------------------------------------------------

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
 import pytest
 
 from knowledge import qdrant, services
@@ -205,3 +208,45 @@ def test_search_answers_from_keywords_when_qdrant_does_not(
     found = rank(store, "calm alpacas", mode="hybrid")
     assert not found.semantic
     assert found.ids == [Chunk.objects.get(store=store).pk]
+
+
+class _CountingHandler(BaseHTTPRequestHandler):
+    hits: list[str] = []
+
+    def do_POST(self) -> None:
+        self.hits.append(self.path)
+        self.send_response(500)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_the_outbound_rules_are_applied_when_each_qdrant_call_connects(
+    user, embedding_profile, settings
+):
+    """The address passed when the store was made; what it leads to now is refused."""
+    store = _qdrant_store(user, embedding_profile)
+    source = store.sources.create(kind="folder", path="/nowhere")
+    handler = type("Handler", (_CountingHandler,), {"hits": []})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        settings.KNOWLEDGE_QDRANT_LOCAL = ""
+        settings.KNOWLEDGE_QDRANT_TIMEOUT_SECONDS = 2
+        Store.objects.filter(pk=store.pk).update(
+            qdrant_url=f"http://localhost:{server.server_address[1]}"
+        )
+        store.refresh_from_db()
+        settings.OUTBOUND_ALLOW_LOOPBACK = False
+        with pytest.raises(qdrant.QdrantUnavailable, match="loopback"):
+            qdrant.vector_scored(store, fake_vector("x"), [source.pk], 5)
+        assert handler.hits == []
+        settings.OUTBOUND_ALLOW_LOOPBACK = True  # the same call, allowed, reaches it
+        with pytest.raises(qdrant.QdrantUnavailable, match="did not answer a search"):
+            qdrant.vector_scored(store, fake_vector("x"), [source.pk], 5)
+        assert len(handler.hits) == 1
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -182,6 +182,22 @@ def test_every_broken_archive_is_a_clear_400_and_restores_nothing(client, user, 
     assert not MemoryFile.objects.exists()
 
 
+@pytest.mark.parametrize("path", ["/api/memory/restore", "/files/restore/"])
+def test_a_file_with_a_nul_byte_restores_nothing_and_is_a_clear_refusal(client, user, path):
+    client.force_login(user)
+    archive = _zip(
+        {"Memory/a.md": "First.\n", "Memory/b.md": "Bro\x00ken.\n", "Memory/c.md": "x\n"}
+    )
+    response = client.post(path, {"archive": io.BytesIO(archive)}, follow=True)
+    if path.startswith("/api/"):
+        assert response.status_code == 400
+        assert "Memory/b.md holds a NUL byte" in response.json()["detail"]
+    else:
+        assert response.status_code == 200
+        assert "Memory/b.md holds a NUL byte" in response.content.decode()
+    assert not MemoryFile.objects.exists()
+
+
 def test_too_many_entries_is_a_clear_400(client, user, monkeypatch):
     from memory_addon.services import backup
 

@@ -59,3 +59,20 @@ def test_a_huge_agent_id_is_a_404(client, user):
 
 def test_a_huge_scope_id_in_the_api_is_a_404(api):
     assert api.get("/api/memory/scopes/99999999999999999999999/files").status_code == 404
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/memory/proposals/1/confirm",
+        "/api/tokens",
+        "/api/memory/turn-context",
+        "/api/memory/tools/call",
+        "/api/memory/memory-tool",
+    ],
+)
+def test_a_form_post_to_a_json_endpoint_is_a_415(client, user, path):
+    client.force_login(user)
+    response = client.post(path, {"text": "edited", "name": "t"})  # multipart, not JSON
+    assert response.status_code == 415, response.content
+    assert "application/json" in response.json()["detail"]

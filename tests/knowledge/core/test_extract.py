@@ -24,4 +24,18 @@ def test_text_after_the_first_megabyte_is_checked_too_and_ordinary_text_passes()
     body = "Alpacas graze in the valley. Ünïcödé is fine; so is DEL \x7f.\n" * 20_000
     assert text_from_bytes(("\ufeff" + body).encode()) == body  # the byte order mark goes
     with pytest.raises(Unreadable, match="control characters"):
-        text_from_bytes((body + "\x1b[31m").encode())
+        text_from_bytes((body + "\x1b").encode())
+
+
+@pytest.mark.parametrize(
+    ("raw", "text"),
+    [
+        ("\x1b[31mred\x1b[0m", "red"),
+        ("\x1b[1;32;48;5;200mbold\x1b[m", "bold"),
+        ("\x1b]0;window title\x07after", "after"),
+        ("\x1b]8;;https://example.org\x1b\\link\x1b]8;;\x1b\\", "link"),
+        ("\x1b(Bplain\x1b7", "plain"),
+    ],
+)
+def test_terminal_escape_codes_are_text_and_are_removed(raw, text):
+    assert text_from_bytes(f"a {raw} b\n".encode()) == f"a {text} b\n"
