@@ -5,12 +5,12 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from django.core.asgi import get_asgi_application
-
 from memory_addon.host import embedded
+from memory_addon.host.asgi_handler import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_addon.settings")
 embedded.start()  # the embedded servers, unless DATABASE_URL / REDIS_URL name others
+# A client hanging up mid-request does not cost the worker a database connection.
 django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
