@@ -18,6 +18,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.urls import path  # noqa: E402
 
+from memory_addon.host import pool_watch  # noqa: E402
 from memory_addon.host.consumers import EventsConsumer  # noqa: E402
 from memory_addon.host.websocket_origin import SameOriginValidator  # noqa: E402
 from memory_addon.mcp_server import mcp_app  # noqa: E402
@@ -36,6 +37,8 @@ async def http_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
 application = ProtocolTypeRouter(
     {
         "http": http_app,
+        # Each serving worker watches its database pool (memory_addon/host/pool_watch.py).
+        "lifespan": pool_watch.lifespan,
         "websocket": SameOriginValidator(
             AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)))
         ),
