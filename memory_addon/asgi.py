@@ -5,12 +5,12 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from django.core.asgi import get_asgi_application
-
 from memory_addon.host import embedded
+from memory_addon.host.asgi_handler import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_addon.settings")
 embedded.start()  # the embedded servers, unless DATABASE_URL / REDIS_URL name others
+# A client hanging up mid-request does not cost the worker a database connection.
 django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
@@ -18,6 +18,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.urls import path  # noqa: E402
 
+from memory_addon.host import pool_watch  # noqa: E402
 from memory_addon.host.consumers import EventsConsumer  # noqa: E402
 from memory_addon.host.security_headers import with_security_headers  # noqa: E402
 from memory_addon.host.websocket_origin import SameOriginValidator  # noqa: E402
@@ -38,6 +39,8 @@ async def http_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
 application = ProtocolTypeRouter(
     {
         "http": http_app,
+        # Each serving worker watches its database pool (memory_addon/host/pool_watch.py).
+        "lifespan": pool_watch.lifespan,
         "websocket": SameOriginValidator(
             AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)))
         ),

@@ -228,8 +228,8 @@ def _host_allowed(host: str) -> bool:
 class McpApp:
     """The `/mcp/` endpoint: authenticates, then hands the request to the SDK.
 
-    The SDK's session manager needs a running task group. Our ASGI app has no
-    lifespan (Channels' router does not take one), so the manager is started on the
+    The SDK's session manager needs a running task group. Not every server runs the
+    ASGI lifespan (the tests' live server does not), so the manager is started on the
     first request, once per event loop, and lives as long as the loop.
     """
 

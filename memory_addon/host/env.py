@@ -9,6 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlparse
 
+from memory_addon.host.db_pool import check_pooled_connection
+
 
 def env_str(name: str, default: str = "") -> str:
     return os.environ.get(name, default)
@@ -117,6 +119,9 @@ def database_from_url(url: str) -> dict[str, object]:
                 "min_size": env_int("DATABASE_POOL_MIN", 1),
                 "max_size": env_int("DATABASE_POOL_MAX", 10),
                 "timeout": env_int("DATABASE_POOL_TIMEOUT", 10),
+                # A pooled connection is tried before it is handed out: after PostgreSQL
+                # restarts, the dead ones are replaced instead of failing a request each.
+                "check": check_pooled_connection,
             },
         },
     }

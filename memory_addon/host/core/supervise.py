@@ -26,3 +26,16 @@ class RestartPolicy:
         if self.crashes >= self.max_crashes:
             return None
         return float(min(self.backoff_max_seconds, self.backoff_seconds * 2 ** (self.crashes - 1)))
+
+
+@dataclass
+class ReadinessStreak:
+    """Readiness that keeps failing counts as a crash: how many checks failed in a row."""
+
+    failures_allowed: int = 3
+    failures: int = 0
+
+    def checked(self, *, ready: bool) -> bool:
+        """Record one check; True once `failures_allowed` checks in a row failed."""
+        self.failures = 0 if ready else self.failures + 1
+        return self.failures >= self.failures_allowed

@@ -1,8 +1,9 @@
-"""The restart policy of manage.py serve: backoff, give up, reset after a healthy run."""
+"""The restart policy of manage.py serve: backoff, give up, reset after a healthy run;
+readiness that keeps failing."""
 
 from __future__ import annotations
 
-from memory_addon.host.core.supervise import RestartPolicy
+from memory_addon.host.core.supervise import ReadinessStreak, RestartPolicy
 
 
 def test_the_pause_doubles_up_to_the_maximum():
@@ -25,3 +26,10 @@ def test_a_child_that_stayed_up_starts_counting_again():
     assert policy.crashed(ran_for=61) == 1  # it ran long enough: a first crash again
     assert policy.crashed(ran_for=1) == 2
     assert policy.crashed(ran_for=1) is None
+
+
+def test_readiness_counts_as_failed_only_after_checks_fail_in_a_row():
+    streak = ReadinessStreak(failures_allowed=3)
+    answers = [streak.checked(ready=ready) for ready in (False, False, True, False, False)]
+    assert answers == [False] * 5  # a passing check starts the count again
+    assert streak.checked(ready=False) is True
