@@ -66,7 +66,8 @@ TEXTS = st.one_of(
             "user",
         ]
     ),
-    st.text(max_size=20),
+    # NUL and lone surrogates are refused as a 400 before any tool (test_bad_input.py).
+    st.text(st.characters(exclude_categories=["Cs"], exclude_characters="\x00"), max_size=20),
 )
 # Strategies per JSON type, to draw a value of any type but the wanted ones.
 ANY_OF_TYPE = {
