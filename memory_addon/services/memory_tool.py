@@ -32,7 +32,7 @@ from memory_addon.services.context import memory_readable, neutralize
 from memory_addon.services.locks import memory_lock
 from memory_addon.services.proposals import memory_change_request
 from memory_addon.services.scopes import INDEX_PATH
-from memory_addon.services.tools import ToolArgs, _bank, arguments_refusal
+from memory_addon.services.tools import ToolArgs, _bank, arguments_refusal, replace_once
 from memory_addon.turns import Turn
 
 ROOT = "/memories"
@@ -237,13 +237,8 @@ def _str_replace(turn: Turn, args: ToolArgs) -> MemoryToolResult:
     if not old:
         raise ChangeRefused("old_str is empty; give the exact text to replace.")
     row = _existing(turn, path)
-    count = row.content.count(old)
-    if count != 1:
-        raise ChangeRefused(
-            f"old_str occurs {count} times in {ROOT}/{path}; it must occur exactly once. "
-            "Nothing was written; include more surrounding text."
-        )
-    return _write(turn, path, row.content.replace(old, new, 1), what=f"Edited {ROOT}/{path}")
+    edited = replace_once(row.content, old, new, field="old_str", where=f"{ROOT}/{path}")
+    return _write(turn, path, edited, what=f"Edited {ROOT}/{path}")
 
 
 def _insert(turn: Turn, args: ToolArgs) -> MemoryToolResult:

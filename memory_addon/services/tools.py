@@ -17,6 +17,7 @@ from pydantic import JsonValue
 
 from accounts.models import User
 from memory_addon.core.operations import json_kind, text_argument
+from memory_addon.core.shown_match import shown_spans
 from memory_addon.host.core.fulltext import snippet
 from memory_addon.host.core.secret_guard import mask_outbound
 from memory_addon.host.errors import ChangeRefused, MemoryRefusal, NotAllowed
@@ -410,14 +411,30 @@ def _bank_edit(turn: Turn, args: ToolArgs) -> str:
     row = _bank_row(scope, path)
     if row is None:
         raise ChangeRefused(f"There is no file {path}; nothing was written.")
-    count = row.content.count(old)
-    if count != 1:
-        raise ChangeRefused(
-            f"old_string occurs {count} times in {path}; it must occur exactly once. "
-            "Nothing was written; include more surrounding text."
-        )
-    _bank_apply(turn, scope, path, row.content.replace(old, new, 1), row.sha256)
+    edited = replace_once(row.content, old, new, field="old_string", where=path)
+    _bank_apply(turn, scope, path, edited, row.sha256)
     return f"Edited {path}."
+
+
+def replace_once(content: str, old: str, new: str, *, field: str, where: str) -> str:
+    """`content` with its one occurrence of `old` replaced by `new` (M4).
+
+    `old` may be the text as stored or as a read showed it (reads normalise notes):
+    text shown is mapped back to the stored span it came from, so exactly that span
+    changes. No occurrence, or more than one, is refused.
+    """
+    count = content.count(old)
+    if count == 1:
+        start = content.index(old)
+        return content[:start] + new + content[start + len(old) :]
+    spans = shown_spans(content, old, neutralize) if count == 0 else []
+    if len(spans) == 1:
+        (start, end) = spans[0]
+        return content[:start] + new + content[end:]
+    raise ChangeRefused(
+        f"{field} occurs {count or len(spans)} times in {where}; it must occur exactly once. "
+        "Nothing was written; include more surrounding text."
+    )
 
 
 def _bank_delete(turn: Turn, args: ToolArgs) -> str:
