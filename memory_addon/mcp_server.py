@@ -112,9 +112,9 @@ def _search(user: User, arguments: dict[str, Any]) -> tuple[bool, str]:
     from memory_addon.host.errors import MemoryRefusal
     from memory_addon.services.tools import arguments_refusal
 
-    refusal = arguments_refusal("search", SEARCH_TOOL["function"]["parameters"], arguments)
-    if refusal:
-        return False, f"Refused: {refusal}"
+    problem = arguments_refusal("search", SEARCH_TOOL["function"]["parameters"], arguments)
+    if problem:
+        return False, f"Refused: {problem}"
     query = str(arguments["query"]).strip()
     if not query:
         return False, "Refused: give a query: a few words to search for."

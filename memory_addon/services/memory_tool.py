@@ -305,9 +305,9 @@ def memory_tool_execute(*, turn: Turn, command: ToolArgs) -> MemoryToolResult:
         return MemoryToolResult(
             False, f"Unknown command {name!r}. Use one of: {', '.join(COMMANDS)}."
         )
-    refusal = arguments_refusal(str(name), COMMAND_SCHEMAS[str(name)], dict(command))
-    if refusal:
-        return MemoryToolResult(False, f"Refused: {refusal}")
+    problem = arguments_refusal(str(name), COMMAND_SCHEMAS[str(name)], dict(command))
+    if problem:
+        return MemoryToolResult(False, f"Refused: {problem}")
     try:
         result = handler(turn, command)
     except MemoryRefusal as refusal:

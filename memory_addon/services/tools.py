@@ -479,9 +479,9 @@ def tool_call_execute(*, turn: Turn, name: str, arguments: str | ToolArgs) -> To
             return ToolResult(False, "The arguments are not valid JSON; send a JSON object.")
     if not isinstance(arguments, dict):
         return ToolResult(False, "The arguments must be a JSON object.")
-    refusal = arguments_refusal(name, _PARAMETERS[bool(turn.project_key)][name], arguments)
-    if refusal:
-        return ToolResult(False, f"Refused: {refusal}")
+    problem = arguments_refusal(name, _PARAMETERS[bool(turn.project_key)][name], arguments)
+    if problem:
+        return ToolResult(False, f"Refused: {problem}")
     try:
         # Everything a tool returns goes to a model: mask what looks like a secret.
         return ToolResult(True, mask_outbound(handler(turn, arguments)))
