@@ -111,17 +111,18 @@ def _search(user: User, arguments: dict[str, Any]) -> tuple[bool, str]:
     from knowledge.models import Store
     from knowledge.retrieval import retrieve
     from memory_addon.host.errors import MemoryRefusal
+    from memory_addon.services.tools import arguments_refusal
 
-    query = str(arguments.get("query") or "").strip()
+    problem = arguments_refusal("search", SEARCH_TOOL["function"]["parameters"], arguments)
+    if problem:
+        return False, f"Refused: {problem}"
+    query = str(arguments["query"]).strip()
     if not query:
         return False, "Refused: give a query: a few words to search for."
     stores = Store.objects.filter(owner=user)
     wanted = arguments.get("collection_ids")
     if wanted:
-        try:
-            stores = stores.filter(pk__in=[int(i) for i in wanted])
-        except (TypeError, ValueError):
-            return False, "Refused: collection_ids must be a list of collection numbers."
+        stores = stores.filter(pk__in=[int(i) for i in wanted])
     found = list(stores)
     if not found:
         return True, "You have no knowledge collections to search."

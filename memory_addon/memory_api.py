@@ -73,7 +73,7 @@ from memory_addon.services.context import (
     bank_agent_view,
     turn_context_build,
 )
-from memory_addon.services.memory_tool import memory_tool_execute
+from memory_addon.services.memory_tool import COMMAND_SCHEMAS, memory_tool_execute
 from memory_addon.services.notes import note_add, note_edit
 from memory_addon.services.policy import policy_for
 from memory_addon.services.proposals import proposal_confirm, proposal_reject
@@ -557,6 +557,15 @@ class MemoryToolOut(Schema):
     output: str = Field(description="Send this back to the model as the tool_result content.")
     change_id: int | None = Field(None, description="The change set, for undo.")
     proposal_id: int | None = Field(None, description="The proposal waiting for the person.")
+
+
+@router.get(
+    "/memory-tool/commands",
+    summary="The JSON schema of each memory-tool command; every call is checked against it",
+)
+def memory_tool_commands(request: HttpRequest) -> dict[str, dict[str, JsonValue]]:
+    signed_in_user(request)
+    return COMMAND_SCHEMAS
 
 
 @router.post(

@@ -39,14 +39,21 @@ def text_argument(args: Mapping[str, object], name: str, default: str = "") -> s
     if value is None:
         return default
     if not isinstance(value, str):
-        raise ChangeRefused(f"{name} must be a string, not {_json_kind(value)}.")
+        raise ChangeRefused(f"{name} must be a string, not {json_kind(value)}.")
     return value
 
 
-def _json_kind(value: object) -> str:
+def json_kind(value: object) -> str:
+    """How a JSON value reads in a refusal: "a list", "null" …"""
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        return "a string"
     if isinstance(value, bool):
         return "true or false"
-    if isinstance(value, int | float):
+    if isinstance(value, int):
+        return "a whole number"
+    if isinstance(value, float):
         return "a number"
     if isinstance(value, list):
         return "a list"

@@ -19,8 +19,10 @@ Refusals come back as text with ok=False; nothing is written on a refusal.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 from django.db import transaction
+from pydantic import JsonValue
 
 from memory_addon.host.core.secret_guard import mask_outbound
 from memory_addon.host.errors import ChangeRefused, MemoryRefusal, NotAllowed
@@ -30,11 +32,45 @@ from memory_addon.services.context import memory_readable, neutralize
 from memory_addon.services.locks import memory_lock
 from memory_addon.services.proposals import memory_change_request
 from memory_addon.services.scopes import INDEX_PATH
-from memory_addon.services.tools import ToolArgs, _bank
+from memory_addon.services.tools import ToolArgs, _bank, arguments_refusal, replace_once
 from memory_addon.turns import Turn
 
 ROOT = "/memories"
 COMMANDS = ("view", "create", "str_replace", "insert", "delete", "rename")
+
+_PATH: dict[str, JsonValue] = {"type": "string", "description": f"e.g. {ROOT}/notes.md"}
+_TEXT: dict[str, JsonValue] = {"type": "string"}
+_LINE: dict[str, JsonValue] = {"type": "integer", "description": "0 inserts at the top"}
+_RANGE: dict[str, JsonValue] = {
+    "type": "array",
+    "items": {"type": "integer"},
+    "minItems": 2,
+    "maxItems": 2,
+    "description": "[first line, last line]; -1 means the end",
+}
+
+
+def _command(
+    name: str, fields: dict[str, JsonValue], optional: tuple[str, ...] = ()
+) -> dict[str, JsonValue]:
+    return {
+        "type": "object",
+        "properties": {"command": {"const": name}, **fields},
+        "required": ["command", *(f for f in fields if f not in optional)],
+        "additionalProperties": False,
+    }
+
+
+# Each command's input as Anthropic's memory tool sends it (served at
+# GET /api/memory/memory-tool/commands); the argument gate checks every call against it.
+COMMAND_SCHEMAS: dict[str, dict[str, JsonValue]] = {
+    "view": _command("view", {"path": _PATH, "view_range": _RANGE}, optional=("view_range",)),
+    "create": _command("create", {"path": _PATH, "file_text": _TEXT}),
+    "str_replace": _command("str_replace", {"path": _PATH, "old_str": _TEXT, "new_str": _TEXT}),
+    "insert": _command("insert", {"path": _PATH, "insert_line": _LINE, "insert_text": _TEXT}),
+    "delete": _command("delete", {"path": _PATH}),
+    "rename": _command("rename", {"old_path": _PATH, "new_path": _PATH}),
+}
 
 
 @dataclass(frozen=True)
@@ -65,6 +101,11 @@ def _dir_prefix(raw: object) -> str | None:
         clean_path(rest + "/x.md")  # the same rules as a file path
         return rest.strip("/") + "/"
     return None
+
+
+def _whole(value: object) -> int:
+    """A number the argument gate let through as an integer (JSON may spell it 3.0)."""
+    return int(cast(float, value))
 
 
 # --- where the files are ------------------------------------------------------
@@ -122,15 +163,8 @@ def _view(turn: Turn, args: ToolArgs) -> MemoryToolResult:
     lines = _lines(neutralize(row.content))
     start, end = 1, len(lines)
     view_range = args.get("view_range")
-    if view_range:
-        try:
-            if not isinstance(view_range, list) or len(view_range) != 2:
-                raise ValueError
-            start, end = int(view_range[0]), int(view_range[1])
-        except (TypeError, ValueError, OverflowError):
-            raise ChangeRefused(
-                "view_range is [first line, last line]; -1 means the end."
-            ) from None
+    if isinstance(view_range, list):  # two whole numbers: the argument gate checked it
+        start, end = _whole(view_range[0]), _whole(view_range[1])
         end = len(lines) if end == -1 else min(end, len(lines))
         if start < 1 or start > max(end, 1):
             raise ChangeRefused(
@@ -194,44 +228,28 @@ def _create(turn: Turn, args: ToolArgs) -> MemoryToolResult:
     path = _relative(args.get("path"))
     if not path:
         raise ChangeRefused(f"Name a file, for example {ROOT}/notes.md.")
-    text = args.get("file_text")
-    if not isinstance(text, str):
-        raise ChangeRefused("create needs file_text: the whole text of the file.")
-    return _write(turn, path, text, what=f"Wrote {ROOT}/{path}")
+    return _write(turn, path, str(args["file_text"]), what=f"Wrote {ROOT}/{path}")
 
 
 def _str_replace(turn: Turn, args: ToolArgs) -> MemoryToolResult:
     path = _relative(args.get("path"))
-    old, new = args.get("old_str"), args.get("new_str", "")
-    if not isinstance(old, str) or not old:
+    old, new = str(args["old_str"]), str(args["new_str"])
+    if not old:
         raise ChangeRefused("old_str is empty; give the exact text to replace.")
-    if not isinstance(new, str):
-        raise ChangeRefused("new_str must be text.")
     row = _existing(turn, path)
-    count = row.content.count(old)
-    if count != 1:
-        raise ChangeRefused(
-            f"old_str occurs {count} times in {ROOT}/{path}; it must occur exactly once. "
-            "Nothing was written; include more surrounding text."
-        )
-    return _write(turn, path, row.content.replace(old, new, 1), what=f"Edited {ROOT}/{path}")
+    edited = replace_once(row.content, old, new, field="old_str", where=f"{ROOT}/{path}")
+    return _write(turn, path, edited, what=f"Edited {ROOT}/{path}")
 
 
 def _insert(turn: Turn, args: ToolArgs) -> MemoryToolResult:
     path = _relative(args.get("path"))
-    text = args.get("insert_text")
-    if not isinstance(text, str) or not text:
+    text = str(args["insert_text"])
+    if not text:
         raise ChangeRefused("insert needs insert_text.")
     row = _existing(turn, path)
     lines = row.content.split("\n")
     count = len(_lines(row.content))
-    raw_line = args.get("insert_line", -1)
-    try:
-        if not isinstance(raw_line, int | float | str):
-            raise TypeError
-        at = int(raw_line)
-    except (TypeError, ValueError, OverflowError):
-        raise ChangeRefused("insert_line must be a line number (0 inserts at the top).") from None
+    at = _whole(args["insert_line"])
     if at < 0 or at > count:
         raise ChangeRefused(f"insert_line must lie between 0 and {count}.")
     new_lines = text[:-1] if text.endswith("\n") else text
@@ -287,6 +305,9 @@ def memory_tool_execute(*, turn: Turn, command: ToolArgs) -> MemoryToolResult:
         return MemoryToolResult(
             False, f"Unknown command {name!r}. Use one of: {', '.join(COMMANDS)}."
         )
+    problem = arguments_refusal(str(name), COMMAND_SCHEMAS[str(name)], dict(command))
+    if problem:
+        return MemoryToolResult(False, f"Refused: {problem}")
     try:
         result = handler(turn, command)
     except MemoryRefusal as refusal:

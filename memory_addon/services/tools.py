@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from typing import Literal, NamedTuple, TypedDict
+from typing import Literal, NamedTuple, TypedDict, cast
 
 from django.db import transaction
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError
 from pydantic import JsonValue
 
 from accounts.models import User
-from memory_addon.core.operations import text_argument
+from memory_addon.core.operations import json_kind, text_argument
+from memory_addon.core.shown_match import shown_spans
 from memory_addon.host.core.fulltext import snippet
 from memory_addon.host.core.secret_guard import mask_outbound
 from memory_addon.host.errors import ChangeRefused, MemoryRefusal, NotAllowed
@@ -109,7 +112,7 @@ CHAT_TOOLS = [
                 ),
             },
             "entry_id": {
-                "type": "string",
+                "type": ["string", "integer"],
                 "description": "For replace/remove: the id of an existing entry.",
             },
             "topic": {"type": "string", "description": "A topic file path such as home.md."},
@@ -169,6 +172,72 @@ BANK_TOOLS = [
 
 def tool_schemas(*, bank: bool = False) -> list[ToolSchema]:
     return BANK_TOOLS if bank else CHAT_TOOLS
+
+
+# --- the argument gate (M4) ----------------------------------------------------
+
+_KINDS = {
+    "string": "a string",
+    "integer": "a whole number",
+    "number": "a number",
+    "boolean": "true or false",
+    "array": "a list",
+    "object": "an object",
+    "null": "null",
+}
+
+
+def _field(name: object) -> str:
+    text = str(name)
+    return repr(text if len(text) <= 60 else text[:60] + "…")
+
+
+def _problems(error: ValidationError) -> list[str]:
+    """What one schema error means, naming the field (never echoing its value)."""
+    where = ".".join(str(part) for part in error.absolute_path)
+    instance = error.instance
+    rule = error.validator_value
+    if error.validator == "required" and isinstance(instance, dict) and isinstance(rule, list):
+        return [f"{_field(f)} is missing (required)" for f in rule if f not in instance]
+    if error.validator == "additionalProperties" and isinstance(instance, dict):
+        known = error.schema.get("properties", {}) if isinstance(error.schema, dict) else {}
+        fields = ", ".join(known) or "none"
+        return [
+            f"{_field(f)} is not a field of this tool (its fields: {fields})"
+            for f in instance
+            if f not in known
+        ]
+    subject = _field(where) if where else "the arguments"
+    if error.validator == "type":
+        wanted = " or ".join(
+            _KINDS.get(t, str(t)) for t in ([rule] if isinstance(rule, str) else rule)
+        )
+        return [f"{subject} must be {wanted}, not {json_kind(instance)}"]
+    if error.validator in ("enum", "const"):
+        allowed = rule if isinstance(rule, list) else [rule]
+        return [f"{subject} must be one of: {', '.join(map(str, allowed))}"]
+    if error.validator in ("minItems", "maxItems"):
+        bound = "at least" if error.validator == "minItems" else "at most"
+        return [f"{subject} must have {bound} {rule} items"]
+    return [f"{subject} breaks the schema's {error.validator} rule"]
+
+
+def arguments_refusal(
+    tool: str, parameters: Mapping[str, JsonValue], arguments: object
+) -> str | None:
+    """The one argument gate (M4): why `arguments` do not fit the tool's published
+    JSON schema, naming each field, or None when they fit.
+
+    Every surface that runs a tool calls this before any service, so a missing,
+    null, mistyped or unknown field is refused and nothing is written.
+    """
+    errors = Draft202012Validator(parameters).iter_errors(arguments)
+    problems = sorted({p for error in errors for p in _problems(error)})
+    if not problems:
+        return None
+    return (
+        f"the arguments of {tool} do not fit its schema: {'; '.join(problems)}. Nothing was done."
+    )
 
 
 def _wrap(folder: str, path: str, content: str) -> str:
@@ -243,13 +312,8 @@ def _propose_change(turn: Turn, args: ToolArgs) -> str:
 
 
 def _revert_change(turn: Turn, args: ToolArgs) -> str:
-    raw = args.get("change_id") or 0
-    try:
-        if not isinstance(raw, int | float | str):
-            raise TypeError
-        change_id = int(raw)
-    except (ValueError, TypeError, OverflowError):
-        raise ChangeRefused("change_id must be the number of a memory change.") from None
+    # A whole number: the argument gate checked it (JSON may spell it 3.0).
+    change_id = int(cast(float, args["change_id"]))
     return memory_revert_request(turn=turn, change_id=change_id).message
 
 
@@ -347,14 +411,30 @@ def _bank_edit(turn: Turn, args: ToolArgs) -> str:
     row = _bank_row(scope, path)
     if row is None:
         raise ChangeRefused(f"There is no file {path}; nothing was written.")
-    count = row.content.count(old)
-    if count != 1:
-        raise ChangeRefused(
-            f"old_string occurs {count} times in {path}; it must occur exactly once. "
-            "Nothing was written; include more surrounding text."
-        )
-    _bank_apply(turn, scope, path, row.content.replace(old, new, 1), row.sha256)
+    edited = replace_once(row.content, old, new, field="old_string", where=path)
+    _bank_apply(turn, scope, path, edited, row.sha256)
     return f"Edited {path}."
+
+
+def replace_once(content: str, old: str, new: str, *, field: str, where: str) -> str:
+    """`content` with its one occurrence of `old` replaced by `new` (M4).
+
+    `old` may be the text as stored or as a read showed it (reads normalise notes):
+    text shown is mapped back to the stored span it came from, so exactly that span
+    changes. No occurrence, or more than one, is refused.
+    """
+    count = content.count(old)
+    if count == 1:
+        start = content.index(old)
+        return content[:start] + new + content[start + len(old) :]
+    spans = shown_spans(content, old, neutralize) if count == 0 else []
+    if len(spans) == 1:
+        (start, end) = spans[0]
+        return content[:start] + new + content[end:]
+    raise ChangeRefused(
+        f"{field} occurs {count or len(spans)} times in {where}; it must occur exactly once. "
+        "Nothing was written; include more surrounding text."
+    )
 
 
 def _bank_delete(turn: Turn, args: ToolArgs) -> str:
@@ -367,6 +447,10 @@ def _bank_delete(turn: Turn, args: ToolArgs) -> str:
     return f"Deleted {path}."
 
 
+_PARAMETERS = {
+    bank: {tool["function"]["name"]: tool["function"]["parameters"] for tool in tools}
+    for bank, tools in ((False, CHAT_TOOLS), (True, BANK_TOOLS))
+}
 _CHAT: dict[str, Callable[[Turn, ToolArgs], str]] = {
     "context_read": _context_read,
     "propose_change": _propose_change,
@@ -395,6 +479,9 @@ def tool_call_execute(*, turn: Turn, name: str, arguments: str | ToolArgs) -> To
             return ToolResult(False, "The arguments are not valid JSON; send a JSON object.")
     if not isinstance(arguments, dict):
         return ToolResult(False, "The arguments must be a JSON object.")
+    problem = arguments_refusal(name, _PARAMETERS[bool(turn.project_key)][name], arguments)
+    if problem:
+        return ToolResult(False, f"Refused: {problem}")
     try:
         # Everything a tool returns goes to a model: mask what looks like a secret.
         return ToolResult(True, mask_outbound(handler(turn, arguments)))
