@@ -154,9 +154,10 @@ def is_secret_name(name: str, previous_word: str = "") -> bool:
             return True
         if part.endswith(_SECRET_SUFFIXES) and len(part) > 4 and part not in _PASS_LOOKALIKES:
             return True
-        if part in _KEY_WORDS:
+        if part in _KEY_WORDS or part == "code":
             before = parts[index - 1] if index else previous_word.lower()
-            if before in _KEY_QUALIFIERS:
+            qualifiers = _KEY_QUALIFIERS if part in _KEY_WORDS else words.CODE_QUALIFIERS
+            if before in qualifiers:
                 return True
     return False
 
@@ -259,7 +260,7 @@ def _has_cue(line: str) -> bool:
 
 _LABEL = re.compile(
     r"(?i)(?<![\w.\-])(?P<key>[\w.\-]{0,40}?(?:pass|pw|pin|secret|token|key|schl\u00fcssel|cred|"
-    r"kennwort|zugang|auth|geheim|psk)[\w.\-]{0,40})(?![\w.\-])"
+    r"kennwort|zugang|auth|geheim|psk|code)[\w.\-]{0,40})(?![\w.\-])"
 )
 _OPERATOR = re.compile(r"""^["'`]?\]?\s*(?P<op>:=|\?=|\+=|=>|==|=|:)(?!//)\s*""")
 _VALUE = re.compile(
@@ -305,6 +306,9 @@ def _assignment_spans(line: str, *, juxtaposed: bool) -> Iterator[Span]:
             ):
                 yield span
             continue
+        if not juxtaposed and not weak and (span := _value_after_label_tail(line, end, pin_label)):
+            yield span
+            continue
         following = _JUXTAPOSED.match(rest) if juxtaposed else None
         # `{% csrf_token %}`, `api_key }}`: template syntax, not a value.
         if following and following["value"][:1].isalnum():
@@ -339,6 +343,66 @@ def _assigned_value(
         return None
     start = end + operator.end() + value_match.start(group)
     return start, start + len(value)
+
+
+# A label with the service after it: "PIN Sparkasse: 1234", "Passwort fürs NAS = …".
+_LABEL_TAIL = re.compile(
+    r"^(?:\s+(?:f\u00fcr|f\u00fcrs|for|vom|von|of|zum|zur|beim|bei|at|on)\s+[\w!.@&+-]{1,30}"
+    r"|\s+[A-Z\d][\w!.@&+-]{0,30}){1,2}(?=\s*(?::|=)\s)"
+)
+_TAIL_OPERATOR = re.compile(r"^\s*[:=]\s*")
+_TAIL_VALUE = re.compile(r"""^["'`]?(?P<value>[^\s"'`]{4,200})["'`]?(?:\s|$)""")
+
+
+def _value_after_label_tail(line: str, end: int, pin_label: bool) -> Span | None:
+    tail = _LABEL_TAIL.match(line, end)
+    if not tail or any(p in _NOT_SECRET_WORDS for p in name_parts(tail.group(0))):
+        return None
+    operator = _TAIL_OPERATOR.match(line, tail.end())
+    found = _TAIL_VALUE.match(line, operator.end()) if operator else None
+    if not found:
+        return None
+    value = _clean(found["value"])
+    if not _lone_value(value, pin=pin_label):
+        return None
+    return found.start("value"), found.start("value") + len(value)
+
+
+def _names_a_field(value: str) -> bool:
+    """`password_hash`, `token-budget`, `api.key`: an identifier, not a value."""
+    pieces = re.split(r"[-_.]", value.lower())
+    return len(pieces) > 1 and any(p in _NOT_SECRET_WORDS or p in _SECRET_WORDS for p in pieces)
+
+
+_FILE_NAME = re.compile(r"^[\w-]+\.[a-z]{1,4}$")
+_LOWER_WORDS = re.compile(r"^[a-z]+(?:[-_.][a-z]+)+$")
+
+
+def _lone_value(value: str, *, pin: bool) -> bool:
+    """A value standing alone where a label's value goes (a table cell, the line below, the
+    rest of a file name): a PIN after a PIN label, else letters with digits or symbols."""
+    value = value.strip("`\"'")
+    if pin and _PIN.match(value):
+        return True
+    if (
+        len(value) < 6
+        or value.startswith(("--", "http", "$", "{", "<", "%"))
+        or _CONSTANT.match(value)
+        or _FILE_NAME.match(value)
+        or _LOWER_WORDS.match(value)
+        or _REFERENCE.match(value)
+        or _VERSION.match(value)
+        or is_placeholder(value)
+        or _wordish(value)
+        or any(c in value for c in "()=[]{}")
+        or _names_a_field(value)
+    ):
+        return False
+    if _short_token(value):
+        return True
+    letters = any(c.isalpha() for c in value)
+    others = any(c.isdigit() or c in "!#$%&*?@+_-." for c in value)
+    return letters and others
 
 
 # Credentials inside a URL: scheme://user:password@host
@@ -657,27 +721,193 @@ def _random_spans(line: str) -> Iterator[Span]:
 
 
 # ------------------------------------------------------------------ public API
+# ------------------------------------------------------------------ Markdown
+# Emphasis around a label (`**Password**:`, `*Passwort:*`, `__token__ =`) is blanked out
+# (same length, so spans still point into the line) before the label rules read it; code
+# spans keep theirs, since a value may hold `*` or `_`.
+_CODE_SPAN = re.compile(r"`[^`]*`")
+_EMPHASIS = re.compile(r"(?<![\w*])[*_]{1,3}(?=[^\W_])|(?<=[^\W_]|[:.!?)\]])[*_]{1,3}(?![\w*])")
+
+
+def _unmark(line: str) -> str:
+    if "*" not in line and "_" not in line:
+        return line
+    out: list[str] = []
+    last = 0
+    for code in _CODE_SPAN.finditer(line):
+        out += [_EMPHASIS.sub(_blank, line[last : code.start()]), code.group(0)]
+        last = code.end()
+    out.append(_EMPHASIS.sub(_blank, line[last:]))
+    return "".join(out)
+
+
+def _blank(match: re.Match[str]) -> str:
+    return " " * len(match.group(0))
+
+
+_LABEL_WORD = re.compile(r"[^\s|:=`*#>()\[\]]+")
+_PIN_WORDS = frozenset({"pin", "pincode", "geheimzahl", "code", "zugangscode", "geheimcode"})
+
+
+def label_kind(text: str) -> Literal["pin", "secret"] | None:
+    """Does a short text (a table cell, a heading, a line of its own) name a secret?
+
+    "pin" when a number alone would be its value (PIN, door code), "secret" otherwise.
+    """
+    found = _LABEL_WORD.findall(text)
+    if not 1 <= len(found) <= 6:
+        return None
+    kind: Literal["pin", "secret"] | None = None
+    previous = ""
+    for word in found:
+        parts = name_parts(word)
+        if any(part in _NOT_SECRET_WORDS for part in parts):
+            return None
+        if is_secret_name(word, previous):
+            pin_like = any(p in _PIN_WORDS or p.endswith("code") for p in parts)
+            kind = "pin" if pin_like or kind == "pin" else "secret"
+        previous = word
+    return kind
+
+
+_PIPE = re.compile(r"(?<!\\)\|")
+_SEPARATOR_CELL = re.compile(r"^\s*:?-{2,}:?\s*$")
+_MAX_CELLS = 32
+
+
+def table_cells(line: str) -> list[Span]:
+    """The cells of a Markdown table row (between its pipes), or [] for any other line."""
+    stripped = line.strip()
+    if not stripped.startswith("|") or stripped.count("|") < 2:
+        return []
+    pipes = [m.start() for m in _PIPE.finditer(line)][: _MAX_CELLS + 1]
+    return [(a + 1, b) for a, b in zip(pipes, pipes[1:], strict=False)]
+
+
+def _cell_value(line: str, cell: Span, pin: bool) -> Span | None:
+    text = line[cell[0] : cell[1]]
+    value = text.strip().strip("`\"'*_")
+    if not value or " " in value or not _lone_value(value, pin=pin):
+        return None
+    start = cell[0] + text.index(value)
+    return start, start + len(value)
+
+
+def _table_spans(line: str, header: list[Literal["pin", "secret"] | None]) -> Iterator[Span]:
+    """A value in the cell right of a cell naming a secret, or below a header naming one."""
+    cells = table_cells(line)
+    kinds = [label_kind(line[a:b]) for a, b in cells]
+    for index, cell in enumerate(cells):
+        label = kinds[index - 1] if index else None
+        if label is None and index < len(header):
+            label = header[index]
+        if label is not None and kinds[index] is None:
+            span = _cell_value(line, cell, label == "pin")
+            if span:
+                yield span
+
+
+_LINE_MARKERS = re.compile(r"^\s*(?:>\s*)*(?:#{1,6}\s+|[-*+]\s+|\d{1,3}[.)]\s+)?")
+_LABEL_END = re.compile(r"\s*(?::|=|\bis|\bist|\blautet)?\s*$")
+_FENCE = re.compile(r"^\s*(?:```|~~~)")
+_LONE = re.compile(r"^\s*(?:[-*+]\s+)?[\"'`]?(?P<value>[^\s\"'`]{4,200})[\"'`]?\s*$")
+
+
+def _label_line(line: str) -> Literal["pin", "secret"] | None:
+    """A line that is only a label ("**WLAN-Passwort**", "### API key", "Kennwort:")."""
+    if len(line) > 120 or "|" in line:
+        return None
+    body = line[_LINE_MARKERS.match(line).end() :]  # type: ignore[union-attr]
+    body = body[: _LABEL_END.search(body).start()]  # type: ignore[union-attr]
+    if not body or _OPERATOR_INSIDE.search(body):
+        return None
+    if _LABEL_AT_END.search(line[-80:]):
+        return "pin" if "pin" in line.lower() else "secret"
+    return label_kind(body)
+
+
+_OPERATOR_INSIDE = re.compile(r"[:=]\s*\S")
+
+
+def _context_spans(lines: list[str]) -> dict[int, list[Span]]:
+    """Findings that need the lines around: table headers and a value below its label.
+
+    `lines` are the lines as the label rules read them; keys are line indexes.
+    """
+    found: dict[int, list[Span]] = {}
+    header: list[Literal["pin", "secret"] | None] = []
+    for index, line in enumerate(lines):
+        if not header and not _has_cue(line):
+            continue
+        line = _unmark(line)
+        if "|" in line:
+            cells = table_cells(line)
+            following = lines[index + 1] if index + 1 < len(lines) else ""
+            next_cells = table_cells(following)
+            if cells and next_cells and all(_SEPARATOR_CELL.match(following[a:b]) for a, b in next_cells):
+                header = [label_kind(line[a:b]) for a, b in cells]
+            elif not cells:
+                header = []
+            if cells and (spans := list(_table_spans(line, header))):
+                found.setdefault(index, []).extend(spans)
+            if cells:
+                continue
+        header = []
+        if not line.strip() or len(line) > 120:
+            continue
+        label = _label_line(line)
+        if label is None:
+            continue
+        below = _line_below(lines, index)
+        if below is None:
+            continue
+        lone = _LONE.match(lines[below])
+        if lone:
+            value = _clean(lone["value"])
+            if _lone_value(value, pin=label == "pin"):
+                start = lone.start("value")
+                found.setdefault(below, []).append((start, start + len(value)))
+    return found
+
+
+def _line_below(lines: list[str], index: int) -> int | None:
+    """The next line with text, past at most two blank lines and an opening code fence."""
+    skipped = 0
+    for below in range(index + 1, min(len(lines), index + 5)):
+        line = lines[below]
+        if not line.strip() or (_FENCE.match(line) and skipped < 3):
+            skipped += 1
+            continue
+        return below
+    return None
+
+
 def _spans(line: str, *, first: bool) -> Iterator[tuple[Span, SecretKind]]:
     """Where the secrets on one (normalised) line are, kind by kind in order of strength."""
-    for finder, kind in _finders(line):
-        for span in finder(line):
+    plain = _unmark(line)
+    for finder, kind, unmarked in _finders(line):
+        for span in finder(plain if unmarked else line):
             yield span, kind
             if first:
                 return
 
 
-def _finders(line: str) -> Iterator[tuple[Callable[[str], Iterator[Span]], SecretKind]]:
-    """The span finders for a line, strongest first, with the kind each one finds; those
-    for assignments, commands and prose only when the line has a secret word in it."""
-    yield _known_spans, "known token format"
-    yield _url_spans, "password assignment"
+_Finder = Callable[[str], Iterator[Span]]
+
+
+def _finders(line: str) -> Iterator[tuple[_Finder, SecretKind, bool]]:
+    """The span finders for a line, strongest first, with the kind each one finds and
+    whether it reads the line without Markdown emphasis; those for assignments, commands
+    and prose only when the line has a secret word in it."""
+    yield _known_spans, "known token format", False
+    yield _url_spans, "password assignment", False
     if _has_cue(line):
-        yield partial(_assignment_spans, juxtaposed=False), "password assignment"
-        yield _command_spans, "password assignment"
-        yield partial(_assignment_spans, juxtaposed=True), "password in prose"
-        yield _prose_spans, "password in prose"
-        yield _labelled_token_spans, "password in prose"
-    yield _random_spans, "random-looking string"
+        yield partial(_assignment_spans, juxtaposed=False), "password assignment", True
+        yield _command_spans, "password assignment", True
+        yield partial(_assignment_spans, juxtaposed=True), "password in prose", True
+        yield _prose_spans, "password in prose", True
+        yield _labelled_token_spans, "password in prose", True
+    yield _random_spans, "random-looking string", False
 
 
 def find_in_line(line: str) -> SecretKind | None:
@@ -704,10 +934,6 @@ _SPLIT_TAIL = re.compile(
     r"""(?<![A-Za-z0-9_\-.])(?P<tail>[A-Za-z0-9_\-.]{4,300})["']?(?:\s*\+)?(?:\s*\\)?\s*$"""
 )
 _SPLIT_HEAD = re.compile(r"""^\s*["']?(?P<head>[A-Za-z0-9_\-.]{4,})""")
-
-
-def _blank(match: re.Match[str]) -> str:
-    return " " * len(match.group(0))
 
 
 def _scan_lines(text: str) -> Iterator[tuple[int, str, str, bool]]:
@@ -749,25 +975,10 @@ _LABEL_AT_END = re.compile(
     r"(?i)(?:password|passwort|kennwort|passphrase|passcode|pw|pwd|pin|token|secret|"
     r"api[ _-]?key|zugangsdaten|geheimzahl)\s*(?::|=|is|ist|lautet)\s*$"
 )
-_LONE_VALUE = re.compile(r"^\s*[\"'`]?(?P<value>[^\s\"'`]{4,100})[\"'`]?\s*$")
-
-
-def _value_below(line: str, following: str) -> Span | None:
-    if not _LABEL_AT_END.search(line[-80:]):
-        return None
-    lone = _LONE_VALUE.match(following)
-    if not lone:
-        return None
-    value = _clean(lone["value"])
-    if _PIN.match(value) or _password_like(value) or _short_token(value):
-        start = lone.start("value")
-        return start, start + len(value)
-    return None
-
-
 def find_secret(text: str) -> SecretFinding | None:
-    """The first line that looks like a secret, or None."""
+    """The first line that looks like a secret, or None; the line is the value's line."""
     lines = list(_scan_lines(text))
+    context = _context_spans([scanned for _n, _l, scanned, _p in lines])
     for index, (number, _line, scanned, in_public) in enumerate(lines):
         if in_public:
             # Public key material is random by nature; only a known token format counts there.
@@ -776,11 +987,10 @@ def find_secret(text: str) -> SecretFinding | None:
             continue
         for _span, kind in _spans(scanned, first=True):
             return SecretFinding(line=number, kind=kind)
-        if index + 1 < len(lines):
-            if _split_secret(scanned, lines[index + 1][2]):
-                return SecretFinding(line=number, kind="known token format")
-            if _value_below(scanned, lines[index + 1][2]):
-                return SecretFinding(line=number + 1, kind="password assignment")
+        if index in context:
+            return SecretFinding(line=number, kind="password assignment")
+        if index + 1 < len(lines) and _split_secret(scanned, lines[index + 1][2]):
+            return SecretFinding(line=number, kind="known token format")
     return None
 
 
@@ -821,6 +1031,7 @@ def mask_outbound(text: str) -> str:
 def _mask_outbound(text: str) -> str:
     raw_lines = text.split("\n")
     scanned = list(_scan_lines(text))
+    context = _context_spans([seen for _n, _l, seen, _p in scanned])
     out: list[str] = []
     pending: Span | None = None  # the head of a token split from the line before
     in_private = False
@@ -842,13 +1053,14 @@ def _mask_outbound(text: str) -> str:
         if pending:
             spans.append(pending)
             pending = None
-        if not in_public and index + 1 < len(scanned):
-            split = _split_secret(seen, scanned[index + 1][2])
+        if not in_public:
+            spans += context.get(index, [])
+            split = (
+                _split_secret(seen, scanned[index + 1][2]) if index + 1 < len(scanned) else None
+            )
             if split:
                 spans.append(split[0])
                 pending = split[1]
-            else:
-                pending = _value_below(seen, scanned[index + 1][2])
         out.append(_apply_mask(line, spans) if spans else raw)
     return "\n".join(out)
 
