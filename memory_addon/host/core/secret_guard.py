@@ -149,6 +149,8 @@ def is_secret_name(name: str, previous_word: str = "") -> bool:
     parts = name_parts(name)
     if not parts or any(part in _NOT_SECRET_WORDS for part in parts):
         return False
+    if "".join(parts) in _PASS_LOOKALIKES:  # "ByPass"
+        return False
     for index, part in enumerate(parts):
         if part in _SECRET_WORDS:
             return True
@@ -175,6 +177,17 @@ _GERMAN_PARTICIPLE = re.compile(r"^ge\w{3,}(?:t|en)$")
 _REFERENCE = re.compile(
     r"^(?:[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+|[A-Za-z_][\w.]*\s*[\[(].*|\.{0,2}/\S*|~/\S*)$"
 )
+# "Tanne.Fahrrad.Hund", "Meadow2013.Q3": words or a word and digits joined by dots read as a
+# passphrase, not as an attribute path (`settings.SECRET_KEY`, `os.environ`).
+_DOTTED_PASSPHRASE = re.compile(
+    r"^(?=[^_]*$)(?:(?=.*[A-Z])(?:[A-Z]?[a-z]{2,}\.){2,}[A-Z]?[a-z]{2,}|(?=.*[A-Z]).*[A-Za-z]\d{2,}.*)$"
+)
+
+
+def _reference(value: str) -> bool:
+    return bool(_REFERENCE.match(value)) and not _DOTTED_PASSPHRASE.match(value)
+
+
 _TRAILING = ")]}>\"'`,;\\"
 
 
@@ -223,7 +236,7 @@ def _literal(value: str, *, quoted: bool, after: str = "") -> bool:
         return False
     if quoted:
         return True
-    if _REFERENCE.match(value) or _CONSTANT.match(value):
+    if _reference(value) or _CONSTANT.match(value):
         return False
     if _IDENTIFIER.match(value) and _CODE_AFTER.match(after):
         return False  # `token: ApiToken)`, `x = data_dir / "file"`, `a = PREFIX + b`
@@ -237,7 +250,7 @@ def _plain_word(value: str) -> bool:
 
 def _password_like(value: str) -> bool:
     """A bare value with no operator before it: needs letters and digits or symbols."""
-    if len(value) < 6 or _wordish(value) or is_placeholder(value) or _REFERENCE.match(value):
+    if len(value) < 6 or _wordish(value) or is_placeholder(value) or _reference(value):
         return False
     # Sentence and markup punctuation around a word, as in "Passwort vergessen?", "**guard.**".
     core = value.strip(".,;:!?*_~()[]`")
@@ -347,11 +360,11 @@ def _assigned_value(
 
 # A label with the service after it: "PIN Sparkasse: 1234", "Passwort fürs NAS = …".
 _LABEL_TAIL = re.compile(
-    r"^(?:\s+(?:f\u00fcr|f\u00fcrs|for|vom|von|of|zum|zur|beim|bei|at|on)\s+[\w!.@&+-]{1,30}"
+    r"(?:\s+(?:f\u00fcr|f\u00fcrs|for|vom|von|of|zum|zur|beim|bei|at|on)\s+[\w!.@&+-]{1,30}"
     r"|\s+[A-Z\d][\w!.@&+-]{0,30}){1,2}(?=\s*(?::|=)\s)"
 )
-_TAIL_OPERATOR = re.compile(r"^\s*[:=]\s*")
-_TAIL_VALUE = re.compile(r"""^["'`]?(?P<value>[^\s"'`]{4,200})["'`]?(?:\s|$)""")
+_TAIL_OPERATOR = re.compile(r"\s*[:=]\s*")
+_TAIL_VALUE = re.compile(r"""["'`]?(?P<value>[^\s"'`]{4,200})["'`]?(?:\s|$)""")
 
 
 def _value_after_label_tail(line: str, end: int, pin_label: bool) -> Span | None:
@@ -390,7 +403,7 @@ def _lone_value(value: str, *, pin: bool) -> bool:
         or _CONSTANT.match(value)
         or _FILE_NAME.match(value)
         or _LOWER_WORDS.match(value)
-        or _REFERENCE.match(value)
+        or _reference(value)
         or _VERSION.match(value)
         or is_placeholder(value)
         or _wordish(value)
@@ -558,27 +571,29 @@ def _auth_header_spans(line: str) -> Iterator[Span]:
 _PROSE_LABEL = (
     r"(?:password|passwort|passphrase|passcode|kennwort|pin|pw|pwd|token|secret|geheimzahl|"
     r"zugangsdaten|passw|(?:door|access|alarm|lock|safe|gate|garage|entry|security)[ -]?code|"
-    r"t\u00fcrcode|zugangscode|tresorcode|alarmcode|sicherheitscode)"
+    r"t\u00fcrcode|zugangscode|tresorcode|alarmcode|sicherheitscode|geheimnis|"
+    r"schl\u00fcssel|api[ -]?key|access[ -]?key|pin[ -]?code)"
 )
+_SET_LABEL = rf"(?:{_PROSE_LABEL}|pass)"
 _PROSE = re.compile(
     rf"(?i)(?<![\w-])[\w-]{{0,30}}?{_PROSE_LABEL}\b"
     r"(?:\s+(?:for|of|to|on|at|in|from|f\u00fcr|f\u00fcrs|von|vom|zu|zum|zur|im|bei|des|der|the|my|our|"
     r"your|den|dem|das|die|meiner|meines|meinem|meinen|meine|mein|deiner|deines|unserer|"
-    r"unseres|unsere)\b(?:\s+[\w.@'\u2019-]+){1,3}?)?"
+    r"unseres|unsere)\b(?:\s+[\w.@'\u2019!-]+){1,3}?|\s+(?-i:[A-Z])[\w.@!-]{1,30})?"
     r"\s*(?:(?:is|was|ist|war|lautet|hei\u00dft|are|sind|lauten)"
     r"(?:\s+(?:now|still|jetzt|noch|nun|(?:set|changed)\s+to))?\b|[:=]|\bnow\b)"
     r"\s*[\"'\u201c\u201e\u201a`]?(?P<value>(?:[^\s\"'\u201d\u201c`\\]|\\(?![ntr])){1,300})"
 )
 _PROSE_SET = re.compile(
-    rf"(?i)\b(?:set|changed?|reset|updated?|made)\b.{{0,30}}?{_PROSE_LABEL}\s+(?:to|into)\s+"
+    rf"(?i)\b(?:set|changed?|reset|updated?|made)\b.{{0,30}}?{_SET_LABEL}\s+(?:to|into)\s+"
     r"[\"'\u201c\u201e]?(?P<value>[^\s\"'\u201d\u201c`]{1,300})"
-    rf"|\b{_PROSE_LABEL}(?:\s+(?:jetzt|nun|gestern|heute|schon|wieder|einfach))?\s+(?:auf|zu|in)\s+[\"'\u201e]?(?P<value2>[^\s\"'\u201c`]{{1,300}})"
+    rf"|\b{_PROSE_LABEL}(?:\s+[\w!.@-]{{1,30}}){{0,4}}?\s+(?:auf|zu|in)\s+[\"'\u201e]?(?P<value2>[^\s\"'\u201c`]{{1,300}})"
     r"[\"'\u201c]?\s+"
     r"(?:ge\u00e4ndert|gesetzt|umgestellt|ge\u00e4ndert)"
 )
 _PROSE_VALUE_FIRST = re.compile(
     r"(?i)\b(?:use|used|using|nimm|nehme|verwende|take|took)\s+[\"'\u201e\u201c]?(?P<value>[^\s\"'\u201c\u201d]{1,100})"
-    rf"[\"'\u201c\u201d]?\s+(?:as|als)\s+(?:\w+\s+){{0,2}}{_PROSE_LABEL}\b"
+    rf"[\"'\u201c\u201d]?\s+(?:as|als)\s+(?:\w+\s+){{0,2}}{_SET_LABEL}\b"
     r"|^\s*[\"'\u201e\u201c]?(?P<value2>[^\s\"'\u201c\u201d]{1,100})[\"'\u201c\u201d]?\s+(?:is|ist)\s+(?:my|the|our|his|her|mein|"
     rf"meine|das|unser)\s+(?:[\w-]+\s+)?{_PROSE_LABEL}\b"
 )
@@ -602,7 +617,7 @@ def _prose_spans(line: str) -> Iterator[Span]:
                 len(value) >= 4
                 and not is_placeholder(value)
                 and not _wordish(value)
-                and not _REFERENCE.match(value)
+                and not _reference(value)
                 and not _CONSTANT.match(value)
                 and not _code_in_prose(value, line[found[1][0] + len(value) :])
                 and not _sentence_goes_on(value, found[0], line, found[1][1])
@@ -726,7 +741,9 @@ def _random_spans(line: str) -> Iterator[Span]:
 # (same length, so spans still point into the line) before the label rules read it; code
 # spans keep theirs, since a value may hold `*` or `_`.
 _CODE_SPAN = re.compile(r"`[^`]*`")
-_EMPHASIS = re.compile(r"(?<![\w*])[*_]{1,3}(?=[^\W_])|(?<=[^\W_]|[:.!?)\]])[*_]{1,3}(?![\w*])")
+_EMPHASIS = re.compile(
+    r"(?:(?<=[\s(\[|>])|^)[*_]{1,3}(?=[^\W_])|(?<=[^\W_]|[:.!?)\]])[*_]{1,3}(?=$|[\s:,.;)|=])"
+)
 
 
 def _unmark(line: str) -> str:
@@ -763,7 +780,7 @@ def label_kind(text: str) -> Literal["pin", "secret"] | None:
         parts = name_parts(word)
         if any(part in _NOT_SECRET_WORDS for part in parts):
             return None
-        if is_secret_name(word, previous):
+        if is_secret_name(word, previous) or parts[-1:] == ["schl\u00fcssel"]:
             pin_like = any(p in _PIN_WORDS or p.endswith("code") for p in parts)
             kind = "pin" if pin_like or kind == "pin" else "secret"
         previous = word
@@ -793,10 +810,14 @@ def _cell_value(line: str, cell: Span, pin: bool) -> Span | None:
     return start, start + len(value)
 
 
-def _table_spans(line: str, header: list[Literal["pin", "secret"] | None]) -> Iterator[Span]:
-    """A value in the cell right of a cell naming a secret, or below a header naming one."""
+def _table_spans(
+    line: str, marked: str, header: list[Literal["pin", "secret"] | None]
+) -> Iterator[Span]:
+    """A value in the cell right of a cell naming a secret, or below a header naming one.
+
+    Labels are read without emphasis (`marked`), values as written (`line`)."""
     cells = table_cells(line)
-    kinds = [label_kind(line[a:b]) for a, b in cells]
+    kinds = [label_kind(marked[a:b]) for a, b in cells]
     for index, cell in enumerate(cells):
         label = kinds[index - 1] if index else None
         if label is None and index < len(header):
@@ -839,23 +860,27 @@ def _context_spans(lines: list[str]) -> dict[int, list[Span]]:
     for index, line in enumerate(lines):
         if not header and not _has_cue(line):
             continue
-        line = _unmark(line)
+        marked = _unmark(line)
         if "|" in line:
             cells = table_cells(line)
             following = lines[index + 1] if index + 1 < len(lines) else ""
             next_cells = table_cells(following)
-            if cells and next_cells and all(_SEPARATOR_CELL.match(following[a:b]) for a, b in next_cells):
-                header = [label_kind(line[a:b]) for a, b in cells]
+            if (
+                cells
+                and next_cells
+                and all(_SEPARATOR_CELL.match(following[a:b]) for a, b in next_cells)
+            ):
+                header = [label_kind(marked[a:b]) for a, b in cells]
             elif not cells:
                 header = []
-            if cells and (spans := list(_table_spans(line, header))):
+            if cells and (spans := list(_table_spans(line, marked, header))):
                 found.setdefault(index, []).extend(spans)
             if cells:
                 continue
         header = []
         if not line.strip() or len(line) > 120:
             continue
-        label = _label_line(line)
+        label = _label_line(marked)
         if label is None:
             continue
         below = _line_below(lines, index)
