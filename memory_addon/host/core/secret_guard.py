@@ -91,6 +91,11 @@ def is_placeholder(value: str) -> bool:
         return True
     if value.lower() in _PLACEHOLDER_WORDS:
         return True
+    if " " in value and all(
+        word in _PLACEHOLDER_WORDS or word in _STOPWORDS or word in _SECRET_WORDS or word == "api"
+        for word in value.lower().split()
+    ):
+        return True  # "My API Key", "your token here"
     return bool(_PLACEHOLDER_PART.search(value)) or _low_variety(value)
 
 
@@ -253,6 +258,8 @@ def _password_like(value: str) -> bool:
     if len(value) < 6 or _wordish(value) or is_placeholder(value) or _reference(value):
         return False
     # Sentence and markup punctuation around a word, as in "Passwort vergessen?", "**guard.**".
+    if "](" in value:
+        return False  # a Markdown link: "[Token bucket](#token-bucket)"
     core = value.strip(".,;:!?*_~()[]`")
     has_alpha = any(c.isalpha() for c in core)
     has_other = any(c.isdigit() or c in "!#$%&*?@+_-." for c in core)
@@ -672,12 +679,14 @@ def _labelled_token_spans(line: str) -> Iterator[Span]:
             parts[-1] in _SECRET_WORDS or parts[-1] in _KEY_WORDS or "token" in parts
         ):
             continue
-        if any(part in _NOT_SECRET_WORDS for part in parts):
+        if any(part in _NOT_SECRET_WORDS for part in parts) or "".join(parts) in _PASS_LOOKALIKES:
             continue
         for seen, word in enumerate(_WORD_SPLIT.finditer(line, match.end())):
             if seen >= 5:
                 break
             raw = word.group(0)
+            if raw.startswith(("//", "http")):
+                break  # an address follows the label, not its value
             value = raw.strip("\"'`()[]{},;\u2013\u2014-\u201c\u201d\u201e")
             if _short_token(value):
                 start = word.start() + raw.index(value)
@@ -938,6 +947,34 @@ def _finders(line: str) -> Iterator[tuple[_Finder, SecretKind, bool]]:
 def find_in_line(line: str) -> SecretKind | None:
     for _span, kind in _spans(normalise(line), first=True):
         return kind
+    return None
+
+
+_NAME_PIECE = re.compile(r"[^-_. +@]+")
+_YEAR = re.compile(r"^(?:19|20)\d\d$")
+
+
+def find_in_name(name: str) -> SecretKind | None:
+    """A file or folder name that holds a secret: a token (`ghp_….md`) or a value after a
+    secret's label (`password-Sommer2024xQ.md`, `pin_4711`). Names a label alone
+    (`wifi-password.md`, `token-budget-2024.md`) pass."""
+    stem = normalise(name)
+    if stem.lower().endswith(".md"):
+        stem = stem[:-3]
+    for _span, kind in _spans(stem, first=True):
+        if kind in ("known token format", "random-looking string"):
+            return kind
+    pieces = list(_NAME_PIECE.finditer(stem))
+    for index, piece in enumerate(pieces[:-1]):
+        kind = label_kind(piece.group(0))
+        if kind is None:
+            continue
+        value = stem[pieces[index + 1].start() :]
+        if index + 2 == len(pieces) and not _YEAR.match(value):
+            if _lone_value(value, pin=kind == "pin") and (
+                kind == "pin" or (any(c.isdigit() for c in value) and len(value) >= 8)
+            ):
+                return "password assignment"
     return None
 
 

@@ -13,7 +13,7 @@ PLACEHOLDER_WORDS = _words(
     changeme change_me redacted placeholder dummy sample example none null nil true false
     undefined str string bytes int bool text varchar secretstr optional required todo tbd
     fixme empty unset bearer basic env value your_password yourpassword mypassword hidden
-    masked omitted removed xxx user username same-origin include omit
+    masked omitted removed xxx user username same-origin include omit guest
     """
 )
 
