@@ -5,8 +5,8 @@ packages installed in the venv, so the committed file is the reference).
 
 Unlike `make_secret_cases` (templates written next to the rules), the negatives here are
 text nobody on this project wrote: lines and short passages harvested from the installed
-packages' documentation (METADATA descriptions, .md/.rst/.txt files) and the German
-msgstrs of Django's locale files. The positives are random values from several
+packages' documentation (METADATA descriptions, .md/.rst/.txt files, docstrings) and the
+German msgstrs of Django's locale files. The positives are random values from several
 generators (human passwords, passphrases, random strings, provider-like tokens, PINs)
 pasted into the shapes people use in notes: Markdown labels, tables, a label above its
 value, lists, code fences, YAML/TOML/INI/.env/JSON and prose, in English and German.
@@ -18,6 +18,7 @@ held-out case never shares its source with a case the rules were tuned on.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import random
@@ -117,6 +118,38 @@ def _po_messages(path: Path) -> list[str]:
     return [m for m in messages if m]
 
 
+def _docstring_lines(path: Path) -> list[str]:
+    """The lines of a module's docstrings (module, classes, functions)."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+    except (SyntaxError, ValueError):
+        return []
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            doc = ast.get_docstring(node)
+            if doc:
+                lines += [line.strip() for line in doc.splitlines()]
+    return lines
+
+
+def docstrings(files_per_package: int = 30) -> dict[str, list[str]]:
+    """Per package, the usable docstring lines of a sample of its modules (no tests)."""
+    by_package: dict[str, list[Path]] = defaultdict(list)
+    for path in sorted(SITE.glob("*/**/*.py")):
+        top = path.relative_to(SITE).parts[0]
+        if top in SKIPPED or top.endswith(".dist-info") or "test" in str(path.parent):
+            continue
+        by_package[top.split(".")[0].lower()].append(path)
+    lines: dict[str, list[str]] = {}
+    for package, paths in sorted(by_package.items()):
+        chosen = rng.sample(paths, min(len(paths), files_per_package))
+        lines[package] = [
+            line for path in chosen for line in _docstring_lines(path) if _usable(line)
+        ]
+    return lines
+
+
 def harvest() -> dict[str, list[list[str]]]:
     """Per source, the usable passages: single lines, and (for docs) a few 2-3 line windows."""
     by_source: dict[str, list[list[str]]] = defaultdict(list)
@@ -146,6 +179,16 @@ def harvest() -> dict[str, list[list[str]]]:
 def negatives(per_source_cue: int = 20, per_source_plain: int = 8) -> list[dict[str, str]]:
     rows: list[dict[str, str]] = []
     seen: set[str] = set()
+    for package, lines in docstrings().items():
+        unique = sorted({line for line in lines if line not in seen})
+        seen.update(unique)
+        cue = [t for t in unique if CUE.search(t)]
+        plain = [t for t in unique if not CUE.search(t)]
+        for chosen, family in (
+            (rng.sample(cue, min(len(cue), per_source_cue)), "secret_looking_docstring"),
+            (rng.sample(plain, min(len(plain), per_source_plain // 2)), "plain_docstring"),
+        ):
+            rows += [_row(text, "benign", family, "docs:" + package) for text in chosen]
     for source, passages in sorted(harvest().items()):
         unique = []
         for passage in passages:

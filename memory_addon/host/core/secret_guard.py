@@ -141,14 +141,17 @@ _CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z\u00e4\u00f6\u00fc\u00df]+|\d+")
 _SPLIT_NAME = re.compile(r"[_.\-\s$@/\[\]]+")
 
 
-def name_parts(name: str) -> list[str]:
+# Names repeat (a file has the same keys over and over): both are cached.
+@functools.lru_cache(maxsize=4096)
+def name_parts(name: str) -> tuple[str, ...]:
     parts: list[str] = []
     for chunk in _SPLIT_NAME.split(name):
         if chunk:
             parts.extend(p.lower() for p in _CAMEL.findall(chunk) or [chunk])
-    return parts
+    return tuple(parts)
 
 
+@functools.lru_cache(maxsize=4096)
 def is_secret_name(name: str, previous_word: str = "") -> bool:
     """Does a key, flag or label name a secret? (`db_password`, `smtpPass`, `x-api-key`…)"""
     parts = name_parts(name)
@@ -587,7 +590,7 @@ _PROSE = re.compile(
     r"(?:\s+(?:for|of|to|on|at|in|from|f\u00fcr|f\u00fcrs|von|vom|zu|zum|zur|im|bei|des|der|the|my|our|"
     r"your|den|dem|das|die|meiner|meines|meinem|meinen|meine|mein|deiner|deines|unserer|"
     r"unseres|unsere)\b(?:\s+[\w.@'\u2019!-]+){1,3}?|\s+(?-i:[A-Z])[\w.@!-]{1,30})?"
-    r"\s*(?:(?:is|was|ist|war|lautet|hei\u00dft|are|sind|lauten)"
+    r"\s*(?:\b(?:is|was|ist|war|lautet|hei\u00dft|are|sind|lauten)"
     r"(?:\s+(?:now|still|jetzt|noch|nun|(?:set|changed)\s+to))?\b|[:=]|\bnow\b)"
     r"\s*[\"'\u201c\u201e\u201a`]?(?P<value>(?:[^\s\"'\u201d\u201c`\\]|\\(?![ntr])){1,300})"
 )
@@ -620,6 +623,8 @@ def _prose_spans(line: str) -> Iterator[Span]:
             if not found:
                 continue
             value = _clean(found[0]).rstrip(".,;:!?")
+            if _plain_word(value) and not _PASSWORD_LABEL.search(match.group(0)):
+                continue  # "the token is within …": a token or key is never a plain word
             if _PIN.match(value) or (
                 len(value) >= 4
                 and not is_placeholder(value)
@@ -632,12 +637,19 @@ def _prose_spans(line: str) -> Iterator[Span]:
                 yield found[1][0], found[1][0] + len(value)
 
 
+# Labels whose value may be a plain word ("the wifi password is swordfish").
+_PASSWORD_LABEL = re.compile(r"(?i)pass|passw|kennwort|\bpwd?\b")
 _NEXT_WORD = re.compile(r"[ \t]+([a-z\u00e4\u00f6\u00fc\u00df]+)\b")
+_NEXT_TWO_WORDS = re.compile(r"[ \t]+[a-z\u00e4\u00f6\u00fc\u00df]+[ \t]+[a-z\u00e4\u00f6\u00fc\u00df]+\b")
 _JOINERS = frozenset({"and", "und", "but", "aber", "or", "oder", "so", "also", "then", "dann"})
 
 
 def _sentence_goes_on(value: str, raw: str, line: str, end: int) -> bool:
-    """A plain lower-case word the sentence runs on from: "the password is case sensitive"."""
+    """A plain word the sentence runs on from: "the password is case sensitive",
+    "password: Flag to say if the field …"."""
+    if value.isalpha() and value[1:].islower() and raw == value:
+        if _NEXT_TWO_WORDS.match(line, end):
+            return True
     if not value.isalpha() or not value.islower() or raw != value:
         return False
     following = _NEXT_WORD.match(line, end)
@@ -789,7 +801,7 @@ def label_kind(text: str) -> Literal["pin", "secret"] | None:
         parts = name_parts(word)
         if any(part in _NOT_SECRET_WORDS for part in parts):
             return None
-        if is_secret_name(word, previous) or parts[-1:] == ["schl\u00fcssel"]:
+        if is_secret_name(word, previous) or parts[-1:] == ("schl\u00fcssel",):
             pin_like = any(p in _PIN_WORDS or p.endswith("code") for p in parts)
             kind = "pin" if pin_like or kind == "pin" else "secret"
         previous = word
