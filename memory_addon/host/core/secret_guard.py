@@ -85,6 +85,7 @@ def _low_variety(value: str) -> bool:
     return distinct <= 2 or (len(value) >= 12 and distinct <= 4)
 
 
+@functools.lru_cache(maxsize=4096)
 def is_placeholder(value: str) -> bool:
     """A stand-in for a secret: a template, an ellipsis, a run of one character…"""
     if not value or _REFERENCE_VALUE.match(value) or _REPEATED.search(value):
@@ -235,6 +236,7 @@ def _code_in_prose(value: str, after: str) -> bool:
     )
 
 
+@functools.lru_cache(maxsize=4096)  # a long line repeats its values
 def _literal(value: str, *, quoted: bool, after: str = "") -> bool:
     """Is an assigned value a literal secret (not a reference, type, placeholder or word)?
 
@@ -288,7 +290,7 @@ _LABEL = re.compile(
 _OPERATOR = re.compile(r"""^["'`]?\]?\s*(?P<op>:=|\?=|\+=|=>|==|=|:)(?!//)\s*""")
 _VALUE = re.compile(
     r"""^(?:"(?P<dq>[^"\n]{0,300})"|'(?P<sq>[^'\n]{0,300})'|`(?P<bq>[^`\n]{0,300})`|"""
-    r"""(?P<bare>(?:[^\s,;\\]|\\(?![ntr]))(?:[^\s,;\\]|\\(?![ntr])){0,299}))"""
+    r"""(?P<bare>(?:[^\s,;\\]++|\\(?![ntr]))++))"""
 )
 _XML_VALUE = re.compile(r"^>(?P<value>[^<\s][^<]{2,})</")
 _JUXTAPOSED = re.compile(r"""^[ \t]+["'\u201e\u201c]?(?P<value>[^\s"'\u201c\u201d]{1,300})""")
@@ -299,6 +301,11 @@ _PREVIOUS_WORD = re.compile(r"([\w-]+)[\s\"'`]*$")
 def _previous_word(line: str, start: int) -> str:
     match = _PREVIOUS_WORD.search(line, max(0, start - 64), start)
     return match.group(1) if match else ""
+
+
+# How far past a key its operator and value are read: a value is at most 300 characters,
+# and copying the whole rest of a 64 KiB line for every key would be quadratic.
+_WINDOW = 400
 
 
 def _assignment_spans(line: str, *, juxtaposed: bool) -> Iterator[Span]:
@@ -314,7 +321,7 @@ def _assignment_spans(line: str, *, juxtaposed: bool) -> Iterator[Span]:
                 continue
             weak = True
         end = match.end()
-        rest = line[end:]
+        rest = line[end : end + _WINDOW]
         pin_label = "pin" in name_parts(key) or "geheimzahl" in key.lower()
         if line[match.start() - 1 : match.start()] == "<" and (xml := _XML_VALUE.match(rest)):
             value = xml["value"].strip()
@@ -345,7 +352,7 @@ def _assigned_value(
     line: str, key: str, end: int, operator: re.Match[str], *, weak: bool, pin_label: bool
 ) -> Span | None:
     """The value after `key =` (the key ends at `end`) when it looks like a secret."""
-    rest = line[end:]
+    rest = line[end : end + _WINDOW]
     value_match = _VALUE.match(rest[operator.end() :])
     if not value_match:
         return None
@@ -358,7 +365,8 @@ def _assigned_value(
         ok = _short_token(value) and not any(p in _NOT_SECRET_WORDS for p in name_parts(key))
     else:
         value_end = end + operator.end() + value_match.end(group)
-        after = line[end + operator.end() + value_match.start(group) + len(value) :]
+        after_start = end + operator.end() + value_match.start(group) + len(value)
+        after = line[after_start : after_start + 64]
         ok = _literal(value, quoted=group != "bare", after=after) and not (
             group == "bare" and _sentence_goes_on(value, raw, line, value_end)
         )
@@ -623,6 +631,7 @@ def _prose_spans(line: str) -> Iterator[Span]:
             if not found:
                 continue
             value = _clean(found[0]).rstrip(".,;:!?")
+            value_end = found[1][0] + len(value)
             if _plain_word(value) and not _PASSWORD_LABEL.search(match.group(0)):
                 continue  # "the token is within …": a token or key is never a plain word
             if _PIN.match(value) or (
@@ -631,10 +640,10 @@ def _prose_spans(line: str) -> Iterator[Span]:
                 and not _wordish(value)
                 and not _reference(value)
                 and not _CONSTANT.match(value)
-                and not _code_in_prose(value, line[found[1][0] + len(value) :])
+                and not _code_in_prose(value, line[value_end : value_end + 64])
                 and not _sentence_goes_on(value, found[0], line, found[1][1])
             ):
-                yield found[1][0], found[1][0] + len(value)
+                yield found[1][0], value_end
 
 
 # Labels whose value may be a plain word ("the wifi password is swordfish").
