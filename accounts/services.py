@@ -44,7 +44,11 @@ def user_sign_up(*, username: str, email: str, password: str) -> User:
 
 def agent_save(*, agent: Agent) -> Agent:
     """Save an agent the form filled in; a new one gets its memory scope in the same
-    transaction (memory_addon/receivers.py), so the Memory tab and the API can show it."""
+    transaction (memory_addon/receivers.py), so the Memory tab and the API can show it.
+
+    Its instructions go into every prompt of the agent: checked for secrets here too, so
+    no caller that skips the form stores one."""
+    agent.clean()
     with transaction.atomic(durable=True):
         agent.save()
     return agent

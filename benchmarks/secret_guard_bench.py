@@ -24,6 +24,9 @@ DATA = Path(__file__).resolve().parent.parent / "tests" / "memory_addon" / "core
 CASES = DATA / "secret_cases.jsonl"
 # Written by hand after the rules, in other words than the templates; see docs/benchmarks.md.
 FRESH = DATA / "secret_cases_fresh.jsonl"
+# Negatives harvested from installed packages' docs, positives pasted into note shapes:
+# written by `python -m benchmarks.make_secret_corpus`, held out by source.
+CORPUS = DATA / "secret_corpus.jsonl"
 
 KNOWN = ("known_format",)
 ASSIGNMENTS_AND_PROSE = (
@@ -50,24 +53,38 @@ class Case:
     text: str
     label: str
     family: str
+    part: str = ""  # "tune" or "held" in the second set, split by source
 
     @property
     def held_out(self) -> bool:
-        return self.index % 3 == 2
+        return self.part == "held" if self.part else self.index % 3 == 2
 
     @property
     def fresh(self) -> bool:
-        return self.index >= FRESH_OFFSET
+        return FRESH_OFFSET <= self.index < CORPUS_OFFSET
+
+    @property
+    def corpus(self) -> bool:
+        return self.index >= CORPUS_OFFSET
 
 
 def load_cases(path: Path = CASES, *, offset: int = 0) -> list[Case]:
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     return [
-        Case(offset + i, row["text"], row["label"], row["family"]) for i, row in enumerate(rows)
+        Case(offset + i, row["text"], row["label"], row["family"], row.get("part", ""))
+        for i, row in enumerate(rows)
     ]
 
 
 FRESH_OFFSET = 100_000
+CORPUS_OFFSET = 200_000
+# The second set's groups: a family's first word is its shape (md_human → md).
+CORPUS_GROUPS = {
+    "Markdown: labels, lists, tables, label above value": ("md", "table", "adjacent", "pin"),
+    "config: fences, YAML, TOML, INI, .env, JSON": ("fence", "yaml", "toml", "ini", "dotenv", "json"),
+    "prose, English and German": ("prose",),
+}
+CORPUS_GOALS = {"recall": 0.93, "false refusals": 0.05, "plain lines": 0.01}
 Detector = Callable[[list[str]], list[bool]]
 
 
@@ -201,8 +218,71 @@ def pct(value: float) -> str:
     return "n/a" if math.isnan(value) else f"{value * 100:.1f}%"
 
 
+def corpus_groups(cases: list[Case]) -> dict[str, list[Case]]:
+    secret = [c for c in cases if c.label == "secret"]
+    benign = [c for c in cases if c.label == "benign"]
+    out = {
+        name: [c for c in secret if c.family.split("_")[0] in shapes]
+        for name, shapes in CORPUS_GROUPS.items()
+    }
+    out["all secrets (recall)"] = secret
+    out["non-secrets that mention a secret word"] = [
+        c for c in benign if c.family.startswith("secret_looking")
+    ]
+    out["plain lines"] = [c for c in benign if c.family.startswith("plain")]
+    out["all non-secrets (false refusals)"] = benign
+    return out
+
+
+def corpus_report(results: list[Result], every: list[Case]) -> list[str]:
+    cases = [c for c in every if c.corpus]
+    if not cases:
+        return []
+    measured = [r for r in results if r.flagged]
+    names = " | ".join(r.name for r in measured)
+    bar = "|".join("---" for _ in measured)
+    families = len({c.family for c in cases})
+    out = [
+        "",
+        "### Second labelled set: harvested non-secrets, secrets in note shapes",
+        "",
+        f"`tests/memory_addon/core/data/secret_corpus.jsonl`, {len(cases)} cases from "
+        "`python -m benchmarks.make_secret_corpus` (fixed seed). Non-secrets are text this "
+        "project did not write: lines and 2-3 line passages from the installed packages' "
+        "READMEs, METADATA and .md/.rst/.txt docs, and the German msgstrs of Django's "
+        "locale files. Secrets are random values from five generators (human passwords, "
+        "passphrases, random strings, provider-like tokens, PINs) in Markdown, config and "
+        f"prose shapes, English and German ({families} families). A third of the sources "
+        "(a package, a locale file, a template) is held out; the rules were tuned on the "
+        "other two thirds only. Goals on the held-out part: recall "
+        f"≥ {CORPUS_GOALS['recall']:.0%}, false refusals ≤ {CORPUS_GOALS['false refusals']:.0%}, "
+        f"plain lines ≤ {CORPUS_GOALS['plain lines']:.0%}.",
+        "",
+        f"| group | part | {names} |",
+        f"|---|---|{bar}|",
+    ]
+    for part, chosen in (
+        ("held out", [c for c in cases if c.held_out]),
+        ("tuning", [c for c in cases if not c.held_out]),
+    ):
+        for group, members in corpus_groups(chosen).items():
+            if members:
+                cells = " | ".join(
+                    f"{pct(rate(r, members)[0])} of {len(members)}" for r in measured
+                )
+                out.append(f"| {group} | {part} | {cells} |")
+    out += ["", "Recall per value generator, both parts:", ""]
+    out += [f"| generator | n | {names} |", f"|---|---|{bar}|"]
+    secret = [c for c in cases if c.label == "secret"]
+    for generator in ("human", "passphrase", "random", "provider", "pin"):
+        members = [c for c in secret if c.family.split("_")[-1] == generator]
+        cells = " | ".join(pct(rate(r, members)[0]) for r in measured)
+        out.append(f"| {generator} | {len(members)} | {cells} |")
+    return out
+
+
 def report(results: list[Result], every: list[Case], machine: str) -> str:
-    cases = [c for c in every if not c.fresh]
+    cases = [c for c in every if not c.fresh and not c.corpus]
     fresh = [c for c in every if c.fresh]
     tune = [c for c in cases if not c.held_out]
     held = [c for c in cases if c.held_out]
@@ -241,7 +321,7 @@ def report(results: list[Result], every: list[Case], machine: str) -> str:
             cells = " | ".join(f"{pct(rate(r, members)[0])} of {len(members)}" for r in measured)
             out.append(f"| {group} ({goals[group]}) | {part} | {cells} |")
     speed = " | ".join(f"{r.lines_per_second:,.0f}" for r in measured)
-    out.append(f"| lines per second (≥ {MIN_LINES_PER_SECOND:,}) | both sets | {speed} |")
+    out.append(f"| lines per second (≥ {MIN_LINES_PER_SECOND:,}) | all three sets | {speed} |")
     notes_speed = " | ".join(f"{r.notes_lines_per_second:,.0f}" for r in measured)
     out.append(
         f"| lines per second (≥ {MIN_LINES_PER_SECOND:,}) | 2,000 ordinary note lines "
@@ -257,6 +337,7 @@ def report(results: list[Result], every: list[Case], machine: str) -> str:
             f"{pct(rate(r, members)[0])} ({pct(rate(r, held_members)[0])})" for r in measured
         )
         out.append(f"| {family} | {label} | {len(members)} | {cells} |")
+    out += corpus_report(results, every)
     skipped = [r for r in results if not r.flagged]
     if skipped:
         out += ["", *(f"- {r.name}: {r.note}" for r in skipped)]
@@ -268,7 +349,11 @@ def machine_line() -> str:
 
 
 def run_all(only_ours: bool = False) -> tuple[list[Result], list[Case]]:
-    cases = load_cases() + load_cases(FRESH, offset=FRESH_OFFSET)
+    cases = (
+        load_cases()
+        + load_cases(FRESH, offset=FRESH_OFFSET)
+        + load_cases(CORPUS, offset=CORPUS_OFFSET)
+    )
     chosen = detectors()[:1] if only_ours else detectors()
     return [measure(name, make, cases) for name, make in chosen], cases
 

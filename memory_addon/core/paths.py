@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from memory_addon.host.core.secret_guard import find_in_name
+
 MAX_PATH_LENGTH = 200
 MAX_COMPONENT_LENGTH = 80
 _WINDOWS_RESERVED = {
@@ -71,6 +73,16 @@ def normalize_path(raw: str) -> str:
 
 def _check_component(part: str) -> None:
     """Refuse one folder or file name of a memory path."""
+    # First, and without the name: every later refusal quotes it.
+    kind = find_in_name(part)
+    if kind:
+        raise PathRefused(
+            gettext_noop(
+                "A file or folder name looks like it holds a secret (%(kind)s). Name it "
+                "after its topic and keep secrets out of memory."
+            ),
+            kind=kind,
+        )
     if part == "..":
         raise PathRefused(gettext_noop("'..' is not allowed in a memory path."))
     if part.startswith("."):

@@ -12,7 +12,9 @@ from accounts.models import User
 from addons.core.manifest import SettingDecl
 from addons.selectors import installed_addon, switched_off_by, user_enabled
 from memory_addon.addons import MEMORY_ADDON, SAVE_MODE, SaveMode
-from memory_addon.host.errors import ChangeRefused, MemoryRefusal
+from memory_addon.host.core.secret_guard import find_secret
+from memory_addon.host.errors import ChangeRefused, MemoryRefusal, SecretRefused
+from memory_addon.host.secret_text import secret_refusal
 from memory_addon.models import AddonSetting
 
 logger = logging.getLogger(__name__)
@@ -64,11 +66,30 @@ def addon_setting_put(*, user: User, addon: str, key: str, value: Any) -> Any:
         clean = declared.check(value)
     except ValueError as error:
         raise ChangeRefused(str(error)) from error
+    _refuse_secret_text(key, clean)
     with transaction.atomic(durable=True):
         AddonSetting.objects.update_or_create(
             user=user, addon=addon, key=key, defaults={"value": clean}
         )
     return clean
+
+
+def _texts(value: JsonValue) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [text for item in value.values() for text in _texts(item)]
+    if isinstance(value, list):
+        return [text for item in value for text in _texts(item)]
+    return []
+
+
+def _refuse_secret_text(key: str, value: JsonValue) -> None:
+    """Setting texts reach add-on prompts: no secret may be stored in one."""
+    for text in _texts(value):
+        finding = find_secret(text)
+        if finding:
+            raise SecretRefused(f"{key}: {secret_refusal(finding)}", kind=finding.kind)
 
 
 def save_mode_for(user: User) -> SaveMode:

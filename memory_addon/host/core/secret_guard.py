@@ -85,12 +85,18 @@ def _low_variety(value: str) -> bool:
     return distinct <= 2 or (len(value) >= 12 and distinct <= 4)
 
 
+@functools.lru_cache(maxsize=4096)
 def is_placeholder(value: str) -> bool:
     """A stand-in for a secret: a template, an ellipsis, a run of one character…"""
     if not value or _REFERENCE_VALUE.match(value) or _REPEATED.search(value):
         return True
     if value.lower() in _PLACEHOLDER_WORDS:
         return True
+    if " " in value and all(
+        word in _PLACEHOLDER_WORDS or word in _STOPWORDS or word in _SECRET_WORDS or word == "api"
+        for word in value.lower().split()
+    ):
+        return True  # "My API Key", "your token here"
     return bool(_PLACEHOLDER_PART.search(value)) or _low_variety(value)
 
 
@@ -136,27 +142,33 @@ _CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z\u00e4\u00f6\u00fc\u00df]+|\d+")
 _SPLIT_NAME = re.compile(r"[_.\-\s$@/\[\]]+")
 
 
-def name_parts(name: str) -> list[str]:
+# Names repeat (a file has the same keys over and over): both are cached.
+@functools.lru_cache(maxsize=4096)
+def name_parts(name: str) -> tuple[str, ...]:
     parts: list[str] = []
     for chunk in _SPLIT_NAME.split(name):
         if chunk:
             parts.extend(p.lower() for p in _CAMEL.findall(chunk) or [chunk])
-    return parts
+    return tuple(parts)
 
 
+@functools.lru_cache(maxsize=4096)
 def is_secret_name(name: str, previous_word: str = "") -> bool:
     """Does a key, flag or label name a secret? (`db_password`, `smtpPass`, `x-api-key`…)"""
     parts = name_parts(name)
     if not parts or any(part in _NOT_SECRET_WORDS for part in parts):
+        return False
+    if "".join(parts) in _PASS_LOOKALIKES:  # "ByPass"
         return False
     for index, part in enumerate(parts):
         if part in _SECRET_WORDS:
             return True
         if part.endswith(_SECRET_SUFFIXES) and len(part) > 4 and part not in _PASS_LOOKALIKES:
             return True
-        if part in _KEY_WORDS:
+        if part in _KEY_WORDS or part == "code":
             before = parts[index - 1] if index else previous_word.lower()
-            if before in _KEY_QUALIFIERS:
+            qualifiers = _KEY_QUALIFIERS if part in _KEY_WORDS else words.CODE_QUALIFIERS
+            if before in qualifiers:
                 return True
     return False
 
@@ -174,6 +186,17 @@ _GERMAN_PARTICIPLE = re.compile(r"^ge\w{3,}(?:t|en)$")
 _REFERENCE = re.compile(
     r"^(?:[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+|[A-Za-z_][\w.]*\s*[\[(].*|\.{0,2}/\S*|~/\S*)$"
 )
+# "Tanne.Fahrrad.Hund", "Meadow2013.Q3": words or a word and digits joined by dots read as a
+# passphrase, not as an attribute path (`settings.SECRET_KEY`, `os.environ`).
+_DOTTED_PASSPHRASE = re.compile(
+    r"^(?=[^_]*$)(?:(?=.*[A-Z])(?:[A-Z]?[a-z]{2,}\.){2,}[A-Z]?[a-z]{2,}|(?=.*[A-Z]).*[A-Za-z]\d{2,}.*)$"
+)
+
+
+def _reference(value: str) -> bool:
+    return bool(_REFERENCE.match(value)) and not _DOTTED_PASSPHRASE.match(value)
+
+
 _TRAILING = ")]}>\"'`,;\\"
 
 
@@ -213,6 +236,7 @@ def _code_in_prose(value: str, after: str) -> bool:
     )
 
 
+@functools.lru_cache(maxsize=4096)  # a long line repeats its values
 def _literal(value: str, *, quoted: bool, after: str = "") -> bool:
     """Is an assigned value a literal secret (not a reference, type, placeholder or word)?
 
@@ -222,7 +246,7 @@ def _literal(value: str, *, quoted: bool, after: str = "") -> bool:
         return False
     if quoted:
         return True
-    if _REFERENCE.match(value) or _CONSTANT.match(value):
+    if _reference(value) or _CONSTANT.match(value):
         return False
     if _IDENTIFIER.match(value) and _CODE_AFTER.match(after):
         return False  # `token: ApiToken)`, `x = data_dir / "file"`, `a = PREFIX + b`
@@ -236,9 +260,11 @@ def _plain_word(value: str) -> bool:
 
 def _password_like(value: str) -> bool:
     """A bare value with no operator before it: needs letters and digits or symbols."""
-    if len(value) < 6 or _wordish(value) or is_placeholder(value) or _REFERENCE.match(value):
+    if len(value) < 6 or _wordish(value) or is_placeholder(value) or _reference(value):
         return False
     # Sentence and markup punctuation around a word, as in "Passwort vergessen?", "**guard.**".
+    if "](" in value:
+        return False  # a Markdown link: "[Token bucket](#token-bucket)"
     core = value.strip(".,;:!?*_~()[]`")
     has_alpha = any(c.isalpha() for c in core)
     has_other = any(c.isdigit() or c in "!#$%&*?@+_-." for c in core)
@@ -259,12 +285,12 @@ def _has_cue(line: str) -> bool:
 
 _LABEL = re.compile(
     r"(?i)(?<![\w.\-])(?P<key>[\w.\-]{0,40}?(?:pass|pw|pin|secret|token|key|schl\u00fcssel|cred|"
-    r"kennwort|zugang|auth|geheim|psk)[\w.\-]{0,40})(?![\w.\-])"
+    r"kennwort|zugang|auth|geheim|psk|code)[\w.\-]{0,40})(?![\w.\-])"
 )
 _OPERATOR = re.compile(r"""^["'`]?\]?\s*(?P<op>:=|\?=|\+=|=>|==|=|:)(?!//)\s*""")
 _VALUE = re.compile(
     r"""^(?:"(?P<dq>[^"\n]{0,300})"|'(?P<sq>[^'\n]{0,300})'|`(?P<bq>[^`\n]{0,300})`|"""
-    r"""(?P<bare>(?:[^\s,;\\]|\\(?![ntr]))(?:[^\s,;\\]|\\(?![ntr])){0,299}))"""
+    r"""(?P<bare>(?:[^\s,;\\]++|\\(?![ntr]))++))"""
 )
 _XML_VALUE = re.compile(r"^>(?P<value>[^<\s][^<]{2,})</")
 _JUXTAPOSED = re.compile(r"""^[ \t]+["'\u201e\u201c]?(?P<value>[^\s"'\u201c\u201d]{1,300})""")
@@ -275,6 +301,11 @@ _PREVIOUS_WORD = re.compile(r"([\w-]+)[\s\"'`]*$")
 def _previous_word(line: str, start: int) -> str:
     match = _PREVIOUS_WORD.search(line, max(0, start - 64), start)
     return match.group(1) if match else ""
+
+
+# How far past a key its operator and value are read: a value is at most 300 characters,
+# and copying the whole rest of a 64 KiB line for every key would be quadratic.
+_WINDOW = 400
 
 
 def _assignment_spans(line: str, *, juxtaposed: bool) -> Iterator[Span]:
@@ -290,7 +321,7 @@ def _assignment_spans(line: str, *, juxtaposed: bool) -> Iterator[Span]:
                 continue
             weak = True
         end = match.end()
-        rest = line[end:]
+        rest = line[end : end + _WINDOW]
         pin_label = "pin" in name_parts(key) or "geheimzahl" in key.lower()
         if line[match.start() - 1 : match.start()] == "<" and (xml := _XML_VALUE.match(rest)):
             value = xml["value"].strip()
@@ -305,6 +336,9 @@ def _assignment_spans(line: str, *, juxtaposed: bool) -> Iterator[Span]:
             ):
                 yield span
             continue
+        if not juxtaposed and not weak and (span := _value_after_label_tail(line, end, pin_label)):
+            yield span
+            continue
         following = _JUXTAPOSED.match(rest) if juxtaposed else None
         # `{% csrf_token %}`, `api_key }}`: template syntax, not a value.
         if following and following["value"][:1].isalnum():
@@ -318,7 +352,7 @@ def _assigned_value(
     line: str, key: str, end: int, operator: re.Match[str], *, weak: bool, pin_label: bool
 ) -> Span | None:
     """The value after `key =` (the key ends at `end`) when it looks like a secret."""
-    rest = line[end:]
+    rest = line[end : end + _WINDOW]
     value_match = _VALUE.match(rest[operator.end() :])
     if not value_match:
         return None
@@ -331,7 +365,8 @@ def _assigned_value(
         ok = _short_token(value) and not any(p in _NOT_SECRET_WORDS for p in name_parts(key))
     else:
         value_end = end + operator.end() + value_match.end(group)
-        after = line[end + operator.end() + value_match.start(group) + len(value) :]
+        after_start = end + operator.end() + value_match.start(group) + len(value)
+        after = line[after_start : after_start + 64]
         ok = _literal(value, quoted=group != "bare", after=after) and not (
             group == "bare" and _sentence_goes_on(value, raw, line, value_end)
         )
@@ -339,6 +374,66 @@ def _assigned_value(
         return None
     start = end + operator.end() + value_match.start(group)
     return start, start + len(value)
+
+
+# A label with the service after it: "PIN Sparkasse: 1234", "Passwort fürs NAS = …".
+_LABEL_TAIL = re.compile(
+    r"(?:\s+(?:f\u00fcr|f\u00fcrs|for|vom|von|of|zum|zur|beim|bei|at|on)\s+[\w!.@&+-]{1,30}"
+    r"|\s+[A-Z\d][\w!.@&+-]{0,30}){1,2}(?=\s*(?::|=)\s)"
+)
+_TAIL_OPERATOR = re.compile(r"\s*[:=]\s*")
+_TAIL_VALUE = re.compile(r"""["'`]?(?P<value>[^\s"'`]{4,200})["'`]?(?:\s|$)""")
+
+
+def _value_after_label_tail(line: str, end: int, pin_label: bool) -> Span | None:
+    tail = _LABEL_TAIL.match(line, end)
+    if not tail or any(p in _NOT_SECRET_WORDS for p in name_parts(tail.group(0))):
+        return None
+    operator = _TAIL_OPERATOR.match(line, tail.end())
+    found = _TAIL_VALUE.match(line, operator.end()) if operator else None
+    if not found:
+        return None
+    value = _clean(found["value"])
+    if not _lone_value(value, pin=pin_label):
+        return None
+    return found.start("value"), found.start("value") + len(value)
+
+
+def _names_a_field(value: str) -> bool:
+    """`password_hash`, `token-budget`, `api.key`: an identifier, not a value."""
+    pieces = re.split(r"[-_.]", value.lower())
+    return len(pieces) > 1 and any(p in _NOT_SECRET_WORDS or p in _SECRET_WORDS for p in pieces)
+
+
+_FILE_NAME = re.compile(r"^[\w-]+\.[a-z]{1,4}$")
+_LOWER_WORDS = re.compile(r"^[a-z]+(?:[-_.][a-z]+)+$")
+
+
+def _lone_value(value: str, *, pin: bool) -> bool:
+    """A value standing alone where a label's value goes (a table cell, the line below, the
+    rest of a file name): a PIN after a PIN label, else letters with digits or symbols."""
+    value = value.strip("`\"'")
+    if pin and _PIN.match(value):
+        return True
+    if (
+        len(value) < 6
+        or value.startswith(("--", "http", "$", "{", "<", "%"))
+        or _CONSTANT.match(value)
+        or _FILE_NAME.match(value)
+        or _LOWER_WORDS.match(value)
+        or _reference(value)
+        or _VERSION.match(value)
+        or is_placeholder(value)
+        or _wordish(value)
+        or any(c in value for c in "()=[]{}")
+        or _names_a_field(value)
+    ):
+        return False
+    if _short_token(value):
+        return True
+    letters = any(c.isalpha() for c in value)
+    others = any(c.isdigit() or c in "!#$%&*?@+_-." for c in value)
+    return letters and others
 
 
 # Credentials inside a URL: scheme://user:password@host
@@ -494,27 +589,29 @@ def _auth_header_spans(line: str) -> Iterator[Span]:
 _PROSE_LABEL = (
     r"(?:password|passwort|passphrase|passcode|kennwort|pin|pw|pwd|token|secret|geheimzahl|"
     r"zugangsdaten|passw|(?:door|access|alarm|lock|safe|gate|garage|entry|security)[ -]?code|"
-    r"t\u00fcrcode|zugangscode|tresorcode|alarmcode|sicherheitscode)"
+    r"t\u00fcrcode|zugangscode|tresorcode|alarmcode|sicherheitscode|geheimnis|"
+    r"schl\u00fcssel|api[ -]?key|access[ -]?key|pin[ -]?code)"
 )
+_SET_LABEL = rf"(?:{_PROSE_LABEL}|pass)"
 _PROSE = re.compile(
     rf"(?i)(?<![\w-])[\w-]{{0,30}}?{_PROSE_LABEL}\b"
     r"(?:\s+(?:for|of|to|on|at|in|from|f\u00fcr|f\u00fcrs|von|vom|zu|zum|zur|im|bei|des|der|the|my|our|"
     r"your|den|dem|das|die|meiner|meines|meinem|meinen|meine|mein|deiner|deines|unserer|"
-    r"unseres|unsere)\b(?:\s+[\w.@'\u2019-]+){1,3}?)?"
-    r"\s*(?:(?:is|was|ist|war|lautet|hei\u00dft|are|sind|lauten)"
+    r"unseres|unsere)\b(?:\s+[\w.@'\u2019!-]+){1,3}?|\s+(?-i:[A-Z])[\w.@!-]{1,30})?"
+    r"\s*(?:\b(?:is|was|ist|war|lautet|hei\u00dft|are|sind|lauten)"
     r"(?:\s+(?:now|still|jetzt|noch|nun|(?:set|changed)\s+to))?\b|[:=]|\bnow\b)"
     r"\s*[\"'\u201c\u201e\u201a`]?(?P<value>(?:[^\s\"'\u201d\u201c`\\]|\\(?![ntr])){1,300})"
 )
 _PROSE_SET = re.compile(
-    rf"(?i)\b(?:set|changed?|reset|updated?|made)\b.{{0,30}}?{_PROSE_LABEL}\s+(?:to|into)\s+"
+    rf"(?i)\b(?:set|changed?|reset|updated?|made)\b.{{0,30}}?{_SET_LABEL}\s+(?:to|into)\s+"
     r"[\"'\u201c\u201e]?(?P<value>[^\s\"'\u201d\u201c`]{1,300})"
-    rf"|\b{_PROSE_LABEL}(?:\s+(?:jetzt|nun|gestern|heute|schon|wieder|einfach))?\s+(?:auf|zu|in)\s+[\"'\u201e]?(?P<value2>[^\s\"'\u201c`]{{1,300}})"
+    rf"|\b{_PROSE_LABEL}(?:\s+[\w!.@-]{{1,30}}){{0,4}}?\s+(?:auf|zu|in)\s+[\"'\u201e]?(?P<value2>[^\s\"'\u201c`]{{1,300}})"
     r"[\"'\u201c]?\s+"
     r"(?:ge\u00e4ndert|gesetzt|umgestellt|ge\u00e4ndert)"
 )
 _PROSE_VALUE_FIRST = re.compile(
     r"(?i)\b(?:use|used|using|nimm|nehme|verwende|take|took)\s+[\"'\u201e\u201c]?(?P<value>[^\s\"'\u201c\u201d]{1,100})"
-    rf"[\"'\u201c\u201d]?\s+(?:as|als)\s+(?:\w+\s+){{0,2}}{_PROSE_LABEL}\b"
+    rf"[\"'\u201c\u201d]?\s+(?:as|als)\s+(?:\w+\s+){{0,2}}{_SET_LABEL}\b"
     r"|^\s*[\"'\u201e\u201c]?(?P<value2>[^\s\"'\u201c\u201d]{1,100})[\"'\u201c\u201d]?\s+(?:is|ist)\s+(?:my|the|our|his|her|mein|"
     rf"meine|das|unser)\s+(?:[\w-]+\s+)?{_PROSE_LABEL}\b"
 )
@@ -534,24 +631,34 @@ def _prose_spans(line: str) -> Iterator[Span]:
             if not found:
                 continue
             value = _clean(found[0]).rstrip(".,;:!?")
+            value_end = found[1][0] + len(value)
+            if _plain_word(value) and not _PASSWORD_LABEL.search(match.group(0)):
+                continue  # "the token is within …": a token or key is never a plain word
             if _PIN.match(value) or (
                 len(value) >= 4
                 and not is_placeholder(value)
                 and not _wordish(value)
-                and not _REFERENCE.match(value)
+                and not _reference(value)
                 and not _CONSTANT.match(value)
-                and not _code_in_prose(value, line[found[1][0] + len(value) :])
+                and not _code_in_prose(value, line[value_end : value_end + 64])
                 and not _sentence_goes_on(value, found[0], line, found[1][1])
             ):
-                yield found[1][0], found[1][0] + len(value)
+                yield found[1][0], value_end
 
 
+# Labels whose value may be a plain word ("the wifi password is swordfish").
+_PASSWORD_LABEL = re.compile(r"(?i)pass|passw|kennwort|\bpwd?\b")
 _NEXT_WORD = re.compile(r"[ \t]+([a-z\u00e4\u00f6\u00fc\u00df]+)\b")
+_NEXT_TWO_WORDS = re.compile(r"[ \t]+[a-z\u00e4\u00f6\u00fc\u00df]+[ \t]+[a-z\u00e4\u00f6\u00fc\u00df]+\b")
 _JOINERS = frozenset({"and", "und", "but", "aber", "or", "oder", "so", "also", "then", "dann"})
 
 
 def _sentence_goes_on(value: str, raw: str, line: str, end: int) -> bool:
-    """A plain lower-case word the sentence runs on from: "the password is case sensitive"."""
+    """A plain word the sentence runs on from: "the password is case sensitive",
+    "password: Flag to say if the field …"."""
+    if value.isalpha() and value[1:].islower() and raw == value:
+        if _NEXT_TWO_WORDS.match(line, end):
+            return True
     if not value.isalpha() or not value.islower() or raw != value:
         return False
     following = _NEXT_WORD.match(line, end)
@@ -593,12 +700,14 @@ def _labelled_token_spans(line: str) -> Iterator[Span]:
             parts[-1] in _SECRET_WORDS or parts[-1] in _KEY_WORDS or "token" in parts
         ):
             continue
-        if any(part in _NOT_SECRET_WORDS for part in parts):
+        if any(part in _NOT_SECRET_WORDS for part in parts) or "".join(parts) in _PASS_LOOKALIKES:
             continue
         for seen, word in enumerate(_WORD_SPLIT.finditer(line, match.end())):
             if seen >= 5:
                 break
             raw = word.group(0)
+            if raw.startswith(("//", "http")):
+                break  # an address follows the label, not its value
             value = raw.strip("\"'`()[]{},;\u2013\u2014-\u201c\u201d\u201e")
             if _short_token(value):
                 start = word.start() + raw.index(value)
@@ -657,32 +766,236 @@ def _random_spans(line: str) -> Iterator[Span]:
 
 
 # ------------------------------------------------------------------ public API
+# ------------------------------------------------------------------ Markdown
+# Emphasis around a label (`**Password**:`, `*Passwort:*`, `__token__ =`) is blanked out
+# (same length, so spans still point into the line) before the label rules read it; code
+# spans keep theirs, since a value may hold `*` or `_`.
+_CODE_SPAN = re.compile(r"`[^`]*`")
+_EMPHASIS = re.compile(
+    r"(?:(?<=[\s(\[|>])|^)[*_]{1,3}(?=[^\W_])|(?<=[^\W_]|[:.!?)\]])[*_]{1,3}(?=$|[\s:,.;)|=])"
+)
+
+
+def _unmark(line: str) -> str:
+    if "*" not in line and "_" not in line:
+        return line
+    out: list[str] = []
+    last = 0
+    for code in _CODE_SPAN.finditer(line):
+        out += [_EMPHASIS.sub(_blank, line[last : code.start()]), code.group(0)]
+        last = code.end()
+    out.append(_EMPHASIS.sub(_blank, line[last:]))
+    return "".join(out)
+
+
+def _blank(match: re.Match[str]) -> str:
+    return " " * len(match.group(0))
+
+
+_LABEL_WORD = re.compile(r"[^\s|:=`*#>()\[\]]+")
+_PIN_WORDS = frozenset({"pin", "pincode", "geheimzahl", "code", "zugangscode", "geheimcode"})
+
+
+def label_kind(text: str) -> Literal["pin", "secret"] | None:
+    """Does a short text (a table cell, a heading, a line of its own) name a secret?
+
+    "pin" when a number alone would be its value (PIN, door code), "secret" otherwise.
+    """
+    found = _LABEL_WORD.findall(text)
+    if not 1 <= len(found) <= 6:
+        return None
+    kind: Literal["pin", "secret"] | None = None
+    previous = ""
+    for word in found:
+        parts = name_parts(word)
+        if any(part in _NOT_SECRET_WORDS for part in parts):
+            return None
+        if is_secret_name(word, previous) or parts[-1:] == ("schl\u00fcssel",):
+            pin_like = any(p in _PIN_WORDS or p.endswith("code") for p in parts)
+            kind = "pin" if pin_like or kind == "pin" else "secret"
+        previous = word
+    return kind
+
+
+_PIPE = re.compile(r"(?<!\\)\|")
+_SEPARATOR_CELL = re.compile(r"^\s*:?-{2,}:?\s*$")
+_MAX_CELLS = 32
+
+
+def table_cells(line: str) -> list[Span]:
+    """The cells of a Markdown table row (between its pipes), or [] for any other line."""
+    stripped = line.strip()
+    if not stripped.startswith("|") or stripped.count("|") < 2:
+        return []
+    pipes = [m.start() for m in _PIPE.finditer(line)][: _MAX_CELLS + 1]
+    return [(a + 1, b) for a, b in zip(pipes, pipes[1:], strict=False)]
+
+
+def _cell_value(line: str, cell: Span, pin: bool) -> Span | None:
+    text = line[cell[0] : cell[1]]
+    value = text.strip().strip("`\"'*_")
+    if not value or " " in value or not _lone_value(value, pin=pin):
+        return None
+    start = cell[0] + text.index(value)
+    return start, start + len(value)
+
+
+def _table_spans(
+    line: str, marked: str, header: list[Literal["pin", "secret"] | None]
+) -> Iterator[Span]:
+    """A value in the cell right of a cell naming a secret, or below a header naming one.
+
+    Labels are read without emphasis (`marked`), values as written (`line`)."""
+    cells = table_cells(line)
+    kinds = [label_kind(marked[a:b]) for a, b in cells]
+    for index, cell in enumerate(cells):
+        label = kinds[index - 1] if index else None
+        if label is None and index < len(header):
+            label = header[index]
+        if label is not None and kinds[index] is None:
+            span = _cell_value(line, cell, label == "pin")
+            if span:
+                yield span
+
+
+_LINE_MARKERS = re.compile(r"^\s*(?:>\s*)*(?:#{1,6}\s+|[-*+]\s+|\d{1,3}[.)]\s+)?")
+_LABEL_END = re.compile(r"\s*(?::|=|\bis|\bist|\blautet)?\s*$")
+_FENCE = re.compile(r"^\s*(?:```|~~~)")
+_LONE = re.compile(r"^\s*(?:[-*+]\s+)?[\"'`]?(?P<value>[^\s\"'`]{4,200})[\"'`]?\s*$")
+
+
+def _label_line(line: str) -> Literal["pin", "secret"] | None:
+    """A line that is only a label ("**WLAN-Passwort**", "### API key", "Kennwort:")."""
+    if len(line) > 120 or "|" in line:
+        return None
+    body = line[_LINE_MARKERS.match(line).end() :]  # type: ignore[union-attr]
+    body = body[: _LABEL_END.search(body).start()]  # type: ignore[union-attr]
+    if not body or _OPERATOR_INSIDE.search(body):
+        return None
+    if _LABEL_AT_END.search(line[-80:]):
+        return "pin" if "pin" in line.lower() else "secret"
+    return label_kind(body)
+
+
+_OPERATOR_INSIDE = re.compile(r"[:=]\s*\S")
+
+
+def _context_spans(lines: list[str]) -> dict[int, list[Span]]:
+    """Findings that need the lines around: table headers and a value below its label.
+
+    `lines` are the lines as the label rules read them; keys are line indexes.
+    """
+    found: dict[int, list[Span]] = {}
+    header: list[Literal["pin", "secret"] | None] = []
+    for index, line in enumerate(lines):
+        if not header and not _has_cue(line):
+            continue
+        marked = _unmark(line)
+        if "|" in line:
+            cells = table_cells(line)
+            following = lines[index + 1] if index + 1 < len(lines) else ""
+            next_cells = table_cells(following)
+            if (
+                cells
+                and next_cells
+                and all(_SEPARATOR_CELL.match(following[a:b]) for a, b in next_cells)
+            ):
+                header = [label_kind(marked[a:b]) for a, b in cells]
+            elif not cells:
+                header = []
+            if cells and (spans := list(_table_spans(line, marked, header))):
+                found.setdefault(index, []).extend(spans)
+            if cells:
+                continue
+        header = []
+        if not line.strip() or len(line) > 120:
+            continue
+        label = _label_line(marked)
+        if label is None:
+            continue
+        below = _line_below(lines, index)
+        if below is None:
+            continue
+        lone = _LONE.match(lines[below])
+        if lone:
+            value = _clean(lone["value"])
+            if _lone_value(value, pin=label == "pin"):
+                start = lone.start("value")
+                found.setdefault(below, []).append((start, start + len(value)))
+    return found
+
+
+def _line_below(lines: list[str], index: int) -> int | None:
+    """The next line with text, past at most two blank lines and an opening code fence."""
+    skipped = 0
+    for below in range(index + 1, min(len(lines), index + 5)):
+        line = lines[below]
+        if not line.strip() or (_FENCE.match(line) and skipped < 3):
+            skipped += 1
+            continue
+        return below
+    return None
+
+
 def _spans(line: str, *, first: bool) -> Iterator[tuple[Span, SecretKind]]:
     """Where the secrets on one (normalised) line are, kind by kind in order of strength."""
-    for finder, kind in _finders(line):
-        for span in finder(line):
+    plain = _unmark(line)
+    for finder, kind, unmarked in _finders(line):
+        for span in finder(plain if unmarked else line):
             yield span, kind
             if first:
                 return
 
 
-def _finders(line: str) -> Iterator[tuple[Callable[[str], Iterator[Span]], SecretKind]]:
-    """The span finders for a line, strongest first, with the kind each one finds; those
-    for assignments, commands and prose only when the line has a secret word in it."""
-    yield _known_spans, "known token format"
-    yield _url_spans, "password assignment"
+_Finder = Callable[[str], Iterator[Span]]
+
+
+def _finders(line: str) -> Iterator[tuple[_Finder, SecretKind, bool]]:
+    """The span finders for a line, strongest first, with the kind each one finds and
+    whether it reads the line without Markdown emphasis; those for assignments, commands
+    and prose only when the line has a secret word in it."""
+    yield _known_spans, "known token format", False
+    yield _url_spans, "password assignment", False
     if _has_cue(line):
-        yield partial(_assignment_spans, juxtaposed=False), "password assignment"
-        yield _command_spans, "password assignment"
-        yield partial(_assignment_spans, juxtaposed=True), "password in prose"
-        yield _prose_spans, "password in prose"
-        yield _labelled_token_spans, "password in prose"
-    yield _random_spans, "random-looking string"
+        yield partial(_assignment_spans, juxtaposed=False), "password assignment", True
+        yield _command_spans, "password assignment", True
+        yield partial(_assignment_spans, juxtaposed=True), "password in prose", True
+        yield _prose_spans, "password in prose", True
+        yield _labelled_token_spans, "password in prose", True
+    yield _random_spans, "random-looking string", False
 
 
 def find_in_line(line: str) -> SecretKind | None:
     for _span, kind in _spans(normalise(line), first=True):
         return kind
+    return None
+
+
+_NAME_PIECE = re.compile(r"[^-_. +@]+")
+_YEAR = re.compile(r"^(?:19|20)\d\d$")
+
+
+def find_in_name(name: str) -> SecretKind | None:
+    """A file or folder name that holds a secret: a token (`ghp_….md`) or a value after a
+    secret's label (`password-Sommer2024xQ.md`, `pin_4711`). Names a label alone
+    (`wifi-password.md`, `token-budget-2024.md`) pass."""
+    stem = normalise(name)
+    if stem.lower().endswith(".md"):
+        stem = stem[:-3]
+    for _span, kind in _spans(stem, first=True):
+        if kind in ("known token format", "random-looking string"):
+            return kind
+    pieces = list(_NAME_PIECE.finditer(stem))
+    for index, piece in enumerate(pieces[:-1]):
+        kind = label_kind(piece.group(0))
+        if kind is None:
+            continue
+        value = stem[pieces[index + 1].start() :]
+        if index + 2 == len(pieces) and not _YEAR.match(value):
+            if _lone_value(value, pin=kind == "pin") and (
+                kind == "pin" or (any(c.isdigit() for c in value) and len(value) >= 8)
+            ):
+                return "password assignment"
     return None
 
 
@@ -704,10 +1017,6 @@ _SPLIT_TAIL = re.compile(
     r"""(?<![A-Za-z0-9_\-.])(?P<tail>[A-Za-z0-9_\-.]{4,300})["']?(?:\s*\+)?(?:\s*\\)?\s*$"""
 )
 _SPLIT_HEAD = re.compile(r"""^\s*["']?(?P<head>[A-Za-z0-9_\-.]{4,})""")
-
-
-def _blank(match: re.Match[str]) -> str:
-    return " " * len(match.group(0))
 
 
 def _scan_lines(text: str) -> Iterator[tuple[int, str, str, bool]]:
@@ -749,25 +1058,10 @@ _LABEL_AT_END = re.compile(
     r"(?i)(?:password|passwort|kennwort|passphrase|passcode|pw|pwd|pin|token|secret|"
     r"api[ _-]?key|zugangsdaten|geheimzahl)\s*(?::|=|is|ist|lautet)\s*$"
 )
-_LONE_VALUE = re.compile(r"^\s*[\"'`]?(?P<value>[^\s\"'`]{4,100})[\"'`]?\s*$")
-
-
-def _value_below(line: str, following: str) -> Span | None:
-    if not _LABEL_AT_END.search(line[-80:]):
-        return None
-    lone = _LONE_VALUE.match(following)
-    if not lone:
-        return None
-    value = _clean(lone["value"])
-    if _PIN.match(value) or _password_like(value) or _short_token(value):
-        start = lone.start("value")
-        return start, start + len(value)
-    return None
-
-
 def find_secret(text: str) -> SecretFinding | None:
-    """The first line that looks like a secret, or None."""
+    """The first line that looks like a secret, or None; the line is the value's line."""
     lines = list(_scan_lines(text))
+    context = _context_spans([scanned for _n, _l, scanned, _p in lines])
     for index, (number, _line, scanned, in_public) in enumerate(lines):
         if in_public:
             # Public key material is random by nature; only a known token format counts there.
@@ -776,11 +1070,10 @@ def find_secret(text: str) -> SecretFinding | None:
             continue
         for _span, kind in _spans(scanned, first=True):
             return SecretFinding(line=number, kind=kind)
-        if index + 1 < len(lines):
-            if _split_secret(scanned, lines[index + 1][2]):
-                return SecretFinding(line=number, kind="known token format")
-            if _value_below(scanned, lines[index + 1][2]):
-                return SecretFinding(line=number + 1, kind="password assignment")
+        if index in context:
+            return SecretFinding(line=number, kind="password assignment")
+        if index + 1 < len(lines) and _split_secret(scanned, lines[index + 1][2]):
+            return SecretFinding(line=number, kind="known token format")
     return None
 
 
@@ -821,6 +1114,7 @@ def mask_outbound(text: str) -> str:
 def _mask_outbound(text: str) -> str:
     raw_lines = text.split("\n")
     scanned = list(_scan_lines(text))
+    context = _context_spans([seen for _n, _l, seen, _p in scanned])
     out: list[str] = []
     pending: Span | None = None  # the head of a token split from the line before
     in_private = False
@@ -842,13 +1136,14 @@ def _mask_outbound(text: str) -> str:
         if pending:
             spans.append(pending)
             pending = None
-        if not in_public and index + 1 < len(scanned):
-            split = _split_secret(seen, scanned[index + 1][2])
+        if not in_public:
+            spans += context.get(index, [])
+            split = (
+                _split_secret(seen, scanned[index + 1][2]) if index + 1 < len(scanned) else None
+            )
             if split:
                 spans.append(split[0])
                 pending = split[1]
-            else:
-                pending = _value_below(seen, scanned[index + 1][2])
         out.append(_apply_mask(line, spans) if spans else raw)
     return "\n".join(out)
 

@@ -13,7 +13,7 @@ PLACEHOLDER_WORDS = _words(
     changeme change_me redacted placeholder dummy sample example none null nil true false
     undefined str string bytes int bool text varchar secretstr optional required todo tbd
     fixme empty unset bearer basic env value your_password yourpassword mypassword hidden
-    masked omitted removed xxx user username same-origin include omit
+    masked omitted removed xxx user username same-origin include omit guest
     """
 )
 
@@ -90,7 +90,9 @@ SECRET_WORDS = _words(
     """
     password passwd passwort kennwort pass pwd pw passphrase passcode secret secrets token
     apikey credential credentials creds pin zugangsdaten authtoken accesstoken secretkey
-    privatekey clientsecret geheimzahl pat psk
+    privatekey clientsecret geheimzahl pat psk geheimnis zugangscode pincode geheimcode
+    netzwerkschlüssel sicherheitsschlüssel zugangsschlüssel wlanschlüssel
+    wlanpasswort wlankennwort
     """
 )
 
@@ -115,11 +117,19 @@ KEY_QUALIFIERS = _words(
     """
     api access private secret auth master encryption signing account app session service
     deploy webhook storage subscription license admin client crypto hmac jwt cookie
-    zugangs privat geheim shared consumer x
+    zugangs privat geheim shared consumer x wlan wifi wpa wpa2 network netzwerk
     """
 )
 
 KEY_WORDS = frozenset({"key", "schlüssel"})
+
+# "code" names a secret only after one of these: "door code", "Zugangscode" (not "zip code").
+CODE_QUALIFIERS = _words(
+    """
+    door access alarm gate garage safe entry security unlock lock pin tür tresor zugangs
+    haustür garagen
+    """
+)
 
 NOT_SECRET_WORDS = _words(
     """
