@@ -367,7 +367,7 @@ def _assigned_value(
         value_end = end + operator.end() + value_match.end(group)
         after_start = end + operator.end() + value_match.start(group) + len(value)
         after = line[after_start : after_start + 64]
-        ok = _literal(value, quoted=group != "bare", after=after) and not (
+        ok = _literal(value, quoted=group in ("dq", "sq"), after=after) and not (
             group == "bare" and _sentence_goes_on(value, raw, line, value_end)
         )
     if not ok:
