@@ -11,6 +11,9 @@ generators (human passwords, passphrases, random strings, provider-like tokens, 
 pasted into the shapes people use in notes: Markdown labels, tables, a label above its
 value, lists, code fences, YAML/TOML/INI/.env/JSON and prose, in English and German.
 
+A third kind of negative puts what the documentation says (phrases, inline code) into the
+positives' shapes: `**Password**: see the settings`, `| Token | None |`.
+
 Each row is `{"text", "label", "family", "source", "part"}`. `part` is "tune" or "held":
 one third of the *sources* (a package, a locale file, a template) is held out, so a
 held-out case never shares its source with a case the rules were tuned on.
@@ -396,6 +399,60 @@ def positives(per_template: int = 28) -> list[dict[str, str]]:
     return rows
 
 
+# ---------------------------------------------------------------- negatives in secret shapes
+INLINE_CODE = re.compile(r"``?([^`\n]{2,40})``?")
+# An inline code span that could itself be a credential is left out.
+RANDOMISH = re.compile(r"^(?=.*\d)(?=.*[A-Za-z])[A-Za-z0-9+/=_\-!#$%&*?@]{6,}$")
+WORD = re.compile(r"[^\s]+")
+
+
+def _harvested_values(passages: list[list[str]]) -> tuple[list[str], list[str]]:
+    """What follows a label in documentation that is not a secret: short phrases of its
+    sentences, and its inline code (`settings.SECRET_KEY`, `None`, `~/.netrc`)."""
+    phrases, code = [], []
+    for passage in passages:
+        line = passage[0]
+        code += [
+            span.strip()
+            for span in INLINE_CODE.findall(line)
+            if not RANDOMISH.match(span.strip())
+            and not span.strip().isdigit()  # a number after a PIN label is one
+            and not EXAMPLE_CREDENTIAL.search(span)
+        ]
+        words = WORD.findall(line)
+        if len(words) >= 3:
+            start = rng.randrange(len(words) - 1)
+            phrase = " ".join(words[start : start + rng.randint(2, 6)]).strip(".,;:")
+            if len(phrase.split()) >= 2:
+                phrases.append(phrase)
+    return phrases, code
+
+
+# Shapes whose value is a quoted literal (a quoted phrase may well be a passphrase) or that
+# carry a second value of their own take no harvested text.
+SHAPED_SKIPPED = ("{other}", '"{value}"', "'{value}'")
+
+
+def shaped_negatives(per_source: int = 4) -> list[dict[str, str]]:
+    """The positives' shapes (labels, tables, label above value …) holding what the
+    documentation of a package says there instead of a secret."""
+    rows = []
+    shapes = [t for t in TEMPLATES if not any(skip in t[2] for skip in SHAPED_SKIPPED)]
+    for source, passages in sorted(harvest().items()):
+        phrases, code = _harvested_values(passages)
+        german = source.startswith("django-po")
+        templates = [t for t in shapes if t[1] in (("de", "any") if german else ("en", "any"))]
+        values = phrases + code
+        for value in rng.sample(values, min(len(values), (3 if german else 1) * per_source)):
+            # Text in backticks is a literal: only inline code goes there.
+            fitting = [t for t in templates if value in code or "`{value}`" not in t[2]]
+            _name, language, template = rng.choice(fitting)
+            labels = {"en": EN_LABELS, "de": DE_LABELS, "any": EN_LABELS + DE_LABELS}[language]
+            text = _fill(template, rng.choice(labels), value)
+            rows.append(_row(text, "benign", "secret_looking_shaped", "docs:" + source))
+    return rows
+
+
 def _row(text: str, label: str, family: str, source: str) -> dict[str, str]:
     return {
         "text": text,
@@ -407,7 +464,7 @@ def _row(text: str, label: str, family: str, source: str) -> dict[str, str]:
 
 
 def main() -> None:
-    rows = positives() + negatives()
+    rows = positives() + negatives() + shaped_negatives()
     rng.shuffle(rows)
     OUT.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
     counts: dict[tuple[str, str], int] = defaultdict(int)

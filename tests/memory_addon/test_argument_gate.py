@@ -278,10 +278,16 @@ def test_a_broken_tool_call_over_mcp_is_refused_naming_the_field_and_writes_noth
 
 @pytest.mark.django_db(transaction=True)
 @BATCHES
-@given(batch=st.lists(broken_calls(BANK), min_size=8, max_size=12))
+@given(
+    calls=st.one_of(
+        st.tuples(st.just([]), st.lists(broken_calls(MCP_CHAT), min_size=8, max_size=12)),
+        st.tuples(st.just(["--bank"]), st.lists(broken_calls(BANK), min_size=8, max_size=12)),
+    )
+)
 def test_a_broken_tool_call_through_the_command_line_client_is_refused_and_writes_nothing(
-    live_asgi_server, tmp_path_factory, batch
+    live_asgi_server, tmp_path_factory, calls
 ):
+    bank, batch = calls
     project = tmp_path_factory.mktemp("repo")
     subprocess.run(["git", "init", "-q", str(project)], check=True)
     person = UserFactory()
@@ -289,7 +295,7 @@ def test_a_broken_tool_call_through_the_command_line_client_is_refused_and_write
     token = api_token_create(user=person, name="cli")[1]
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "memory_addon.cli", "mcp", "--bank", "--project", str(project)],
+        args=["-m", "memory_addon.cli", "mcp", *bank, "--project", str(project)],
         env={
             "MEMORY_HOST_URL": live_asgi_server.url,
             "MEMORY_HOST_TOKEN": token,

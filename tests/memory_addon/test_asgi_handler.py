@@ -7,7 +7,9 @@ import threading
 from urllib.parse import urlsplit
 
 import pytest
+from django.conf import settings
 from django.db import connection
+from django.test import Client
 
 from accounts.services import api_token_create
 from tests.factories import UserFactory
@@ -16,15 +18,29 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 CLIENTS = 50
 REQUESTS_EACH = 20
-# Shorter than the request takes under this load: most clients give up mid-request.
+# Shorter than a request takes under this load: most clients give up mid-request.
 CLIENT_PATIENCE_SECONDS = 0.05
 
 
-def _impatient_client(address: tuple[str, int], headers: dict[str, str]) -> None:
+def _api_request(user) -> tuple[str, str, str | None, dict[str, str]]:
+    _, token = api_token_create(user=user, name="hangs up")
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    return "POST", "/api/memory/turn-context", "{}", headers
+
+
+def _page_request(user) -> tuple[str, str, str | None, dict[str, str]]:
+    client = Client()
+    client.force_login(user)
+    session = client.cookies[settings.SESSION_COOKIE_NAME].value
+    return "GET", "/memory/", None, {"Cookie": f"{settings.SESSION_COOKIE_NAME}={session}"}
+
+
+def _impatient_client(address: tuple[str, int], request: tuple) -> None:
+    method, path, body, headers = request
     for _ in range(REQUESTS_EACH):
         client = http.client.HTTPConnection(*address, timeout=CLIENT_PATIENCE_SECONDS)
         try:
-            client.request("POST", "/api/memory/turn-context", body="{}", headers=headers)
+            client.request(method, path, body=body, headers=headers)
             client.getresponse().read()
         except OSError:  # gave up waiting: the client hangs up
             pass
@@ -32,13 +48,13 @@ def _impatient_client(address: tuple[str, int], headers: dict[str, str]) -> None
             client.close()
 
 
-def test_clients_hanging_up_mid_request_give_every_connection_back(live_asgi_server):
-    _, token = api_token_create(user=UserFactory(), name="hangs up")
+@pytest.mark.parametrize("make_request", [_api_request, _page_request], ids=["api", "page"])
+def test_clients_hanging_up_mid_request_give_every_connection_back(live_asgi_server, make_request):
+    request = make_request(UserFactory())
     url = urlsplit(live_asgi_server.url)
     address = (url.hostname or "", url.port or 80)
-    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
     clients = [
-        threading.Thread(target=_impatient_client, args=(address, headers)) for _ in range(CLIENTS)
+        threading.Thread(target=_impatient_client, args=(address, request)) for _ in range(CLIENTS)
     ]
     for client in clients:
         client.start()
@@ -53,8 +69,9 @@ def test_clients_hanging_up_mid_request_give_every_connection_back(live_asgi_ser
     for conn in taken:
         pool.putconn(conn)
 
-    for path, body in (("/healthz", None), ("/api/memory/turn-context", "{}")):
+    headers = request[3]
+    for method, path, body, _ in (("GET", "/healthz", None, None), request):
         answer = http.client.HTTPConnection(*address, timeout=30)
-        answer.request("GET" if body is None else "POST", path, body=body, headers=headers)
+        answer.request(method, path, body=body, headers=headers)
         assert answer.getresponse().status == 200, path
         answer.close()

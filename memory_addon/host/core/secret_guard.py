@@ -69,7 +69,8 @@ def normalise(text: str) -> str:
 _PLACEHOLDER_WORDS = words.PLACEHOLDER_WORDS
 _PLACEHOLDER_PART = re.compile(
     r"(?i)x{4}|\*{3}|\u2022{3}|\.\.\.|\u2026|example|changeme|redacted|placeholder|dummy|"
-    r"^your|[_-]your|your[_-]|[_-]here$|_here_|insert[_-]|replace[_-]?me|<[^>]*>|\{\{"
+    r"^your|[_-]your|your[_-]|[_-]here$|_here_|insert[_-]|replace[_-]?me|<[^>]*>|\{\{|"
+    r"%\(\w+\)[sdfr]|\{\w*\}"
 )
 _SEQUENCE = re.compile(r"(?i)0123456789|123456789|abcdefghij|qwertyuiop")
 # References and markup rather than values: $VAR, ${VAR}, {{ x }}, <token>, %VAR%, YAML tags,
@@ -246,7 +247,7 @@ def _literal(value: str, *, quoted: bool, after: str = "") -> bool:
         return False
     if quoted:
         return True
-    if _reference(value) or _CONSTANT.match(value):
+    if _reference(value) or _CONSTANT.match(value) or _markup_or_address(value):
         return False
     if _IDENTIFIER.match(value) and _CODE_AFTER.match(after):
         return False  # `token: ApiToken)`, `x = data_dir / "file"`, `a = PREFIX + b`
@@ -258,12 +259,33 @@ def _plain_word(value: str) -> bool:
     return value.isalpha() and value.islower()
 
 
+_WORD_VALUE = re.compile(r"[^\W\d_]+(?:[-_'][^\W\d_]+)*")
+
+
+def _word_value(value: str) -> bool:
+    """Letters only, maybe joined (`Local`, `built-in`, `source_paths`): never a token or
+    key. Three or more joined words with capitals are a passphrase (`Ocean_sommer_Falcon`)."""
+    if not _WORD_VALUE.fullmatch(value):
+        return False
+    pieces = re.split(r"[-_']", value)
+    return len(pieces) < 3 or all(piece.islower() for piece in pieces)
+
+
+_MARKUP = re.compile(r"://|\]\(|::|:$|^\||^<|\bimage:|\balt=|\bsrc=|\bhref=")
+
+
+def _markup_or_address(value: str) -> bool:
+    """Markup, a link or an address after a label (`image::`, `](…)`, `redis://host`):
+    credentials in a URL have their own rule."""
+    return bool(_MARKUP.search(value))
+
+
 def _password_like(value: str) -> bool:
     """A bare value with no operator before it: needs letters and digits or symbols."""
     if len(value) < 6 or _wordish(value) or is_placeholder(value) or _reference(value):
         return False
     # Sentence and markup punctuation around a word, as in "Passwort vergessen?", "**guard.**".
-    if "](" in value:
+    if _markup_or_address(value):
         return False  # a Markdown link: "[Token bucket](#token-bucket)"
     core = value.strip(".,;:!?*_~()[]`")
     has_alpha = any(c.isalpha() for c in core)
@@ -367,8 +389,13 @@ def _assigned_value(
         value_end = end + operator.end() + value_match.end(group)
         after_start = end + operator.end() + value_match.start(group) + len(value)
         after = line[after_start : after_start + 64]
-        ok = _literal(value, quoted=group != "bare", after=after) and not (
-            group == "bare" and _sentence_goes_on(value, raw, line, value_end)
+        ok = _literal(value, quoted=group in ("dq", "sq"), after=after) and not (
+            group != "dq"
+            and group != "sq"
+            and (
+                _sentence_goes_on(value, raw, line, value_end)
+                or (_word_value(value) and not _PASSWORD_LABEL.search(key))
+            )
         )
     if not ok:
         return None
@@ -427,6 +454,7 @@ def _lone_value(value: str, *, pin: bool) -> bool:
         or _wordish(value)
         or any(c in value for c in "()=[]{}")
         or _names_a_field(value)
+        or _markup_or_address(value)
     ):
         return False
     if _short_token(value):
@@ -632,7 +660,9 @@ def _prose_spans(line: str) -> Iterator[Span]:
                 continue
             value = _clean(found[0]).rstrip(".,;:!?")
             value_end = found[1][0] + len(value)
-            if _plain_word(value) and not _PASSWORD_LABEL.search(match.group(0)):
+            if _markup_or_address(value) or (
+                _word_value(value) and not _PASSWORD_LABEL.search(match.group(0))
+            ):
                 continue  # "the token is within …": a token or key is never a plain word
             if _PIN.match(value) or (
                 len(value) >= 4
@@ -649,18 +679,18 @@ def _prose_spans(line: str) -> Iterator[Span]:
 # Labels whose value may be a plain word ("the wifi password is swordfish").
 _PASSWORD_LABEL = re.compile(r"(?i)pass|passw|kennwort|\bpwd?\b")
 _NEXT_WORD = re.compile(r"[ \t]+([a-z\u00e4\u00f6\u00fc\u00df]+)\b")
-_NEXT_TWO_WORDS = re.compile(r"[ \t]+[a-z\u00e4\u00f6\u00fc\u00df]+[ \t]+[a-z\u00e4\u00f6\u00fc\u00df]+\b")
+_NEXT_LETTER_WORD = re.compile(r"[ \t]+[^\W\d_]{2,}")
 _JOINERS = frozenset({"and", "und", "but", "aber", "or", "oder", "so", "also", "then", "dann"})
 
 
 def _sentence_goes_on(value: str, raw: str, line: str, end: int) -> bool:
     """A plain word the sentence runs on from: "the password is case sensitive",
     "password: Flag to say if the field …"."""
-    if value.isalpha() and value[1:].islower() and raw == value:
-        if _NEXT_TWO_WORDS.match(line, end):
-            return True
-    if not value.isalpha() or not value.islower() or raw != value:
+    if not value.isalpha() or raw != value:
         return False
+    if not value.islower():
+        # "Python Promises", "Methode mit Argumenten": a capitalised word and more words.
+        return _NEXT_LETTER_WORD.match(line, end) is not None
     following = _NEXT_WORD.match(line, end)
     return following is not None and following.group(1) not in _JOINERS
 

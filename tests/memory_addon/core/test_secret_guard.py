@@ -9,10 +9,12 @@ import pytest
 
 from benchmarks import secret_guard_bench as bench
 from memory_addon.core.entries import render_entry
+from memory_addon.core.paths import PathRefused, normalize_path
 from memory_addon.host.core.secret_guard import (
     MASK,
     MASK_CACHE_MAX_CHARS,
     find_in_line,
+    find_in_name,
     find_secret,
     mask_outbound,
 )
@@ -492,3 +494,190 @@ def test_a_value_on_the_line_below_its_label_is_found_and_masked(text, secret):
 )
 def test_a_label_line_followed_by_prose_is_not_a_secret(text):
     assert find_secret(text) is None
+
+
+# ------------------------------------------------------------------ Markdown and note shapes
+@pytest.mark.parametrize(
+    ("text", "line", "secret"),
+    [
+        # Emphasised labels.
+        ("**Password**: Sommer2024!xQ", 1, "Sommer2024!xQ"),
+        ("**Passwort:** Sommer2024!xQ", 1, "Sommer2024!xQ"),
+        ("*Passwort:* Sommer2024!xQ", 1, "Sommer2024!xQ"),
+        ("_Kennwort_: Tulpe!2024x", 1, "Tulpe!2024x"),
+        ("__token__ = a8Fk29dLq0Zx7Wm3Yt", 1, "a8Fk29dLq0Zx7Wm3Yt"),
+        ("- **API-Schlüssel:** Qm3Rt8ZkLp2Vx9Wn", 1, "Qm3Rt8ZkLp2Vx9Wn"),
+        ("**Zugangsdaten**: `Bergsee-77!`", 1, "Bergsee-77!"),
+        ("**Geheimnis:** Ahorn.Velvet.Quartz", 1, "Ahorn.Velvet.Quartz"),
+        ("**Schlüssel**: `Tulpe917x`", 1, "Tulpe917x"),
+        ("**PIN**: 4711", 1, "4711"),
+        # Lists and quotes.
+        ("- password: Sommer2024!xQ", 1, "Sommer2024!xQ"),
+        ("* Passwort = Sommer2024!xQ", 1, "Sommer2024!xQ"),
+        ("3. Token: sess_npbgYPPrRV66hfDx4Oqw", 1, "sess_npbgYPPrRV66hfDx4Oqw"),
+        ("> Kennwort: Sommer2024!xQ", 1, "Sommer2024!xQ"),
+        ("- PIN Sparkasse: 4711", 1, "4711"),
+        ("- Passwort fürs NAS: Sommer2024!xQ", 1, "Sommer2024!xQ"),
+        # Tables: a cell naming the secret and the value next to it, or a header above.
+        ("| wifi password | Sommer2024!xQ |", 1, "Sommer2024!xQ"),
+        ("| WLAN-Passwort | `Sommer2024!xQ` |", 1, "Sommer2024!xQ"),
+        ("| NAS | PIN | 118625 |", 1, "118625"),
+        ("| Service | Password |\n|---|---|\n| Netflix | Sommer2024!xQ |", 3, "Sommer2024!xQ"),
+        (
+            "| Dienst | Benutzer | Passwort |\n| --- | --- | --- |\n| Bank | anna | Tulpe!2024x |",
+            3,
+            "Tulpe!2024x",
+        ),
+        (
+            "| Account | Token |\n|:--|:--|\n| staging | see vault |\n| prod | a8Fk29dLq0Zx7Wm3 |",
+            4,
+            "a8Fk29dLq0Zx7Wm3",
+        ),
+        # A label alone on its line, the value on the next line with text.
+        ("Passwort\nSommer2024!xQ", 2, "Sommer2024!xQ"),
+        ("Topic: router\nPasswort\n\nSommer2024!xQ", 4, "Sommer2024!xQ"),
+        ("**WLAN-Passwort**\n\nSommer2024!xQ", 3, "Sommer2024!xQ"),
+        ("### API key\npepper2016+9l", 2, "pepper2016+9l"),
+        ("## NAS Zugangsdaten\n\n`violet267!`", 3, "violet267!"),
+        ("Kennwort:\n```\nSommer2024!xQ\n```", 3, "Sommer2024!xQ"),
+        ("Door code\n4711", 2, "4711"),
+        # Code fences and config files.
+        ("```env\nDB_PASSWORD=Sommer2024!xQ\n```", 2, "Sommer2024!xQ"),
+        ("```bash\nexport API_TOKEN='a8Fk29dLq0Zx7Wm3'\n```", 2, "a8Fk29dLq0Zx7Wm3"),
+        ("database:\n  host: db.local\n  password: Sommer2024!xQ", 3, "Sommer2024!xQ"),
+        ('[service]\napi_key = "a8Fk29dLq0Zx7Wm3"', 2, "a8Fk29dLq0Zx7Wm3"),
+        ("[smtp]\nsmtp_pass=Sommer2024!xQ", 2, "Sommer2024!xQ"),
+        ('{"user": "anna", "api_key": "a8Fk29dLq0Zx7Wm3"}', 1, "a8Fk29dLq0Zx7Wm3"),
+        # Prose, English and German.
+        ("The password for the Fritz!Box is walnut1986", 1, "walnut1986"),
+        ("Mein Netzwerkschlüssel ist Ahorn1966x", 1, "Ahorn1966x"),
+        ("Die PIN code für Jira ist 87252", 1, "87252"),
+        ("Passwort für Gmail auf Tulpe!2024x gesetzt", 1, "Tulpe!2024x"),
+        ("use wcd23kv1jf66ru2l34hr2b8q as the api key for Synology", 1, "wcd23kv1jf66ru2l34hr2b8q"),
+    ],
+)
+def test_secrets_in_markdown_config_and_prose_shapes_are_found_on_the_values_line(
+    text, line, secret
+):
+    finding = find_secret(text)
+    assert finding is not None and finding.line == line, finding
+    assert secret not in mask_outbound(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "| Password policy | at least 12 characters |",
+        "| Passwort | siehe Passwort-Manager |",
+        "| Token | Description |\n|---|---|\n| `access_token` | The token the API returns |",
+        "| Name | Type | Default |\n|---|---|---|\n| password | `str` | `None` |",
+        "| Service | Password |\n|---|---|\n| Netflix | in Bitwarden |",
+        "Passwort vergessen? Link auf der Anmeldeseite",
+        "**Password**: see the vault",
+        "**Passwort:** steht im Passwort-Manager",
+        "**Token**\n\nThe token expires after an hour.",
+        "### API key\nRotate it every 90 days.",
+        "Passwort\n\n- mindestens 12 Zeichen",
+        "Kennwort:\n```\n${ROUTER_PASSWORD}\n```",
+        "## Tokens\nmy-project-tokens",
+        "- password: `os.environ['DB_PASSWORD']`",
+        "The API token is stored in 1Password; ask Anna for access.",
+        "Tokens are rotated monthly and never written down.",
+        "Set a password on this sheet.",
+        "Returns True if this token is within the group.",
+        "password: Flag to say if the field should obfuscate its content.",
+        "- Door code: ask the caretaker",
+        "| Key | Value |\n|---|---|\n| timeout | 30 |",
+        "Der Schlüssel liegt beim Nachbarn.",
+        "PIN-Brief kam heute an, Karte folgt",
+    ],
+)
+def test_markdown_and_prose_look_alikes_are_not_refused(text):
+    assert find_secret(text) is None
+
+
+# ------------------------------------------------------------------ file and folder names
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("ghp_R8kq2LmZ0vX4tYp7Wn3bQe9Hc5Jd1Fs6Ga2K.md", "known token format"),
+        ("sk-proj-Zq3x8Lp2Wm7Rt4Yv9Nb1Kc6Hd0Jf5Gs2Ae8Qw.md", "known token format"),
+        ("password-Sommer2024xQ.md", "password assignment"),
+        ("passwort_Tulpe2024x.md", "password assignment"),
+        ("wlan-passwort Sommer2024xQ.md", "password assignment"),
+        ("token-abc123def456", "password assignment"),
+        ("pin-4711.md", "password assignment"),
+        ("aZ3k9Qx7Lm2Pq8Rt5Vw1Yb4Nc6Hd0Jf2Gs", "random-looking string"),
+    ],
+)
+def test_names_holding_a_secret_are_found(name, kind):
+    assert find_in_name(name) == kind
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "wifi-password.md",
+        "password-policy.md",
+        "password-reset-2024.md",
+        "passwords.md",
+        "token-budget-2024.md",
+        "api-key-rotation-v2.md",
+        "pin-2024.md",
+        "secret-santa-2025.md",
+        "my-secret-recipe-2.md",
+        "Passwort-Manager.md",
+        "notes-2024-10-01.md",
+    ],
+)
+def test_names_that_only_mention_a_secret_pass(name):
+    assert find_in_name(name) is None
+
+
+def test_a_secret_path_is_refused_naming_the_kind_but_not_the_value():
+    with pytest.raises(PathRefused) as refused:
+        normalize_path("notes/password-Sommer2024xQ.md")
+    assert "Sommer2024xQ" not in str(refused.value)
+    assert refused.value.values == {"kind": "password assignment"}
+    with pytest.raises(PathRefused) as refused:
+        normalize_path("ghp_R8kq2LmZ0vX4tYp7Wn3bQe9Hc5Jd1Fs6Ga2K/notes.md")
+    assert "R8kq2LmZ0vX4" not in str(refused.value)
+
+
+# ------------------------------------------------------------------ the second set
+CORPUS = [
+    json.loads(line)
+    for line in (Path(__file__).parent / "data" / "secret_corpus.jsonl").read_text().splitlines()
+]
+
+
+def _corpus(part: str, label: str, family_start: str = "") -> list[dict[str, str]]:
+    return [
+        case
+        for case in CORPUS
+        if case["part"] == part
+        and case["label"] == label
+        and case["family"].startswith(family_start)
+    ]
+
+
+def test_second_set_holds_out_whole_sources():
+    parts: dict[str, set[str]] = defaultdict(set)
+    for case in CORPUS:
+        parts[case["source"]].add(case["part"])
+    assert all(len(found) == 1 for found in parts.values())
+    held = {source for source, found in parts.items() if found == {"held"}}
+    assert len(held) >= 50 and len(_corpus("held", "secret")) >= 300
+
+
+# The figures reached on the held-out part (docs/benchmarks.md), with a little room: a
+# change that loses recall or refuses more ordinary text fails here.
+@pytest.mark.parametrize(
+    ("part", "recall", "refused", "refused_secret_looking", "refused_plain"),
+    [("held", 0.975, 0.01, 0.02, 0.005), ("tune", 0.99, 0.01, 0.02, 0.005)],
+)
+def test_second_set_meets_the_floor(part, recall, refused, refused_secret_looking, refused_plain):
+    assert _rates(_corpus(part, "secret")) >= recall
+    assert _rates(_corpus(part, "benign")) <= refused
+    assert _rates(_corpus(part, "benign", "secret_looking")) <= refused_secret_looking
+    assert _rates(_corpus(part, "benign", "plain")) <= refused_plain
