@@ -19,6 +19,7 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from django.urls import path  # noqa: E402
 
 from memory_addon.host.consumers import EventsConsumer  # noqa: E402
+from memory_addon.host.request_limits import BoundedRequests  # noqa: E402
 from memory_addon.host.websocket_origin import SameOriginValidator  # noqa: E402
 from memory_addon.mcp_server import mcp_app  # noqa: E402
 
@@ -35,7 +36,8 @@ async def http_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
 
 application = ProtocolTypeRouter(
     {
-        "http": http_app,
+        # Bodies are bounded before Django spools them to disk (size and floor rate).
+        "http": BoundedRequests(http_app),
         "websocket": SameOriginValidator(
             AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)))
         ),
