@@ -17,6 +17,7 @@ from django.conf import settings
 from bridges.signing import sign_headers
 from memory_addon.host.outbound import (
     OutboundRefused,
+    bounded_call,
     check_outbound_url,
     release_db_connection,
     shared_http_client,
@@ -55,13 +56,18 @@ def post_signed(url: str, *, secret: str, msg_id: str, body: bytes) -> PostResul
     timeout = httpx.Timeout(
         settings.WEBHOOK_READ_TIMEOUT_SECONDS, connect=settings.WEBHOOK_CONNECT_TIMEOUT_SECONDS
     )
+    total = settings.WEBHOOK_CONNECT_TIMEOUT_SECONDS + settings.WEBHOOK_READ_TIMEOUT_SECONDS
     headers = sign_headers(secret, msg_id=msg_id, body=body)
     try:
         # Only the status counts; the body is never read, so a receiver that sends one
-        # slowly or without end cannot hold the delivery job.
-        with shared_http_client().stream(
-            "POST", url, content=body, headers=headers, timeout=timeout
-        ) as response:
+        # slowly or without end cannot hold the delivery job; one that sends its headers
+        # slowly is ended by the whole call's deadline.
+        with (
+            bounded_call(total_seconds=total, max_bytes=0),
+            shared_http_client().stream(
+                "POST", url, content=body, headers=headers, timeout=timeout
+            ) as response,
+        ):
             status = response.status_code
     except httpx.TimeoutException:
         return done(False, None, "The server did not answer in time.", True)

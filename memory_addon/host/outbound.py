@@ -10,16 +10,18 @@ with OUTBOUND_ALLOW_PRIVATE, OUTBOUND_ALLOWED_HOSTS and OUTBOUND_DENIED_HOSTS.
 from __future__ import annotations
 
 import ipaddress
-import os
 import socket
-import threading
-import time
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 from django.conf import settings
 from django.db import connection
+
+from memory_addon.host.bounded_http import AnswerRefused as AnswerRefused
+from memory_addon.host.bounded_http import BodyTooLarge as BodyTooLarge
+from memory_addon.host.bounded_http import bounded_call as bounded_call
+from memory_addon.host.bounded_http import shared_http_client as shared_http_client
 
 
 class OutboundRefused(ValueError):
@@ -104,28 +106,6 @@ def release_db_connection() -> None:
         connection.close()
 
 
-_http_clients: dict[int, httpx.Client] = {}
-_http_clients_lock = threading.Lock()
-
-
-def shared_http_client() -> httpx.Client:
-    """One httpx client per process for outside calls (it follows no redirects).
-
-    A new client per call loads the CA bundle and builds a TLS context (~20 ms), more
-    than a small POST costs. httpx.Client is thread-safe; each call passes its own
-    timeout. Keyed by pid, so a forked worker child gets its own.
-    """
-    with _http_clients_lock:
-        client = _http_clients.get(os.getpid())
-        if client is None:
-            client = _http_clients[os.getpid()] = httpx.Client()
-        return client
-
-
-class BodyTooLarge(httpx.HTTPError):
-    """The server's answer is larger than the caller reads."""
-
-
 def read_bounded(
     method: str,
     url: str,
@@ -133,20 +113,13 @@ def read_bounded(
     timeout: httpx.Timeout | float,
     total_seconds: float,
     max_bytes: int,
-    client: httpx.Client | None = None,
     **kwargs: Any,
 ) -> tuple[int, bytes]:
-    """One outside call, bounded as a whole: httpx's timeouts bound each read, so a
-    server sending a byte every few seconds would hold the caller for ever, and a body
-    is read whole. Raises httpx.ReadTimeout after `total_seconds` and BodyTooLarge
+    """One outside call whose answer is read whole, bounded as a whole (headers included)
+    by `bounded_call`: raises httpx.ReadTimeout after `total_seconds` and BodyTooLarge
     beyond `max_bytes`; returns the status and the body."""
-    deadline = time.monotonic() + total_seconds
-    with (client or shared_http_client()).stream(method, url, timeout=timeout, **kwargs) as answer:
-        body = bytearray()
-        for chunk in answer.iter_bytes():
-            if time.monotonic() > deadline:
-                raise httpx.ReadTimeout(f"the whole answer took longer than {total_seconds:g} s")
-            body += chunk
-            if len(body) > max_bytes:
-                raise BodyTooLarge(f"the answer is larger than {max_bytes} bytes")
-        return answer.status_code, bytes(body)
+    with (
+        bounded_call(total_seconds=total_seconds, max_bytes=max_bytes),
+        shared_http_client().stream(method, url, timeout=timeout, **kwargs) as answer,
+    ):
+        return answer.status_code, answer.read()
