@@ -13,8 +13,9 @@ goes through `shared_http_client()` inside `bounded_call(...)`:
 - it asks for an uncompressed answer and refuses a compressed one, so the counted bytes
   are the bytes the caller gets (no decompression bomb).
 
-A call on this client outside `bounded_call` is a programming error and raises. No
-Django in here: the model client uses it too.
+A call on this client (or on a client built with `bounded_transport()`) outside
+`bounded_call` is a programming error and raises. No Django in here: the model client
+uses it too.
 """
 
 from __future__ import annotations
@@ -233,6 +234,9 @@ class _BoundedTransport(httpx.HTTPTransport):
             raise RuntimeError("An outside call needs its bounds: make it inside bounded_call().")
         budget.headers_in = False  # each request of the block (a retry) waits for its own
         budget.line_bytes = 0
+        # Whatever client built the request (a library's own): the counted bytes are the
+        # bytes the caller gets.
+        request.headers["Accept-Encoding"] = "identity"
         response = super().handle_request(request)
         budget.headers_in = True
         encoding = response.headers.get("content-encoding", "").strip().lower()
@@ -256,7 +260,11 @@ def shared_http_client() -> httpx.Client:
     with _clients_lock:
         client = _clients.get(os.getpid())
         if client is None:
-            client = _clients[os.getpid()] = httpx.Client(
-                transport=_BoundedTransport(), headers={"Accept-Encoding": "identity"}
-            )
+            client = _clients[os.getpid()] = httpx.Client(transport=bounded_transport())
         return client
+
+
+def bounded_transport() -> httpx.BaseTransport:
+    """The transport of `shared_http_client`, for a library that builds its own httpx
+    client (Qdrant's): its calls, too, must run inside `bounded_call`."""
+    return _BoundedTransport()
