@@ -29,7 +29,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from functools import partial
+from functools import cache, partial
 
 import httpcore
 import httpx
@@ -216,12 +216,18 @@ class _CountedBody(httpx.SyncByteStream):
         self.inner.close()
 
 
+@cache
+def _ssl_context() -> ssl.SSLContext:
+    """Loading the CA bundle takes ~20 ms: once per process, shared by every transport."""
+    return httpx.create_ssl_context()
+
+
 class _BoundedTransport(httpx.HTTPTransport):
     def __init__(self) -> None:
-        super().__init__()
+        super().__init__(verify=_ssl_context())
         # httpx takes no network backend; its pool does, so it is swapped for one that has ours.
         self._pool = httpcore.ConnectionPool(
-            ssl_context=httpx.create_ssl_context(),
+            ssl_context=_ssl_context(),
             max_connections=100,
             max_keepalive_connections=20,
             keepalive_expiry=5.0,
