@@ -17,7 +17,7 @@ from typing import Any
 
 from django.conf import settings
 
-Scope = MutableMapping[str, Any]
+Scope = dict[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
