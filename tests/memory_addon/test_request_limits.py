@@ -194,3 +194,19 @@ def test_the_launcher_bounds_idle_connections_and_headers(monkeypatch):
     monkeypatch.setenv("WEB_KEEP_ALIVE_SECONDS", "soon")
     with pytest.raises(SystemExit, match="WEB_KEEP_ALIVE_SECONDS"):
         uvicorn_command([])
+
+
+def test_a_websocket_handshake_still_reaches_the_app_through_the_bounded_protocol(
+    bounded_server,
+):
+    host, port = bounded_server
+    with socket.create_connection(bounded_server, timeout=30) as sock:
+        sock.sendall(
+            f"GET /ws/events/ HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\n"
+            f"Connection: Upgrade\r\nOrigin: http://{host}:{port}\r\n"
+            "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+            "Sec-WebSocket-Version: 13\r\n\r\n".encode()
+        )
+        status = sock.recv(65536).split(b"\r\n", 1)[0]
+    # The app answered the handshake (a guest is turned down), not the header timeout.
+    assert status == b"HTTP/1.1 403 Forbidden"
