@@ -18,6 +18,7 @@ from django.conf import settings
 from bridges.signing import sign_headers
 from memory_addon.host.outbound import (
     OutboundRefused,
+    bounded_call,
     check_outbound_url,
     release_db_connection,
     shared_http_client,
@@ -58,13 +59,18 @@ def post_signed(
     timeout = httpx.Timeout(
         settings.WEBHOOK_READ_TIMEOUT_SECONDS, connect=settings.WEBHOOK_CONNECT_TIMEOUT_SECONDS
     )
+    total = settings.WEBHOOK_CONNECT_TIMEOUT_SECONDS + settings.WEBHOOK_READ_TIMEOUT_SECONDS
     headers = sign_headers(secret, msg_id=msg_id, body=body, also_signed_with=also_signed_with)
     try:
         # Only the status counts; the body is never read, so a receiver that sends one
-        # slowly or without end cannot hold the delivery job.
-        with shared_http_client(allow_loopback=settings.WEBHOOK_ALLOW_LOOPBACK).stream(
-            "POST", url, content=body, headers=headers, timeout=timeout
-        ) as response:
+        # slowly or without end cannot hold the delivery job; one that sends its headers
+        # slowly is ended by the whole call's deadline.
+        with (
+            bounded_call(total_seconds=total, max_bytes=0),
+            shared_http_client(allow_loopback=settings.WEBHOOK_ALLOW_LOOPBACK).stream(
+                "POST", url, content=body, headers=headers, timeout=timeout
+            ) as response,
+        ):
             status = response.status_code
     except OutboundRefused as refusal:  # the name resolved elsewhere at connect time
         return done(False, None, str(refusal), False)

@@ -18,11 +18,13 @@ from email.utils import parsedate_to_datetime
 from functools import partial
 from typing import Any, Literal
 
+import httpx
 import openai
 from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCall
 
 from memory_addon.host import metrics
-from memory_addon.host.outbound import GuardedTransport2
+from memory_addon.host.bounded_http import AnswerRefused, bounded_call
+from memory_addon.host.outbound import shared_http_client
 
 ErrorKind = Literal[
     "auth",
@@ -72,6 +74,12 @@ class Endpoint:
     # The text of one streamed reply; the chat runner stops far earlier at its own cap
     # (CHAT_MAX_ANSWER_CHARS), the short learning calls rely on this one.
     max_content_chars: int = 1_048_576
+    # The whole call, connect to last byte (the status and headers within connect + read
+    # timeout), and the bytes of one reply and of one line of its stream: a server that
+    # trickles or sends one endless line is cut off by the transport, not read into memory.
+    max_seconds: float = 900.0
+    max_reply_bytes: int = 128 * 1024 * 1024
+    max_line_bytes: int = 8 * 1024 * 1024
 
 
 @dataclass
@@ -90,24 +98,11 @@ class RoundResult:
     stopped: bool = False
 
 
-_http_client: Any = None
-_http_client_lock = threading.Lock()
-
-
-def _shared_http_client() -> Any:
-    """One HTTP client per process: building one loads the CA bundle (~20 ms) each time,
-    and a shared one keeps connections to the model server open between rounds.
-    It is thread-safe; timeouts are passed with each request."""
-    global _http_client
-    with _http_client_lock:
-        if _http_client is None:
-            _http_client = openai.DefaultHttpx2Client(transport=GuardedTransport2())
-        return _http_client
-
-
 def _client(endpoint: Endpoint) -> openai.OpenAI:
     return openai.OpenAI(
-        http_client=_shared_http_client(),
+        # The host's one client for outside calls: pooled, bounded as a whole by bounded_call.
+        # The library's types name httpx2 only; it takes an httpx client too (legacy support).
+        http_client=shared_http_client(),  # type: ignore[arg-type]
         base_url=endpoint.base_url,
         # Local servers need no key, but the library insists on one.
         api_key=endpoint.api_key or "no-key",
@@ -298,6 +293,34 @@ def _interruptible(call: Callable[[], RoundResult], should_stop: Callable[[], bo
 
 
 def _stream_once(
+    endpoint: Endpoint,
+    messages: list[dict[str, Any]],
+    tools: Sequence[Mapping[str, object]] | None,
+    on_delta: Callable[[str], None],
+    should_stop: Callable[[], bool],
+    received: list[bool],
+) -> RoundResult:
+    with bounded_call(
+        total_seconds=endpoint.max_seconds,
+        headers_seconds=endpoint.connect_timeout + endpoint.read_timeout,
+        max_bytes=endpoint.max_reply_bytes,
+        max_line_bytes=endpoint.max_line_bytes,
+    ):
+        try:
+            return _read_stream(endpoint, messages, tools, on_delta, should_stop, received)
+        except AnswerRefused as error:
+            raise ModelError(
+                "malformed", f"The AI server's answer was not read on: {error}."
+            ) from error
+        except httpx.TimeoutException as error:
+            raise ModelError(
+                "timeout",
+                f"The AI server at {endpoint.base_url} did not finish its answer in time "
+                f"({error}).",
+            ) from error
+
+
+def _read_stream(
     endpoint: Endpoint,
     messages: list[dict[str, Any]],
     tools: Sequence[Mapping[str, object]] | None,

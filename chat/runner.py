@@ -277,6 +277,8 @@ def _endpoint(conversation: Conversation) -> client.Endpoint:
         max_tool_argument_chars=settings.CHAT_MAX_TOOL_ARGUMENT_CHARS,
         # The answer's own cap ends reading first (the text that arrived is kept).
         max_content_chars=2 * settings.CHAT_MAX_ANSWER_CHARS + 1_048_576,
+        # The answer's own deadline ends the helper thread's call too.
+        max_seconds=float(settings.CHAT_MAX_ANSWER_SECONDS),
     )
 
 

@@ -24,6 +24,7 @@ from django.conf import settings
 
 from knowledge.local_model import PACKAGED_MODEL, assemble_minilm, default_model_folder
 from memory_addon.host.outbound import (
+    AnswerRefused,
     BodyTooLarge,
     OutboundRefused,
     check_outbound_url,
@@ -251,6 +252,10 @@ class OpenAIEmbedder:
                 raise EmbeddingUnavailable(
                     "The embeddings server's answer is larger than "
                     f"{MAX_ANSWER_BYTES // (1024 * 1024)} MiB; it was not read."
+                ) from None
+            except AnswerRefused as error:
+                raise EmbeddingUnavailable(
+                    f"The embeddings server's answer was not read: {error}."
                 ) from None
             except (httpx.TimeoutException, httpx.NetworkError) as error:
                 reason = type(error).__name__

@@ -7,8 +7,9 @@ under chunk ids taken before its commit, and the commit that inserts those rows 
 them visible, in one step with the keyword side. Points of replaced or removed chunks
 are deleted after the commit; until then no row leads to them.
 
-Every call is bounded by KNOWLEDGE_QDRANT_TIMEOUT_SECONDS and made without holding a
-database connection.
+Every call is bounded as a whole (connect, headers, answer) by
+KNOWLEDGE_QDRANT_TIMEOUT_SECONDS and MAX_ANSWER_BYTES (memory_addon/host/bounded_http.py)
+and made without holding a database connection.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import ipaddress
 import logging
 import uuid
 from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from functools import cache
 from urllib.parse import urlsplit
 
@@ -27,15 +29,18 @@ from qdrant_client import models as qm
 
 from knowledge.errors import KnowledgeRefusal
 from knowledge.models import Chunk, StagedChunk, Store
+from memory_addon.host.bounded_http import CallBudget, bounded_call
 from memory_addon.host.outbound import (
-    GuardedTransport,
     OutboundRefused,
     check_outbound_url,
+    guarded_transport,
     release_db_connection,
 )
 
 logger = logging.getLogger(__name__)
 UPSERT_BATCH = 256
+# Our calls are answered with ids, scores and counts (vectors are never asked back).
+MAX_ANSWER_BYTES = 16 * 1024 * 1024
 
 
 class QdrantUnavailable(KnowledgeRefusal):
@@ -97,8 +102,16 @@ def client(store: Store) -> QdrantClient:
         prefer_grpc=False,
         check_compatibility=False,  # no extra version request before every search
         # Every connection is checked against the outbound rules when it is made, not
-        # only when the store was created: the name may resolve elsewhere by now.
-        transport=GuardedTransport(trusted_hosts=settings.KNOWLEDGE_QDRANT_PLAIN_HTTP_HOSTS),
+        # only when the store was created (the name may resolve elsewhere by now), and
+        # every call is bounded as a whole.
+        transport=guarded_transport(trusted_hosts=settings.KNOWLEDGE_QDRANT_PLAIN_HTTP_HOSTS),
+    )
+
+
+def _bounded() -> AbstractContextManager[CallBudget]:
+    """One Qdrant call (or the few of one action) bounded as a whole."""
+    return bounded_call(
+        total_seconds=float(settings.KNOWLEDGE_QDRANT_TIMEOUT_SECONDS), max_bytes=MAX_ANSWER_BYTES
     )
 
 
@@ -133,19 +146,20 @@ def collection_create(store: Store) -> None:
     """Make the store's Qdrant collection (cosine distance, the store's dimension)."""
     release_db_connection()
     try:
-        qdrant = client(store)
-        qdrant.create_collection(
-            collection_name=store.qdrant_collection,
-            vectors_config=qm.VectorParams(
-                size=int(store.dimension or 0), distance=qm.Distance.COSINE
-            ),
-        )
-        if not settings.KNOWLEDGE_QDRANT_LOCAL:  # local mode has no payload indexes
-            qdrant.create_payload_index(
+        with _bounded():
+            qdrant = client(store)
+            qdrant.create_collection(
                 collection_name=store.qdrant_collection,
-                field_name="source_id",
-                field_schema=qm.PayloadSchemaType.INTEGER,
+                vectors_config=qm.VectorParams(
+                    size=int(store.dimension or 0), distance=qm.Distance.COSINE
+                ),
             )
+            if not settings.KNOWLEDGE_QDRANT_LOCAL:  # local mode has no payload indexes
+                qdrant.create_payload_index(
+                    collection_name=store.qdrant_collection,
+                    field_name="source_id",
+                    field_schema=qm.PayloadSchemaType.INTEGER,
+                )
     except Exception as error:
         raise _call("accept a new collection", store, "create", error) from error
 
@@ -153,9 +167,10 @@ def collection_create(store: Store) -> None:
 def collection_delete(store: Store) -> None:
     release_db_connection()
     try:
-        qdrant = client(store)
-        if qdrant.collection_exists(store.qdrant_collection):
-            qdrant.delete_collection(store.qdrant_collection)
+        with _bounded():
+            qdrant = client(store)
+            if qdrant.collection_exists(store.qdrant_collection):
+                qdrant.delete_collection(store.qdrant_collection)
     except Exception as error:
         raise _call("delete the collection", store, "delete", error) from error
 
@@ -193,7 +208,8 @@ def stage_points(store: Store, job_id: int, source_id: int) -> None:
         ]
         release_db_connection()
         try:
-            client(store).upsert(store.qdrant_collection, points=points, wait=True)
+            with _bounded():
+                client(store).upsert(store.qdrant_collection, points=points, wait=True)
         except Exception as error:
             raise _call("store the new vectors", store, "upsert", error) from error
 
@@ -205,9 +221,10 @@ def points_delete(store: Store, chunk_ids: Iterable[int]) -> None:
         return
     release_db_connection()
     try:
-        client(store).delete(
-            store.qdrant_collection, points_selector=qm.PointIdsList(points=ids), wait=True
-        )
+        with _bounded():
+            client(store).delete(
+                store.qdrant_collection, points_selector=qm.PointIdsList(points=ids), wait=True
+            )
     except Exception:
         logger.warning("Deleting %s old Qdrant points of store %s failed", len(ids), store.pk)
 
@@ -220,14 +237,16 @@ def source_points_delete(store: Store, source_id: int) -> None:
         )
     )
     try:
-        client(store).delete(store.qdrant_collection, points_selector=selector, wait=True)
+        with _bounded():
+            client(store).delete(store.qdrant_collection, points_selector=selector, wait=True)
     except Exception:
         logger.warning("Deleting the Qdrant points of source %s failed", source_id)
 
 
 def point_count(store: Store) -> int:
     release_db_connection()
-    return int(client(store).count(store.qdrant_collection, exact=True).count)
+    with _bounded():
+        return int(client(store).count(store.qdrant_collection, exact=True).count)
 
 
 def vector_scored(
@@ -241,13 +260,14 @@ def vector_scored(
     )
     release_db_connection()
     try:
-        hits = client(store).query_points(
-            store.qdrant_collection,
-            query=vector,
-            query_filter=query_filter,
-            limit=2 * limit + 10,  # room for points of a job not committed yet
-            with_payload=False,
-        )
+        with _bounded():
+            hits = client(store).query_points(
+                store.qdrant_collection,
+                query=vector,
+                query_filter=query_filter,
+                limit=2 * limit + 10,  # room for points of a job not committed yet
+                with_payload=False,
+            )
     except Exception as error:
         raise _call("answer a search", store, "search", error) from error
     scored = [(int(point.id), float(point.score)) for point in hits.points]

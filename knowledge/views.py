@@ -172,6 +172,7 @@ def _upload_context() -> dict[str, Any]:
     return {
         "upload_max_bytes": settings.KNOWLEDGE_UPLOAD_MAX_FILE_BYTES,
         "upload_max_files": settings.DATA_UPLOAD_MAX_NUMBER_FILES,
+        "upload_max_total_bytes": settings.REQUEST_MAX_UPLOAD_BYTES,
         "upload_formats": services.upload_formats(),
         "upload_names": sorted(TEXT_NAMES),
     }

@@ -20,6 +20,7 @@ from django.urls import path  # noqa: E402
 
 from memory_addon.host import pool_watch  # noqa: E402
 from memory_addon.host.consumers import EventsConsumer  # noqa: E402
+from memory_addon.host.request_limits import BoundedRequests  # noqa: E402
 from memory_addon.host.security_headers import with_security_headers  # noqa: E402
 from memory_addon.host.websocket_origin import SameOriginValidator  # noqa: E402
 from memory_addon.mcp_server import mcp_app  # noqa: E402
@@ -38,7 +39,8 @@ async def http_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
 
 application = ProtocolTypeRouter(
     {
-        "http": http_app,
+        # Bodies are bounded before Django spools them to disk (size and floor rate).
+        "http": BoundedRequests(http_app),
         # Each serving worker watches its database pool (memory_addon/host/pool_watch.py).
         "lifespan": pool_watch.lifespan,
         "websocket": SameOriginValidator(

@@ -215,6 +215,21 @@ STORAGES = {
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
 
+# --- Request bodies at the door (memory_addon/host/request_limits.py) ----------
+# Checked before Django spools a body to disk: a form or JSON body at most
+# DATA_UPLOAD_MAX_MEMORY_SIZE (Django's own limit, read after spooling), a multipart
+# upload (several files at once) at most REQUEST_MAX_UPLOAD_BYTES (set with the
+# collections' upload limit, below).
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 2_621_440)
+# After the grace period a body has to keep arriving at this floor rate (a slow phone
+# upload is ~100 KiB/s), else it is ended with 408.
+REQUEST_BODY_GRACE_SECONDS = env_float("REQUEST_BODY_GRACE_SECONDS", 10.0)
+REQUEST_BODY_MIN_BYTES_PER_SECOND = env_int("REQUEST_BODY_MIN_BYTES_PER_SECOND", 16 * 1024)
+# The server (memory_addon/host/web_protocol.py): a request's line and headers must be
+# in within this time and this size.
+REQUEST_HEADER_TIMEOUT_SECONDS = env_float("REQUEST_HEADER_TIMEOUT_SECONDS", 10.0)
+REQUEST_HEADER_MAX_BYTES = env_int("REQUEST_HEADER_MAX_BYTES", 64 * 1024)
+
 # --- Security defaults -------------------------------------------------------
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"
@@ -447,6 +462,12 @@ KNOWLEDGE_WATCH_INTERVAL_SECONDS = env_int("KNOWLEDGE_WATCH_INTERVAL_SECONDS", 6
 # One uploaded document at most this big (K3's 50 MiB per file): refused while it arrives,
 # and shown on the upload form before anyone picks a file.
 KNOWLEDGE_UPLOAD_MAX_FILE_BYTES = env_int("KNOWLEDGE_UPLOAD_MAX_FILE_BYTES", 50 * 1024 * 1024)
+# One upload request, all its files together (the largest body the site takes; the
+# proxy's client_max_body_size matches the default): room for one file of the largest
+# size at least.
+REQUEST_MAX_UPLOAD_BYTES = env_int(
+    "REQUEST_MAX_UPLOAD_BYTES", max(200 * 1024 * 1024, KNOWLEDGE_UPLOAD_MAX_FILE_BYTES + 1_048_576)
+)
 KNOWLEDGE_JOB_STALE_SECONDS = env_int("KNOWLEDGE_JOB_STALE_SECONDS", 300)
 # An index job reports progress (heartbeat, cancel check, live push) at most this often.
 KNOWLEDGE_PROGRESS_INTERVAL_SECONDS = env_float("KNOWLEDGE_PROGRESS_INTERVAL_SECONDS", 0.25)

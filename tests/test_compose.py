@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 import yaml
+from django.conf import settings
 
 from tests.conftest import ROOT
 
@@ -128,6 +129,25 @@ def test_the_proxy_passes_websockets_and_forwarded_headers():
     ):
         assert expected in directives, expected
     assert re.search(r"map \$http_upgrade \$connection_upgrade \{\s*default upgrade;", conf)
+
+
+def test_the_proxy_bounds_bodies_headers_and_idle_connections_like_the_app():
+    conf = (ROOT / "deploy" / "nginx.conf").read_text()
+    directives = dict(
+        line.strip().rstrip(";").split(None, 1)
+        for line in conf.splitlines()
+        if line.strip() and not line.strip().startswith(("#", "}")) and "{" not in line
+    )
+    assert int(directives["client_max_body_size"].rstrip("m")) * 1024 * 1024 == (
+        settings.REQUEST_MAX_UPLOAD_BYTES
+    )
+    assert float(directives["client_header_timeout"].rstrip("s")) == (
+        settings.REQUEST_HEADER_TIMEOUT_SECONDS
+    )
+    assert float(directives["client_body_timeout"].rstrip("s")) <= (
+        settings.REQUEST_BODY_GRACE_SECONDS
+    )
+    assert directives["keepalive_timeout"] == "5s"
 
 
 def test_backups_are_scheduled_with_retention_and_s3_is_an_optional_profile():

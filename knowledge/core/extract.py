@@ -9,6 +9,8 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
+from memory_addon.host.core.storable import UNSTORABLE
+
 PDF_TIMEOUT_SECONDS = 60
 PDF_MEMORY_BYTES = 1024 * 1024 * 1024
 # Control characters other than tab, line feed, form feed and carriage return: one
@@ -71,10 +73,26 @@ def pdf_pages(data: bytes, *, max_chars: int) -> list[Page]:
         raise Unreadable(f"PDF took longer than {PDF_TIMEOUT_SECONDS} s to read") from None
     if result.returncode != 0:
         raise Unreadable("PDF could not be read (damaged, or too large to parse safely)")
-    payload = json.loads(result.stdout)
-    if payload.get("error"):
-        raise Unreadable(payload["error"])
-    pages = [Page(number, text) for number, text in payload["pages"]]
+    try:
+        payload = json.loads(result.stdout)
+        if payload.get("error"):
+            raise Unreadable(str(payload["error"]))
+        pages = [Page(int(number), str(text)) for number, text in payload["pages"]]
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise Unreadable("PDF could not be read (its reader gave no usable answer)") from None
     if not any(page.text.strip() for page in pages):
         raise Unreadable("PDF has no extractable text (image-only or scanned)")
+    return storable_pages(pages)
+
+
+def storable_pages(pages: list[Page]) -> list[Page]:
+    """The pages, if PostgreSQL can store their text: it refuses NUL, and UTF-8 cannot
+    encode a lone surrogate. Such a file is skipped with this reason, so the rest of its
+    source is indexed (one unstorable chunk would fail the whole job's insert)."""
+    for page in pages:
+        if UNSTORABLE.search(page.text):
+            where = f" on page {page.number}" if page.number else ""
+            raise Unreadable(
+                f"its text holds a NUL byte or a broken character{where}, which cannot be stored"
+            )
     return pages

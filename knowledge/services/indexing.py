@@ -18,7 +18,7 @@ from bridges.outbox import knowledge_indexed_event
 from knowledge import qdrant
 from knowledge.core import scanning
 from knowledge.core.chunking import chunk_pages
-from knowledge.core.extract import Page, Unreadable
+from knowledge.core.extract import Page, Unreadable, storable_pages
 from knowledge.embeddings import (
     BATCH_SIZE,
     Embedder,
@@ -158,9 +158,10 @@ def _reviewed_pages(
 ) -> tuple[str, int, list[Page]]:
     """A reviewed file's hash, size and pages (the text its scan kept, else extracted now)."""
     data, digest = _read_reviewed(root_fd, source, row)
-    pages = _kept_pages(digest) or scanning.document_pages(
-        data, row["format"], max_chars=scanning.MAX_EXTRACTED_CHARS
-    )
+    kept = _kept_pages(digest)
+    if kept:  # kept by a scan; checked like freshly extracted text
+        return digest, len(data), storable_pages(kept)
+    pages = scanning.document_pages(data, row["format"], max_chars=scanning.MAX_EXTRACTED_CHARS)
     return digest, len(data), pages
 
 

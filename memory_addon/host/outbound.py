@@ -2,7 +2,7 @@
 
 A profile's base URL is fetched from the server, so without a rule a person could make
 it probe the internal network (cloud metadata, databases, admin panels). Every outside
-call goes through a guarded client (GuardedTransport): each connection resolves the
+call goes through a guarded client (guarded_transport): each connection resolves the
 name, checks every address in every form it can take, and connects to a checked one.
 Defaults:
 loopback is allowed (local models such as llama.cpp or Ollama on this machine),
@@ -15,21 +15,21 @@ from __future__ import annotations
 import ipaddress
 import os
 import socket
-import ssl
 import threading
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpcore
-import httpcore2
 import httpx
-import httpx2
 from django.conf import settings
 from django.db import connection
+
+from memory_addon.host.bounded_http import AnswerRefused as AnswerRefused
+from memory_addon.host.bounded_http import BodyTooLarge as BodyTooLarge
+from memory_addon.host.bounded_http import bounded_call as bounded_call
+from memory_addon.host.bounded_http import bounded_transport
 
 
 class OutboundRefused(ValueError):
@@ -205,63 +205,16 @@ class _GuardedBackend(httpcore.SyncBackend):
         )
 
 
-class _GuardedBackend2(httpcore2.SyncBackend):
-    def __init__(self, rule: _Rule) -> None:
-        self._rule = rule
-
-    def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,
-        local_address: str | None = None,
-        socket_options: Iterable[Any] | None = None,
-    ) -> httpcore2.NetworkStream:
-        connect = super().connect_tcp
-        return _first_connection(
-            self._rule.addresses(host, port),
-            lambda address: connect(address, port, timeout, local_address, socket_options),
-            (httpcore2.ConnectError, httpcore2.ConnectTimeout),
-        )
-
-
-@cache
-def _tls_context() -> ssl.SSLContext:
-    """One verifying TLS context per process (loading the CA bundle takes ~20 ms); an
-    SSLContext may be shared by every connection and thread."""
-    return httpx.create_ssl_context(trust_env=False)
-
-
-class GuardedTransport(httpx.HTTPTransport):
-    """An httpx transport whose every new connection resolves the host, checks each
-    address against the outbound rules, and connects to a checked address (TLS still
-    verifies the host name). Redirects and reused names cannot reach a refused address.
-    No proxy from the environment: it would resolve the name itself."""
-
-    def __init__(
-        self, *, allow_loopback: bool | None = None, trusted_hosts: Iterable[str] = ()
-    ) -> None:
-        # Not super().__init__: it would build a pool (and a TLS context) only to be
-        # replaced. httpx takes no network backend, so this is its pool with ours.
-        rule = _Rule(allow_loopback, frozenset(h.lower() for h in trusted_hosts))
-        self._pool = httpcore.ConnectionPool(
-            ssl_context=_tls_context(),
-            max_connections=100,
-            max_keepalive_connections=20,
-            network_backend=_GuardedBackend(rule),
-        )
-
-
-class GuardedTransport2(httpx2.HTTPTransport):
-    """GuardedTransport for httpx2, the HTTP library of the openai client."""
-
-    def __init__(self, *, allow_loopback: bool | None = None) -> None:
-        self._pool = httpcore2.ConnectionPool(
-            ssl_context=_tls_context(),
-            max_connections=100,
-            max_keepalive_connections=20,
-            network_backend=_GuardedBackend2(_Rule(allow_loopback)),
-        )
+def guarded_transport(
+    *, allow_loopback: bool | None = None, trusted_hosts: Iterable[str] = ()
+) -> httpx.BaseTransport:
+    """A bounded transport (memory_addon/host/bounded_http.py) whose every new connection
+    resolves the host, checks each address against the outbound rules, and connects to a
+    checked address (TLS still verifies the host name): redirects and names that resolve
+    elsewhere later cannot reach a refused address. No proxy from the environment: it
+    would resolve the name itself."""
+    rule = _Rule(allow_loopback, frozenset(h.lower() for h in trusted_hosts))
+    return bounded_transport(_GuardedBackend(rule))
 
 
 def release_db_connection() -> None:
@@ -281,8 +234,9 @@ _http_clients_lock = threading.Lock()
 
 
 def shared_http_client(*, allow_loopback: bool | None = None) -> httpx.Client:
-    """One guarded httpx client per process and loopback rule for outside calls (it
-    follows no redirects); `allow_loopback` as in check_outbound_url.
+    """One guarded, bounded httpx client per process and loopback rule for outside calls
+    (it follows no redirects); `allow_loopback` as in check_outbound_url. Every call on
+    it runs inside `bounded_call`.
 
     A new client per call loads the CA bundle and builds a TLS context (~20 ms), more
     than a small POST costs. httpx.Client is thread-safe; each call passes its own
@@ -293,13 +247,9 @@ def shared_http_client(*, allow_loopback: bool | None = None) -> httpx.Client:
     with _http_clients_lock:
         client = _http_clients.get(key)
         if client is None:
-            transport = GuardedTransport(allow_loopback=allow_loopback)
+            transport = guarded_transport(allow_loopback=allow_loopback)
             client = _http_clients[key] = httpx.Client(transport=transport)
         return client
-
-
-class BodyTooLarge(httpx.HTTPError):
-    """The server's answer is larger than the caller reads."""
 
 
 def read_bounded(
@@ -309,20 +259,13 @@ def read_bounded(
     timeout: httpx.Timeout | float,
     total_seconds: float,
     max_bytes: int,
-    client: httpx.Client | None = None,
     **kwargs: Any,
 ) -> tuple[int, bytes]:
-    """One outside call, bounded as a whole: httpx's timeouts bound each read, so a
-    server sending a byte every few seconds would hold the caller for ever, and a body
-    is read whole. Raises httpx.ReadTimeout after `total_seconds` and BodyTooLarge
+    """One outside call whose answer is read whole, bounded as a whole (headers included)
+    by `bounded_call`: raises httpx.ReadTimeout after `total_seconds` and BodyTooLarge
     beyond `max_bytes`; returns the status and the body."""
-    deadline = time.monotonic() + total_seconds
-    with (client or shared_http_client()).stream(method, url, timeout=timeout, **kwargs) as answer:
-        body = bytearray()
-        for chunk in answer.iter_bytes():
-            if time.monotonic() > deadline:
-                raise httpx.ReadTimeout(f"the whole answer took longer than {total_seconds:g} s")
-            body += chunk
-            if len(body) > max_bytes:
-                raise BodyTooLarge(f"the answer is larger than {max_bytes} bytes")
-        return answer.status_code, bytes(body)
+    with (
+        bounded_call(total_seconds=total_seconds, max_bytes=max_bytes),
+        shared_http_client().stream(method, url, timeout=timeout, **kwargs) as answer,
+    ):
+        return answer.status_code, answer.read()

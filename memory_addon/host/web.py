@@ -11,6 +11,8 @@ import os
 import socket
 import sys
 
+from memory_addon.host.env import BadSetting, env_int
+
 
 def web_workers() -> int:
     """WEB_WORKERS, else the number of cores this process may run on (at least 1)."""
@@ -27,8 +29,16 @@ def web_workers() -> int:
 
 
 def uvicorn_command(options: list[str]) -> list[str]:
-    """`python -m uvicorn` with the app, and WEB_WORKERS unless the options name --workers."""
+    """`python -m uvicorn` with the app, and WEB_WORKERS unless the options name --workers.
+
+    Every connection is bounded: headers in time and size (web_protocol), an idle
+    keep-alive connection closed after WEB_KEEP_ALIVE_SECONDS (default 5)."""
     workers = [] if "--workers" in options else ["--workers", str(web_workers())]
+    try:
+        idle = env_int("WEB_KEEP_ALIVE_SECONDS", 5)
+    except BadSetting as error:
+        raise SystemExit(str(error)) from None
+    keep_alive = [] if "--timeout-keep-alive" in options else ["--timeout-keep-alive", str(idle)]
     return [
         sys.executable,
         "-m",
@@ -38,6 +48,9 @@ def uvicorn_command(options: list[str]) -> list[str]:
         "websockets-sansio",
         # X-Forwarded-For is read by the app alone (memory_addon/host/client_address.py).
         "--no-proxy-headers",
+        "--http",
+        "memory_addon.host.web_protocol:BoundedHttpToolsProtocol",
+        *keep_alive,
         *workers,
         *options,
     ]

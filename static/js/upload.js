@@ -86,10 +86,15 @@ function uploadSetup(form) {
       window.alert(form.dataset.textTooMany);
       return;
     }
+    // The server refuses a larger upload before reading it (REQUEST_MAX_UPLOAD_BYTES).
+    const total = sending.reduce((sum, entry) => sum + entry.file.size, 0);
+    if (total > Number(form.dataset.maxTotal)) {
+      window.alert(form.dataset.textTooMuch);
+      return;
+    }
     const body = new FormData();
     body.append("csrfmiddlewaretoken", form.querySelector("[name=csrfmiddlewaretoken]").value);
     sending.forEach((entry) => body.append(input.name, entry.file, entry.file.name));
-    const total = sending.reduce((sum, entry) => sum + entry.file.size, 0);
     const request = new XMLHttpRequest();
     request.open("POST", form.action);
     request.setRequestHeader("HX-Request", "true");

@@ -242,6 +242,17 @@ def test_an_upload_over_the_limit_is_refused_and_nothing_is_kept(client, user, k
     assert 'data-max-bytes="1000"' in page and "at most 1000\xa0bytes each" in page
 
 
+def test_the_upload_form_states_the_total_the_server_takes_in_one_upload(
+    client, user, kstore, settings
+):
+    settings.REQUEST_MAX_UPLOAD_BYTES = 3 * 1024 * 1024
+    client.force_login(user)
+    page = client.get(f"/knowledge/{kstore.pk}/").content.decode()
+    assert 'data-max-total="3145728"' in page and "At most 3.0\xa0MB per upload." in page
+    german = client.get(f"/knowledge/{kstore.pk}/", HTTP_ACCEPT_LANGUAGE="de").content.decode()
+    assert "Höchstens 3,0\xa0MB pro Upload." in german
+
+
 def test_a_format_that_is_not_indexed_is_refused_before_upload(client, user, kstore):
     client.force_login(user)
     response = _upload(

@@ -7,8 +7,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from chat.client import _shared_http_client as chat_http_client
+from memory_addon.host.bounded_http import bounded_call
 from memory_addon.host.outbound import OutboundRefused, check_outbound_url, shared_http_client
+
+
+def _bounded():
+    return bounded_call(total_seconds=10, max_bytes=1_000_000)
 
 METADATA = [
     "http://169.254.169.254/",
@@ -96,31 +100,28 @@ def local_server():
 
 def test_the_webhook_client_refuses_loopback_when_it_connects(local_server, settings):
     settings.OUTBOUND_ALLOW_LOOPBACK = True  # AI profiles may; webhooks still may not
-    with pytest.raises(OutboundRefused, match="loopback"):
+    with _bounded(), pytest.raises(OutboundRefused, match="loopback"):
         shared_http_client(allow_loopback=False).get(f"{local_server.base_url}/hook")
     assert local_server.hits == []
 
 
-@pytest.mark.parametrize(
-    "client",
-    [shared_http_client, chat_http_client],
-    ids=["embeddings-and-probes", "chat-model"],
-)
-def test_the_rules_of_the_moment_apply_when_a_connection_opens(client, local_server, settings):
+def test_the_rules_of_the_moment_apply_when_a_connection_opens(local_server, settings):
+    """One client serves the model calls, embeddings, probes and Qdrant's transport."""
     port = local_server.server_address[1]
     settings.OUTBOUND_ALLOW_LOOPBACK = True
-    assert client().get(f"http://localhost:{port}/ok").status_code == 200
+    with _bounded():
+        assert shared_http_client().get(f"http://localhost:{port}/ok").status_code == 200
     settings.OUTBOUND_ALLOW_LOOPBACK = False
     # Another origin, so a new connection: refused before it opens.
-    with pytest.raises(OutboundRefused, match="loopback"):
-        client().get(f"http://127.0.0.1:{port}/later")
+    with _bounded(), pytest.raises(OutboundRefused, match="loopback"):
+        shared_http_client().get(f"http://127.0.0.1:{port}/later")
     assert local_server.hits == ["/ok"]
 
 
 def test_a_redirect_to_an_internal_address_is_refused(local_server, settings):
-    """The model's client follows redirects: the hop is checked like the first call."""
+    """A client that follows redirects gains nothing: the hop is checked like the first."""
     settings.OUTBOUND_ALLOW_LOOPBACK = True
     local_server.handler.redirect_to = "http://[::ffff:169.254.169.254]/latest/meta-data/"
-    with pytest.raises(OutboundRefused, match="private or internal"):
-        chat_http_client().get(f"{local_server.base_url}/redirect", follow_redirects=True)
+    with _bounded(), pytest.raises(OutboundRefused, match="private or internal"):
+        shared_http_client().get(f"{local_server.base_url}/redirect", follow_redirects=True)
     assert local_server.hits == ["/redirect"]
