@@ -285,8 +285,7 @@ def _announce_on_commit(
         scope_id=scope.pk,
         origin=change_set.origin,
         source=change_set.source,
-        paths=[row.path for row in rows],
-        summary=change_set.summary,
+        file_count=len(rows),
     )
     note_embeddings_refresh_on_commit(scope.pk)
 

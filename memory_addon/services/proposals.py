@@ -444,7 +444,6 @@ def _proposal_create(
         scope_id=scope.pk,
         action=str(op.get("action", "")),
         source=turn.source,
-        summary=proposal.reason or _summary(op),
     )
     return proposal
 
@@ -721,7 +720,6 @@ def proposals_reopen(*, user: User, proposal_ids: Sequence[int]) -> list[Proposa
                 scope_id=row.scope_id,
                 action=str(row.operations.get("action", "")),
                 source=row.source,
-                summary=row.reason or _summary(row.operations),
             )
         if rows:
             _count_changed_on_commit(user)
