@@ -126,6 +126,9 @@ def message_views(
                 origin=ChangeSet.Origin.AUTOMATIC,
             )
             .annotate(is_undone=Exists(ChangeSet.objects.filter(undoes=OuterRef("pk"))))
+            # "Saved to memory" names the notes (from the changes) and the scope's folder.
+            .select_related("scope__agent", "scope__binding")
+            .prefetch_related("changes")
             .order_by("created_at", "id")
         )
     pending = proposals_with_diffs([p for p in proposals if p.state == Proposal.State.PENDING])
