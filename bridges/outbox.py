@@ -13,8 +13,9 @@ import json
 import logging
 import re
 import uuid
+from collections.abc import Iterable
 from datetime import timedelta
-from typing import Any, get_args
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -24,9 +25,7 @@ from django.utils import timezone
 from accounts.models import Membership
 from bridges.models import DeliveryAttempt, EventEndpoint, OutboxEvent
 from bridges.outgoing import backoff_seconds, post_signed
-from memory_addon.core.operations import Action
 from memory_addon.host.queue import queue_job, queue_job_on_commit
-from memory_addon.models import ChangeSet, Proposal
 
 logger = logging.getLogger(__name__)
 
@@ -37,18 +36,19 @@ KNOWLEDGE_INDEXED = EventEndpoint.EventType.KNOWLEDGE_INDEXED
 
 
 # What an event may say in words: kinds the host itself names, never text a person or
-# the model wrote (a reason, a summary, a file name, a note). Anything else is refused.
-EVENT_KINDS: frozenset[str] = frozenset(
-    {
-        *ChangeSet.Origin.values,
-        *ChangeSet.Source.values,
-        *Proposal.State.values,
-        *(name for part in get_args(Action) for name in get_args(part)),
-        "applied",
-        "undone",
-        "restored",
-    }
-)
+# the model wrote (a reason, a summary, a file name, a note). The apps whose services
+# emit events add their kinds (origins, sources, states) when they start.
+_EVENT_KINDS: set[str] = {"applied", "undone", "restored"}
+
+
+def event_kinds_allow(kinds: Iterable[str]) -> None:
+    _EVENT_KINDS.update(kinds)
+
+
+def event_kinds() -> frozenset[str]:
+    return frozenset(_EVENT_KINDS)
+
+
 _COUNT_NAME = re.compile(r"^[a-z][a-z_]{0,39}$")
 
 EventValue = int | bool | str | dict[str, int] | None
@@ -59,7 +59,7 @@ def _check_event_data(data: dict[str, EventValue]) -> None:
     for key, value in data.items():
         if value is None or isinstance(value, int):
             continue
-        if isinstance(value, str) and value in EVENT_KINDS:
+        if isinstance(value, str) and value in _EVENT_KINDS:
             continue
         if isinstance(value, dict) and all(
             _COUNT_NAME.match(name) and type(count) is int for name, count in value.items()

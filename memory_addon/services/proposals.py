@@ -348,9 +348,7 @@ def _same_note(text: str) -> str:
     return " ".join(text.split()).removeprefix("- ").removeprefix("* ").casefold()
 
 
-def _already_there(
-    scope: MemoryScope, op: Operation, scope_files: dict[str, MemoryFile]
-) -> str:
+def _already_there(scope: MemoryScope, op: Operation, scope_files: dict[str, MemoryFile]) -> str:
     """Why an add changes nothing: its note is saved or waits already (M9).
 
     A regenerated answer, a retried turn or a redelivered job asks again for what the

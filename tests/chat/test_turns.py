@@ -442,8 +442,9 @@ def test_asking_again_does_not_propose_the_same_note_twice(fake_openai, ask, per
     run(ask("Remember that I prefer tea over coffee"))
     run(ask("Did you note that I prefer tea?"))
     assert Proposal.objects.filter(user=person).count() == 1
-    assert "already waits for the person's confirmation" in (
-        fake_openai.chat_requests[-1]["messages"][-1]["content"]
+    assert (
+        "already waits for the person's confirmation"
+        in (fake_openai.chat_requests[-1]["messages"][-1]["content"])
     )
 
 
@@ -452,7 +453,11 @@ def test_saved_to_memory_names_the_note_and_where_with_the_reason_second(
 ):
     addon_setting_put(user=person, addon=MEMORY_ADDON, key=SAVE_MODE, value="auto")
     with_reason = json.dumps(
-        {"action": "add", "text": "- I prefer tea over coffee", "reason": "You asked me to remember it."}
+        {
+            "action": "add",
+            "text": "- I prefer tea over coffee",
+            "reason": "You asked me to remember it.",
+        }
     )
     fake_openai.chat_replies += [
         {"tool_calls": [{"id": "c1", "name": "propose_change", "arguments": with_reason}]},
@@ -462,8 +467,10 @@ def test_saved_to_memory_names_the_note_and_where_with_the_reason_second(
     client.force_login(person)
     for url in (f"/chat/{conversation.pk}/", "/memory/audit/"):
         html = " ".join(client.get(url).content.decode().split())
-        line = "Saved to memory: I prefer tea over coffee → Memory" if "chat" in url else (
-            "<td>I prefer tea over coffee<br>"
+        line = (
+            "Saved to memory: I prefer tea over coffee → Memory"
+            if "chat" in url
+            else ("<td>I prefer tea over coffee<br>")
         )
         assert line in html, url
         assert html.index(line) < html.index("You asked me to remember it.")

@@ -333,7 +333,13 @@ def _switch_off(how: str, person, settings) -> None:
 
 @pytest.mark.parametrize("how", ["save mode never", "kill switch"])
 def test_never_and_the_kill_switch_look_for_no_rule_and_silence_waiting_cards(
-    fake_openai, person, conversation, answered, client, settings, how,
+    fake_openai,
+    person,
+    conversation,
+    answered,
+    client,
+    settings,
+    how,
     django_capture_on_commit_callbacks,
 ):
     question, earlier = answered("From now on use tabs.")

@@ -81,7 +81,11 @@ def _by_files_page(client, scope) -> None:
     row = _index(scope)
     response = client.post(
         reverse("memory_file", args=[scope.pk]),
-        {"path": "index.md", "content": row.content.replace("Rome", "Milan"), "base_sha256": row.sha256},
+        {
+            "path": "index.md",
+            "content": row.content.replace("Rome", "Milan"),
+            "base_sha256": row.sha256,
+        },
     )
     assert response.status_code == 302
 
@@ -133,9 +137,7 @@ def test_a_persons_edit_of_a_saved_entry_makes_it_theirs(client, turn, scope, ed
 
 
 @pytest.mark.parametrize("edit", EDITS.values(), ids=EDITS.keys())
-def test_the_model_cannot_replace_or_remove_an_entry_the_person_edited(
-    client, turn, scope, edit
-):
+def test_the_model_cannot_replace_or_remove_an_entry_the_person_edited(client, turn, scope, edit):
     entry_id = _saved_by_the_model(turn, scope)
     client.force_login(turn.user)
     edit(client, scope)
@@ -151,9 +153,7 @@ def test_the_model_cannot_replace_or_remove_an_entry_the_person_edited(
     assert ChangeSet.objects.count() == changes
 
 
-def test_a_pending_replace_of_an_entry_the_person_edited_cannot_be_confirmed(
-    client, turn, scope
-):
+def test_a_pending_replace_of_an_entry_the_person_edited_cannot_be_confirmed(client, turn, scope):
     entry_id = _saved_by_the_model(turn, scope)
     addon_setting_put(user=turn.user, addon="memory", key="save-mode", value="ask")
     ok, _ = _propose(
