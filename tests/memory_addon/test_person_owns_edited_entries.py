@@ -17,6 +17,7 @@ from memory_addon.services.changes import change_set_undo, file_write
 from memory_addon.services.notes import note_key
 from memory_addon.services.tools import tool_call_execute
 from memory_addon.services.user_settings import addon_setting_put
+from memory_addon.turns import Turn
 
 pytestmark = pytest.mark.django_db
 
@@ -101,16 +102,19 @@ def _by_file_api(client, scope) -> None:
 
 
 def _by_restore(client, scope) -> None:
-    """An older version whose entry said Milan (the model changed it to Rome since)."""
-    row = _index(scope)
-    (entry,) = entries.machine_entries(row.content)
-    milan = row.content.replace("Rome", "Milan").replace(
-        entries.sha256_text(entry.text), entries.sha256_text(entry.text.replace("Rome", "Milan"))
-    )
-    older = FileChange.objects.filter(scope=scope, path="index.md").latest("id")
-    older.after = milan
-    older.save(update_fields=["after"])
-    response = client.post(reverse("memory_restore", args=[older.pk]))
+    """The model changed Rome to Milan, then to Paris; the person restores the Milan version."""
+    turn = Turn(user=scope.owner, conversation_ref="c", message_ref="r", reply_ref_trusted=True)
+    for city in ("Milan", "Paris"):
+        (entry,) = entries.machine_entries(_index(scope).content)
+        ok, output = _propose(
+            turn,
+            action="replace",
+            entry_id=entry.entry_id,
+            text=f"- home: lives in {city} -> home.md",
+        )
+        assert ok, output
+    milan = FileChange.objects.filter(scope=scope, path="index.md", after__contains="Milan").get()
+    response = client.post(reverse("memory_restore", args=[milan.pk]))
     assert response.status_code == 302
 
 

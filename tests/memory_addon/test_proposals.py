@@ -370,7 +370,8 @@ def test_an_agent_turn_follows_the_persons_save_mode(turn, user, scope):
     agent_turn = replace(turn, agent=agent)
     assert memory_change_request(turn=agent_turn, operation=ADD).kind == "proposed"
     _mode(user, "auto")
-    saved = memory_change_request(turn=replace(agent_turn, message_ref="m2"), operation=ADD)
+    tea = {"action": "add", "text": "- tea: likes tea -> tea.md"}
+    saved = memory_change_request(turn=replace(agent_turn, message_ref="m2"), operation=tea)
     assert saved.kind == "saved"
     _mode(user, "never")
     with pytest.raises(NotAllowed, match="saving is off"):
