@@ -348,8 +348,10 @@ def _same_note(text: str) -> str:
     return " ".join(text.split()).removeprefix("- ").removeprefix("* ").casefold()
 
 
-def _already_there(scope: MemoryScope, op: Operation, scope_files: dict[str, MemoryFile]) -> str:
-    """Why an add changes nothing: its note is saved or waits already (M9).
+def _already_there(
+    scope: MemoryScope, op: Operation, scope_files: dict[str, MemoryFile], *, proposing: bool
+) -> str:
+    """Why an add changes nothing: its note is saved, or (for a proposal) waits already (M9).
 
     A regenerated answer, a retried turn or a redelivered job asks again for what the
     first run saved; the same text in the same scope is not added twice.
@@ -366,6 +368,8 @@ def _already_there(scope: MemoryScope, op: Operation, scope_files: dict[str, Mem
         _same_note(item.text) == wanted for item in entries.parse_items(index.content)
     ):
         return "This note is already saved in memory; nothing was added."
+    if not proposing:
+        return ""
     waiting = (
         Proposal.objects.filter(
             scope=scope,
@@ -411,13 +415,13 @@ def memory_change_request(
                 scope=scope, path__in=[index_path(scope), op.get("topic") or index_path(scope)]
             )
         }
-        already = _already_there(scope, op, scope_files)
-        if already:
-            return Outcome("already", already)
-        _refuse_over_reply_cap(turn)
         if auto:
             why_waiting = _why_auto_waits(op, scope_files)
             auto = not why_waiting
+        already = _already_there(scope, op, scope_files, proposing=not auto)
+        if already:
+            return Outcome("already", already)
+        _refuse_over_reply_cap(turn)
         origin = ChangeSet.Origin.AUTOMATIC if auto else ChangeSet.Origin.ASSISTANT
         writes, bases = plan_writes(
             scope, op, origin=origin, source=turn.source, scope_files=scope_files

@@ -370,8 +370,7 @@ def test_an_agent_turn_follows_the_persons_save_mode(turn, user, scope):
     agent_turn = replace(turn, agent=agent)
     assert memory_change_request(turn=agent_turn, operation=ADD).kind == "proposed"
     _mode(user, "auto")
-    tea = {"action": "add", "text": "- tea: likes tea -> tea.md"}
-    saved = memory_change_request(turn=replace(agent_turn, message_ref="m2"), operation=tea)
+    saved = memory_change_request(turn=replace(agent_turn, message_ref="m2"), operation=ADD)
     assert saved.kind == "saved"
     _mode(user, "never")
     with pytest.raises(NotAllowed, match="saving is off"):
