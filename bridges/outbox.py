@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import uuid
+from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
 
@@ -23,7 +25,6 @@ from django.utils import timezone
 from accounts.models import Membership
 from bridges.models import DeliveryAttempt, EventEndpoint, OutboxEvent
 from bridges.outgoing import backoff_seconds, post_signed
-from memory_addon.host.core.secret_guard import find_secret
 from memory_addon.host.queue import queue_job, queue_job_on_commit
 
 logger = logging.getLogger(__name__)
@@ -34,10 +35,37 @@ PROPOSAL_RESOLVED = EventEndpoint.EventType.PROPOSAL_RESOLVED
 KNOWLEDGE_INDEXED = EventEndpoint.EventType.KNOWLEDGE_INDEXED
 
 
-def safe_summary(text: str) -> str:
-    """A summary goes out only when the secret guard finds nothing in it."""
-    # Checked whole before it is cut: a secret split at the cut would pass in part.
-    return "" if find_secret(text) else text[:300]
+# What an event may say in words: kinds the host itself names, never text a person or
+# the model wrote (a reason, a summary, a file name, a note). The apps whose services
+# emit events add their kinds (origins, sources, states) when they start.
+_EVENT_KINDS: set[str] = {"applied", "undone", "restored"}
+
+
+def event_kinds_allow(kinds: Iterable[str]) -> None:
+    _EVENT_KINDS.update(kinds)
+
+
+def event_kinds() -> frozenset[str]:
+    return frozenset(_EVENT_KINDS)
+
+
+_COUNT_NAME = re.compile(r"^[a-z][a-z_]{0,39}$")
+
+EventValue = int | bool | str | dict[str, int] | None
+
+
+def _check_event_data(data: dict[str, EventValue]) -> None:
+    """Ids, kinds and counts only (B4): the one check every event body passes."""
+    for key, value in data.items():
+        if value is None or isinstance(value, int):
+            continue
+        if isinstance(value, str) and value in _EVENT_KINDS:
+            continue
+        if isinstance(value, dict) and all(
+            _COUNT_NAME.match(name) and type(count) is int for name, count in value.items()
+        ):
+            continue
+        raise TypeError(f"Event field {key!r} is not an id, a kind or a count.")
 
 
 def _endpoints_for(user_id: int, event_type: str) -> list[int]:
@@ -59,12 +87,12 @@ def _endpoints_for(user_id: int, event_type: str) -> list[int]:
     )
 
 
-def outbox_emit(*, user_id: int, event_type: str, data: dict[str, Any]) -> int:
+def outbox_emit(*, user_id: int, event_type: str, data: dict[str, EventValue]) -> int:
     """Write one event per subscribed endpoint, inside the caller's transaction.
 
-    `data` holds ids, paths and summaries only: never note text. Returns how many rows
-    were written.
+    `data` holds ids, kinds and counts only (checked). Returns how many rows were written.
     """
+    _check_event_data(data)
     endpoint_ids = _endpoints_for(user_id, event_type)
     if not endpoint_ids:
         return 0
@@ -258,8 +286,7 @@ def memory_changed_event(
     scope_id: int,
     origin: str,
     source: str,
-    paths: list[str],
-    summary: str,
+    file_count: int,
 ) -> None:
     """A change set was applied, undone (origin undo) or restored (origin restore)."""
     outbox_emit(
@@ -271,14 +298,13 @@ def memory_changed_event(
             "scope_id": scope_id,
             "origin": origin,
             "source": source,
-            "paths": paths,
-            "summary": safe_summary(summary),
+            "file_count": file_count,
         },
     )
 
 
 def proposal_created_event(
-    *, user_id: int, proposal_id: int, scope_id: int, action: str, source: str, summary: str
+    *, user_id: int, proposal_id: int, scope_id: int, action: str, source: str
 ) -> None:
     outbox_emit(
         user_id=user_id,
@@ -288,7 +314,6 @@ def proposal_created_event(
             "scope_id": scope_id,
             "action": action,
             "source": source,
-            "summary": safe_summary(summary),
         },
     )
 
@@ -304,7 +329,7 @@ def proposal_resolved_event(
 
 
 def knowledge_indexed_event(
-    *, user_id: int, store_id: int, source_id: int, job_id: int, counts: dict[str, Any]
+    *, user_id: int, store_id: int, source_id: int, job_id: int, counts: dict[str, object]
 ) -> None:
     outbox_emit(
         user_id=user_id,
@@ -313,6 +338,6 @@ def knowledge_indexed_event(
             "store_id": store_id,
             "source_id": source_id,
             "job_id": job_id,
-            "counts": {k: v for k, v in counts.items() if isinstance(v, int)},
+            "counts": {k: v for k, v in counts.items() if type(v) is int},
         },
     )

@@ -11,7 +11,13 @@ from django.shortcuts import get_object_or_404
 from accounts.models import Agent, AIProfile, User
 from chat.models import Conversation, Message, Schedule
 from knowledge.models import Store
-from learning.selectors import RuleCard, learning_off_reason, rule_cards_for
+from learning.models import RuleSuggestion
+from learning.selectors import (
+    RuleCard,
+    learning_off_reason,
+    rule_cards_for,
+    rule_detection_off_reason,
+)
 from memory_addon.host.core.markdown import render_markdown
 from memory_addon.models import ChangeSet, Proposal
 from memory_addon.selectors import ProposalRow, proposals_with_diffs
@@ -126,12 +132,26 @@ def message_views(
                 origin=ChangeSet.Origin.AUTOMATIC,
             )
             .annotate(is_undone=Exists(ChangeSet.objects.filter(undoes=OuterRef("pk"))))
+            # "Saved to memory" names the notes (from the changes) and the scope's folder.
+            .select_related("scope__agent", "scope__binding")
+            .prefetch_related("changes")
             .order_by("created_at", "id")
         )
     pending = proposals_with_diffs([p for p in proposals if p.state == Proposal.State.PENDING])
     ref_of = {p.pk: p.message_ref for p in proposals}
-    cards = rule_cards_for(conversation.owner_id, [m.pk for m in messages]) if rule_cards else {}
     learning_reason = learning_off_reason(conversation.owner, conversation, policy)
+    cards = rule_cards_for(conversation.owner_id, [m.pk for m in messages]) if rule_cards else {}
+    detected = any(
+        c.suggestion.origin == RuleSuggestion.Origin.DETECTED for row in cards.values() for c in row
+    )
+    if detected and (
+        learning_reason or rule_detection_off_reason(conversation.owner, conversation, policy)
+    ):
+        # A card that waits from before stays silent while detection is off (M13).
+        cards = {
+            key: [c for c in row if c.suggestion.origin != RuleSuggestion.Origin.DETECTED]
+            for key, row in cards.items()
+        }
     rule_folder = "Memory/agents/" + conversation.agent.slug if conversation.agent else "Memory"
     views = []
     for message in messages:

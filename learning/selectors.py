@@ -17,6 +17,7 @@ from learning.models import CleanupJob, ReferenceFile, RuleSuggestion
 from memory_addon.models import MemoryScope
 from memory_addon.services.policy import Policy, kill_switch_on, policy_for
 from memory_addon.services.scopes import scope_folder
+from memory_addon.services.user_settings import save_mode_for
 
 
 def learning_off_reason(
@@ -38,6 +39,22 @@ def learning_off_reason(
         return "Memory is off for this conversation, so no rules are learned in it."
     if conversation is not None and conversation.run_kind != "interactive":
         return "Scheduled and background runs learn no rules."
+    return ""
+
+
+def rule_detection_off_reason(
+    user: User, conversation: Conversation | None = None, policy: Policy | None = None
+) -> str:
+    """Empty when the host may look for rules and show their cards, else why not.
+
+    Save mode "never" means the assistant suggests nothing to save (M9, M13): no
+    detection and no card. The person's own "Remember as rule…" stays theirs to use.
+    """
+    reason = learning_off_reason(user, conversation, policy)
+    if reason:
+        return reason
+    if save_mode_for(user) == "never":
+        return "You chose never to save to memory, so no rules are suggested."
     return ""
 
 

@@ -7,7 +7,7 @@ import pytest
 from accounts.models import Membership
 from addons.core.manifest import ManifestError, manifest_parse
 from bridges.models import EventEndpoint, OutboxEvent
-from bridges.outbox import outbox_emit, safe_summary
+from bridges.outbox import outbox_emit
 from bridges.services import BridgeRefused, Incoming, binding_create, inbound_accept
 from memory_addon.core import entries
 from memory_addon.host.errors import ChangeRefused
@@ -76,11 +76,6 @@ def test_a_note_cannot_carry_entry_markers():
             text=forged,
             source="page",
         )
-
-
-def test_a_secret_across_the_summary_cut_is_not_sent_in_part():
-    summary = "x" * 290 + " password=Hunter2-Correct-Horse"
-    assert safe_summary(summary) == ""
 
 
 def test_a_removed_admins_organization_endpoint_hears_nothing_more():

@@ -69,7 +69,9 @@ def test_the_audit_and_the_memory_tab_say_what_changed_in_german(client, user):
     assert outcome.change_set is not None
     client.force_login(user)
     audit = client.get("/memory/audit/", headers=GERMAN).text
-    assert "<td>Notiz hinzugefügt</td>" in audit and "Added a note" not in audit
+    # The note first, the stored summary second, in German.
+    assert '<td>tea<br><small class="muted">Notiz hinzugefügt</small></td>' in audit
+    assert "Added a note" not in audit
     added = note_add(user=user, scope=scope, text="likes green tea", source="page")
     tab = client.get(f"/memory/?scope={scope.pk}&changed={added.pk}", headers=GERMAN).text
     assert "Notiz zu index.md hinzugefügt." in tab and "Added a note" not in tab

@@ -17,7 +17,7 @@ from chat.models import Conversation, Message
 from learning.core.detection import detection_messages, parse_detection
 from learning.core.rule_filter import check
 from learning.models import LearningDay, RuleSuggestion
-from learning.selectors import learning_off_reason, undo_open
+from learning.selectors import learning_off_reason, rule_detection_off_reason, undo_open
 from memory_addon.core import entries
 from memory_addon.core.operations import Operation
 from memory_addon.host.core.secret_guard import find_secret, mask_outbound
@@ -61,7 +61,7 @@ def rule_check_after_answer(*, answer_id: int) -> RuleSuggestion | None:
     question = _question_of(answer)
     if question is None or not check(question.content).passes:
         return None
-    if learning_off_reason(conversation.owner, conversation):
+    if rule_detection_off_reason(conversation.owner, conversation):
         return None
     if RuleSuggestion.objects.filter(
         user_message=question, origin=RuleSuggestion.Origin.DETECTED
@@ -106,7 +106,7 @@ def rule_detect(*, suggestion_id: int) -> str:
         "user_message", "conversation__ai_profile", "conversation__agent", "user"
     ).get(pk=suggestion_id)
     conversation = suggestion.conversation
-    reason = learning_off_reason(suggestion.user, conversation)
+    reason = rule_detection_off_reason(suggestion.user, conversation)
     if reason:
         _end(suggestion_id, RuleSuggestion.State.DROPPED, reason)
         return RuleSuggestion.State.DROPPED
@@ -256,7 +256,7 @@ def rule_save(*, user: User, suggestion: RuleSuggestion, text: str) -> RuleSugge
         locked = RuleSuggestion.objects.select_for_update().get(pk=suggestion.pk, user=user)
         if locked.state not in (RuleSuggestion.State.PENDING, RuleSuggestion.State.POSTPONED):
             raise ProposalClosed(f"This rule card is already {locked.get_state_display().lower()}.")
-        reason = learning_off_reason(user)
+        reason = rule_detection_off_reason(user)
         if reason:
             raise NotAllowed(reason)
         change_set = _save(user, locked, cleaned, ChangeSet.Origin.ASSISTANT)

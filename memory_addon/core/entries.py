@@ -236,6 +236,35 @@ def keeps_person_text(before: str, after: str) -> bool:
     )
 
 
+def entry_marks(content: str) -> set[tuple[str, str]]:
+    """(id, text) of every intact machine entry: what a person's write may keep fenced."""
+    return {(item.entry_id, item.text) for item in machine_entries(content)}
+
+
+def claim_changed_entries(content: str, machine_marks: set[tuple[str, str]]) -> str:
+    """A person's write: every entry not exactly as the machine left it becomes their text.
+
+    An intact entry whose (id, text) is not in `machine_marks` (what the files held
+    before this write), and any fence whose hash no longer matches, loses its fences
+    and stays in place as the person's own text,
+    so no later machine change can match its id (M5). The hash alone proves nothing:
+    whoever edits the raw file, restores an older version or pastes a block can write
+    a matching one.
+    """
+    claimed = [
+        item
+        for item in parse_items(content)
+        if (item.is_machine and (item.entry_id, item.text) not in machine_marks)
+        or (not item.is_machine and item.attrs)  # fences whose hash no longer matches
+    ]
+    if not claimed:
+        return content
+    lines = content.split("\n")
+    for item in reversed(claimed):
+        lines[item.start_line - 1 : item.end_line] = [item.text] if item.text else []
+    return "\n".join(lines)
+
+
 def append_entry(content: str, block: str) -> str:
     """Add a rendered entry at the end, separated by one blank line."""
     stripped = content.rstrip("\n")
@@ -255,7 +284,10 @@ def replace_entry(content: str, entry_id: str, new_block: str | None) -> str:
                     before = before[:-1]
                 return "\n".join(before + after)
             return "\n".join([*before, new_block, *after])
-    raise EntryRefused(f"There is no machine entry with id {entry_id!r} in this file.")
+    raise EntryRefused(
+        f"There is no machine entry with id {entry_id!r} in this file; an entry the person "
+        "edited is their text now and only they can change it."
+    )
 
 
 @dataclass(frozen=True)

@@ -159,7 +159,16 @@ def change_set_apply(
             )
         }
         _check_bases(bases, current)
-        effective = _effective_writes(scope, normalized, current, machine=machine)
+        # M5: a person's save or restore owns every entry text it changes. An undo puts
+        # back an earlier version exactly, fences and all.
+        person_write = (
+            not machine
+            and undoes is None
+            and origin in (ChangeSet.Origin.PERSON, ChangeSet.Origin.RESTORE)
+        )
+        effective = _effective_writes(
+            scope, normalized, current, machine=machine, person_write=person_write
+        )
         if not effective:
             raise NothingToChange("Nothing would change: the new text equals the current text.")
         _check_totals(
@@ -204,12 +213,25 @@ def _effective_writes(
     current: dict[str, MemoryFile],
     *,
     machine: bool,
+    person_write: bool,
 ) -> list[tuple[FileWrite, MemoryFile | None]]:
     """The writes that change something, each checked, with the file it replaces."""
     effective: list[tuple[FileWrite, MemoryFile | None]] = []
+    # Entries as the machine left them in any touched file (an archive moves them across).
+    machine_marks = (
+        set().union(*(entries.entry_marks(f.content) for f in current.values()))
+        if person_write
+        else set()
+    )
     for write in normalized:
         existing = current.get(write.path)
         before = existing.content if existing else None
+        if person_write and existing is not None and write.content is not None:
+            # A file this write creates (an import, a deleted file restored) keeps its
+            # entries: there is no earlier text of the machine to compare with.
+            write = FileWrite(
+                write.path, entries.claim_changed_entries(write.content, machine_marks)
+            )
         if before == write.content:
             continue
         if write.content is not None:
@@ -263,8 +285,7 @@ def _announce_on_commit(
         scope_id=scope.pk,
         origin=change_set.origin,
         source=change_set.source,
-        paths=[row.path for row in rows],
-        summary=change_set.summary,
+        file_count=len(rows),
     )
     note_embeddings_refresh_on_commit(scope.pk)
 

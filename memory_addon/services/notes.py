@@ -78,8 +78,9 @@ def note_edit(
     text: str | None,
     source: str,
 ) -> ChangeSet:
-    """Replace one note's text, or delete it (text None). Machine entries keep their
-    id, origin and date, so history and the model's own references still match."""
+    """Replace one note's text, or delete it (text None). An edited machine entry becomes
+    the person's own line without fences (M5), so the model can no longer replace,
+    remove, merge or archive it."""
     row = _index(scope)
     if row is None or row.sha256 != base_sha256:
         raise StaleBase(
@@ -89,29 +90,14 @@ def note_edit(
     item = next((i for i in entries.parse_items(row.content) if note_key(i) == key), None)
     if item is None:
         raise StaleBase(_("This note is no longer there; reload the page."), path=row.path)
-    if item.is_machine:
-        block = None
-        if text is not None:
-            try:
-                block = entries.render_entry(
-                    text,
-                    entry_id=item.entry_id,
-                    origin=item.origin,
-                    created=item.created,
-                    source=item.source,
-                )
-            except entries.EntryRefused as refusal:
-                raise ChangeRefused(str(refusal)) from refusal
-        content = entries.replace_entry(row.content, item.entry_id, block)
+    lines = row.content.split("\n")
+    before, after = lines[: item.start_line - 1], lines[item.end_line :]
+    if text is None:
+        if before and before[-1].strip() == "" and (not after or after[0].strip() == ""):
+            before = before[:-1]
+        content = "\n".join(before + after)
     else:
-        lines = row.content.split("\n")
-        before, after = lines[: item.start_line - 1], lines[item.end_line :]
-        if text is None:
-            if before and before[-1].strip() == "" and (not after or after[0].strip() == ""):
-                before = before[:-1]
-            content = "\n".join(before + after)
-        else:
-            content = "\n".join([*before, _person_text(text), *after])
+        content = "\n".join([*before, _person_text(text), *after])
     verb = "Deleted" if text is None else "Edited"
     return file_write(
         user=user,

@@ -57,7 +57,7 @@ REVERT: Final = "revert"
 
 @dataclass(frozen=True)
 class Outcome:
-    kind: Literal["saved", "proposed"]
+    kind: Literal["saved", "proposed", "already"]
     message: str
     proposal: Proposal | None = None
     change_set: ChangeSet | None = None
@@ -344,6 +344,51 @@ def _why_auto_waits(op: Operation, scope_files: dict[str, MemoryFile]) -> str:
     return ""
 
 
+def _same_note(text: str) -> str:
+    return " ".join(text.split()).removeprefix("- ").removeprefix("* ").casefold()
+
+
+def _already_there(
+    scope: MemoryScope, op: Operation, scope_files: dict[str, MemoryFile], *, proposing: bool
+) -> str:
+    """Why an add changes nothing: its note is saved, or (for a proposal) waits already (M9).
+
+    A regenerated answer, a retried turn or a redelivered job asks again for what the
+    first run saved; the same text in the same scope is not added twice.
+    """
+    if op["action"] != "add":
+        return ""
+    if op.get("topic_content") is not None:
+        topic = scope_files.get(op["topic"])
+        if topic is None or topic.content != op["topic_content"]:
+            return ""
+    index = scope_files.get(index_path(scope))
+    wanted = _same_note(op["text"])
+    if index and any(
+        _same_note(item.text) == wanted for item in entries.parse_items(index.content)
+    ):
+        return "This note is already saved in memory; nothing was added."
+    if not proposing:
+        return ""
+    waiting = (
+        Proposal.objects.filter(
+            scope=scope,
+            state=Proposal.State.PENDING,
+            expires_at__gt=timezone.now(),
+            operations__action="add",
+            operations__text=op["text"],
+        )
+        .values_list("pk", flat=True)
+        .first()
+    )
+    if waiting:
+        return (
+            f"This note already waits for the person's confirmation (proposal {waiting}); "
+            "nothing was proposed again."
+        )
+    return ""
+
+
 def memory_change_request(
     *, turn: Turn, operation: Mapping[str, object], reason: str = ""
 ) -> Outcome:
@@ -363,7 +408,6 @@ def memory_change_request(
     why_waiting = "Messages from messaging apps always ask first." if turn.binding else ""
     with transaction.atomic(durable=True):
         memory_lock(turn.user.pk)
-        _refuse_over_reply_cap(turn)
         # The files this change touches, read once for every check and the plan.
         scope_files = {
             f.path: f
@@ -374,6 +418,10 @@ def memory_change_request(
         if auto:
             why_waiting = _why_auto_waits(op, scope_files)
             auto = not why_waiting
+        already = _already_there(scope, op, scope_files, proposing=not auto)
+        if already:
+            return Outcome("already", already)
+        _refuse_over_reply_cap(turn)
         origin = ChangeSet.Origin.AUTOMATIC if auto else ChangeSet.Origin.ASSISTANT
         writes, bases = plan_writes(
             scope, op, origin=origin, source=turn.source, scope_files=scope_files
@@ -444,7 +492,6 @@ def _proposal_create(
         scope_id=scope.pk,
         action=str(op.get("action", "")),
         source=turn.source,
-        summary=proposal.reason or _summary(op),
     )
     return proposal
 
@@ -721,7 +768,6 @@ def proposals_reopen(*, user: User, proposal_ids: Sequence[int]) -> list[Proposa
                 scope_id=row.scope_id,
                 action=str(row.operations.get("action", "")),
                 source=row.source,
-                summary=row.reason or _summary(row.operations),
             )
         if rows:
             _count_changed_on_commit(user)

@@ -14,7 +14,9 @@ from django import template
 from django.utils.translation import gettext_lazy, gettext_noop, ngettext
 
 from memory_addon.host.stored_text import Render, filled, translate_stored
-from memory_addon.models import ChangeSet
+from memory_addon.live import changed_notes
+from memory_addon.models import ChangeSet, MemoryScope
+from memory_addon.services.scopes import scope_folder
 
 register = template.Library()
 
@@ -115,6 +117,18 @@ _PATTERNS: list[tuple[re.Pattern[str], Render]] = [
 def change_summary(value: str) -> str:
     """A change set's summary as the person reads it."""
     return translate_stored(value, _FIXED, _PATTERNS)
+
+
+@register.filter
+def saved_notes(change_set: ChangeSet) -> str:
+    """The notes a change saved, as the person reads them: what "Saved to memory" names."""
+    return "; ".join(changed_notes(change_set))
+
+
+@register.filter
+def scope_label(scope: MemoryScope) -> str:
+    """Where a scope's notes live, as the Files page names it ("Memory", "Memory/agents/…")."""
+    return scope_folder(scope)
 
 
 @register.filter

@@ -389,3 +389,89 @@ def test_only_the_first_tool_calls_of_a_round_run_the_rest_are_refused(fake_open
     tool_messages = [m for m in fake_openai.chat_requests[-1]["messages"] if m["role"] == "tool"]
     assert [m["tool_call_id"] for m in tool_messages] == [f"c{n}" for n in range(200)]
     assert "at most 16 tool calls" in tool_messages[-1]["content"]
+
+
+TEA = json.dumps({"action": "add", "text": "- I prefer tea over coffee"})
+
+
+def _first_answer_saves_tea(how: str, fake_openai, ask) -> None:
+    """The first answer saves the note; then it is complete, failed, or its job is lost."""
+    fake_openai.chat_replies.append(
+        {"tool_calls": [{"id": "c1", "name": "propose_change", "arguments": TEA}]}
+    )
+    fake_openai.chat_replies.append({"status": 400} if how == "retry" else {"content": "Noted."})
+    answer = run(ask("Remember that I prefer tea over coffee"))
+    if how == "redelivered job":
+        # The worker died after the save: the job comes back for an answer still streaming.
+        Message.objects.filter(pk=answer.pk).update(state=Message.State.STREAMING)
+        run(answer)
+    expected = Message.State.COMPLETE if how == "regenerate" else Message.State.FAILED
+    assert answer.state == expected
+
+
+@pytest.mark.parametrize("how", ["regenerate", "retry", "redelivered job"])
+def test_answering_again_does_not_save_the_same_note_twice(
+    fake_openai, ask, person, conversation, monkeypatch, how
+):
+    from chat import services as chat_services
+
+    monkeypatch.setattr(chat_services, "_enqueue_on_commit", lambda answer: None)
+    addon_setting_put(user=person, addon=MEMORY_ADDON, key=SAVE_MODE, value="auto")
+    _first_answer_saves_tea(how, fake_openai, ask)
+    fake_openai.chat_replies += [
+        {"tool_calls": [{"id": "c2", "name": "propose_change", "arguments": TEA}]},
+        {"content": "Noted again."},
+    ]
+    again = run(chat_services.answer_regenerate(user=person, conversation=conversation))
+    assert again.state == Message.State.COMPLETE, again.error
+    index = MemoryFile.objects.get(scope=ensure_user_scope(person), path="index.md").content
+    assert [e.text for e in entries.machine_entries(index)] == ["- I prefer tea over coffee"]
+    assert ChangeSet.objects.filter(user=person, origin=ChangeSet.Origin.AUTOMATIC).count() == 1
+    assert again.tool_calls[0]["ok"]
+    told = fake_openai.chat_requests[-1]["messages"][-1]["content"]
+    assert "already saved in memory" in told
+
+
+def test_asking_again_does_not_propose_the_same_note_twice(fake_openai, ask, person):
+    fake_openai.chat_replies += [
+        {"tool_calls": [{"id": "c1", "name": "propose_change", "arguments": TEA}]},
+        {"content": "Shall I?"},
+        {"tool_calls": [{"id": "c2", "name": "propose_change", "arguments": TEA}]},
+        {"content": "Shall I?"},
+    ]
+    run(ask("Remember that I prefer tea over coffee"))
+    run(ask("Did you note that I prefer tea?"))
+    assert Proposal.objects.filter(user=person).count() == 1
+    assert (
+        "already waits for the person's confirmation"
+        in (fake_openai.chat_requests[-1]["messages"][-1]["content"])
+    )
+
+
+def test_saved_to_memory_names_the_note_and_where_with_the_reason_second(
+    fake_openai, ask, person, conversation, client
+):
+    addon_setting_put(user=person, addon=MEMORY_ADDON, key=SAVE_MODE, value="auto")
+    with_reason = json.dumps(
+        {
+            "action": "add",
+            "text": "- I prefer tea over coffee",
+            "reason": "You asked me to remember it.",
+        }
+    )
+    fake_openai.chat_replies += [
+        {"tool_calls": [{"id": "c1", "name": "propose_change", "arguments": with_reason}]},
+        {"content": "Noted."},
+    ]
+    run(ask("Remember that I prefer tea over coffee"))
+    client.force_login(person)
+    for url in (f"/chat/{conversation.pk}/", "/memory/audit/"):
+        html = " ".join(client.get(url).content.decode().split())
+        line = (
+            "Saved to memory: I prefer tea over coffee → Memory"
+            if "chat" in url
+            else ("<td>I prefer tea over coffee<br>")
+        )
+        assert line in html, url
+        assert html.index(line) < html.index("You asked me to remember it.")
+        assert ">Undo</button>" in html

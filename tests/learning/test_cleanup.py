@@ -13,8 +13,9 @@ from learning.models import CleanupJob
 from learning.services import cleanup
 from memory_addon.core import entries
 from memory_addon.host.errors import ChangeRefused
-from memory_addon.models import MemoryFile
-from memory_addon.services.changes import change_set_undo, file_write
+from memory_addon.models import ChangeSet, MemoryFile
+from memory_addon.services.changes import FileWrite, change_set_apply, change_set_undo, file_write
+from memory_addon.services.notes import note_edit, note_key
 from memory_addon.services.scopes import ensure_user_scope
 
 pytestmark = pytest.mark.django_db
@@ -45,14 +46,20 @@ def entry(text: str, created: date | None = None) -> str:
 
 
 def write_index(person, body: str) -> MemoryFile:
-    file_write(
-        user=person,
-        scope=ensure_user_scope(person),
-        path="index.md",
-        content=body,
-        base_sha256=None,
-    )
-    return MemoryFile.objects.get(scope=ensure_user_scope(person), path="index.md")
+    """The index as the assistant left it: entries it adds later stay its own (M5)."""
+    scope = ensure_user_scope(person)
+    if not MemoryFile.objects.filter(scope=scope, path="index.md").exists():
+        file_write(user=person, scope=scope, path="index.md", content=body, base_sha256=None)
+    else:
+        change_set_apply(
+            user=person,
+            scope=scope,
+            writes=[FileWrite("index.md", body)],
+            origin=ChangeSet.Origin.ASSISTANT,
+            source=ChangeSet.Source.CHAT,
+            machine=True,
+        )
+    return MemoryFile.objects.get(scope=scope, path="index.md")
 
 
 def index_of(person) -> str:
@@ -149,6 +156,48 @@ def test_only_entries_older_than_180_days_can_be_archived_and_deleting_is_a_chan
     assert "had a dog" not in MemoryFile.objects.get(scope=scope, path="archive.md").content
     change_set_undo(user=person, change_set=deleted)
     assert "had a dog" in MemoryFile.objects.get(scope=scope, path="archive.md").content
+
+
+def _person_edits(person, old: str, new: str) -> None:
+    """The Memory tab's edit of one note (M5: the note becomes the person's text)."""
+    scope = ensure_user_scope(person)
+    row = MemoryFile.objects.get(scope=scope, path="index.md")
+    (item,) = [i for i in entries.parse_items(row.content) if old in i.text]
+    note_edit(
+        user=person,
+        scope=scope,
+        key=note_key(item),
+        base_sha256=row.sha256,
+        text=item.text.replace(old, new),
+        source=ChangeSet.Source.PAGE,
+    )
+
+
+def test_merging_skips_an_entry_the_person_edited(
+    fake_openai, person, profile, django_capture_on_commit_callbacks
+):
+    texts = ["likes green tea", "lives in Rome", "Likes green tea"]
+    write_index(person, MINE + "\n" + "\n\n".join(entry(t) for t in texts) + "\n")
+    _person_edits(person, "Rome", "Milan")
+    fake_openai.chat_replies.append({"content": json.dumps({"entries": ["likes green tea"]})})
+    job = run_job(person, CleanupJob.Kind.MERGE, django_capture_on_commit_callbacks)
+    assert job.state == "ready", job.error
+    assert "Milan" not in json.dumps(fake_openai.chat_requests)
+    cleanup.cleanup_apply(user=person, job=job)
+    after = index_of(person)
+    assert "lives in Milan" in after
+    assert [i.text for i in entries.machine_entries(after)] == ["likes green tea"]
+
+
+def test_archiving_skips_an_old_entry_the_person_edited(person):
+    old_day = timezone.localdate() - timedelta(days=200)
+    write_index(person, MINE + "\n" + entry("had a dog", old_day) + "\n")
+    (old,) = core.old_entries(index_of(person), today=timezone.localdate(), days=180)
+    _person_edits(person, "dog", "cat")
+    assert core.old_entries(index_of(person), today=timezone.localdate(), days=180) == []
+    with pytest.raises(ChangeRefused, match="older than 180 days"):
+        cleanup.archive_entries(user=person, scope=ensure_user_scope(person), ids=[old.entry_id])
+    assert "had a cat" in index_of(person)
 
 
 def test_shortening_my_paragraphs_is_a_separate_diff_and_undoable(

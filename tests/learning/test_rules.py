@@ -20,6 +20,7 @@ from memory_addon.host.errors import MemoryRefusal, SecretRefused
 from memory_addon.models import ChangeSet, MemoryFile
 from memory_addon.services.changes import file_write
 from memory_addon.services.scopes import ensure_agent_scope, ensure_user_scope
+from memory_addon.services.user_settings import addon_setting_put
 from tests.factories import AgentFactory, OrganizationFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -321,3 +322,64 @@ def test_remember_as_rule_saves_with_no_ai_call(fake_openai, person, answered):
     other = UserFactory()
     with pytest.raises(MemoryRefusal):
         rules.rule_remember(user=other, message=question, text="Mine now.")
+
+
+def _switch_off(how: str, person, settings) -> None:
+    if how == "save mode never":
+        addon_setting_put(user=person, addon="memory", key="save-mode", value="never")
+    else:
+        settings.MEMORY_AI_MEMORY = "off"
+
+
+@pytest.mark.parametrize("how", ["save mode never", "kill switch"])
+def test_never_and_the_kill_switch_look_for_no_rule_and_silence_waiting_cards(
+    fake_openai,
+    person,
+    conversation,
+    answered,
+    client,
+    settings,
+    how,
+    django_capture_on_commit_callbacks,
+):
+    question, earlier = answered("From now on use tabs.")
+    waiting = RuleSuggestion.objects.create(
+        user=person,
+        conversation=conversation,
+        user_message=question,
+        answer=earlier,
+        origin="detected",
+        state="pending",
+        text="Use tabs.",
+    )
+    _switch_off(how, person, settings)
+    _, answer = answered(RULE)
+    assert detect(answer.pk, django_capture_on_commit_callbacks) is None
+    assert fake_openai.chat_requests == []
+    client.force_login(person)
+    page = client.get(f"/chat/{conversation.pk}/").content.decode()
+    assert f'id="rule-card-{waiting.pk}"' not in page
+    with pytest.raises(MemoryRefusal):
+        rules.rule_save(user=person, suggestion=waiting, text="Use tabs.")
+    assert index_text(person) == ""
+
+
+def test_a_detection_queued_before_never_was_chosen_is_dropped_without_a_call(
+    fake_openai, person, answered, django_capture_on_commit_callbacks
+):
+    _, answer = answered(RULE)
+    with django_capture_on_commit_callbacks(execute=False):
+        suggestion = rules.rule_check_after_answer(answer_id=answer.pk)
+    addon_setting_put(user=person, addon="memory", key="save-mode", value="never")
+    assert rules.rule_detect(suggestion_id=suggestion.pk) == RuleSuggestion.State.DROPPED
+    assert fake_openai.chat_requests == []
+
+
+def test_with_never_the_person_can_still_remember_their_own_message_as_a_rule(
+    fake_openai, person, answered
+):
+    addon_setting_put(user=person, addon="memory", key="save-mode", value="never")
+    question, _ = answered(RULE)
+    rules.rule_remember(user=person, message=question, text="Answer in British English.")
+    assert "Answer in British English." in index_text(person)
+    assert fake_openai.chat_requests == []

@@ -154,3 +154,11 @@ def test_undo_never_redirects_off_site(signed_in, user, scope, target):
     change = file_write(user=user, scope=scope, path="a.md", content="x\n", base_sha256="")
     response = signed_in.post(f"/memory/changes/{change.pk}/undo/", {"next": target})
     assert response.status_code == 302 and response["Location"] == "/memory/audit/"
+
+
+def test_the_save_mode_page_says_what_each_choice_covers(signed_in):
+    page = " ".join(signed_in.get("/addons/memory/").content.decode().split())
+    assert "What each choice covers" in page
+    assert "no rule cards are suggested" in page
+    assert "Project banks of coding agents are not covered" in page
+    assert 'href="/memory/banks/"' in page

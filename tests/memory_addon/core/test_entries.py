@@ -114,3 +114,37 @@ def test_parsed_items_are_kept_per_text_but_each_caller_gets_its_own_list():
     ]
     big = content + "x\n" * entries.PARSE_CACHE_MAX_CHARS
     assert entries.parse_items(big)[0].text == "- tea: likes tea -> tea.md"
+
+
+def _block(text: str, entry_id: str = "ab12") -> str:
+    return entries.render_entry(
+        text, entry_id=entry_id, origin="automatic", created="2026-11-02", source="chat"
+    )
+
+
+def test_a_persons_write_keeps_entries_exactly_as_the_machine_left_them():
+    content = f"Mine.\n\n{_block('- lives in Rome')}\n"
+    marks = entries.entry_marks(content)
+    assert entries.claim_changed_entries(content, marks) == content
+
+
+def test_a_persons_write_unfences_an_entry_whose_text_it_changed():
+    before = f"Mine.\n\n{_block('- lives in Rome')}\n"
+    refenced = f"Mine.\n\n{_block('- lives in Milan')}\n"  # a fresh hash proves nothing
+    claimed = entries.claim_changed_entries(refenced, entries.entry_marks(before))
+    assert claimed == "Mine.\n\n- lives in Milan\n"
+    assert entries.machine_entries(claimed) == []
+
+
+def test_a_persons_write_unfences_a_block_whose_hash_no_longer_matches():
+    broken = _block("- lives in Rome").replace("lives in Rome", "lives in Milan")
+    claimed = entries.claim_changed_entries(f"{broken}\n", set())
+    assert claimed == "- lives in Milan\n"
+
+
+def test_a_pasted_entry_the_machine_never_wrote_is_the_persons_text():
+    before = _block("- lives in Rome", "aaaa")
+    after = f"{before}\n\n{_block('- likes tea', 'bbbb')}\n"
+    claimed = entries.claim_changed_entries(after, entries.entry_marks(before))
+    assert [i.entry_id for i in entries.machine_entries(claimed)] == ["aaaa"]
+    assert claimed.endswith("\n\n- likes tea\n")
