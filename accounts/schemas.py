@@ -3,7 +3,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import ClassVar
 
-from ninja import ModelSchema, Schema
+from ninja import Field, ModelSchema, Schema
 
 from accounts.models import AIProfile, ApiToken, User
 
@@ -31,6 +31,8 @@ class AIProfileOut(ModelSchema):
             "context_window",
             "role",
             "is_default",
+            "supports_tools",
+            "runs_locally",
         ]
 
 
@@ -41,6 +43,12 @@ class AIProfileIn(Schema):
     context_window: int = 8192
     role: AIProfile.Role = AIProfile.Role.TEXT
     is_default: bool = False
+    supports_tools: bool = True
+    runs_locally: bool = Field(
+        default=False,
+        description="The model runs on this machine: what the host sends it is not "
+        "masked (M11). Leave off for any outside service.",
+    )
     api_key: str = ""
 
 

@@ -4,6 +4,11 @@ Built on the `openai` package (it speaks to any compatible server). The library'
 retries are off: we retry only named transient errors (429 with Retry-After, 502/503,
 a reset connection) and only before the first chunk arrived, so no text is duplicated.
 No Django in here: the caller owns the database and decides what to store.
+
+Every request to a model is built in `_open_stream`, and that is where the outbound
+gate sits (M11): unless the endpoint is a model running on this machine, every text of
+the request (system prompt with memory, skills, references and excerpts, the history,
+the new message, tool calls and tool results) is masked there, whoever built it.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import openai
 from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCall
 
 from memory_addon.host import metrics
+from memory_addon.host.core.secret_guard import mask_outbound
 
 ErrorKind = Literal[
     "auth",
@@ -71,6 +77,8 @@ class Endpoint:
     # The text of one streamed reply; the chat runner stops far earlier at its own cap
     # (CHAT_MAX_ANSWER_CHARS), the short learning calls rely on this one.
     max_content_chars: int = 1_048_576
+    # Only a model on this machine (the AI profile says so) gets the request unmasked.
+    runs_locally: bool = False
 
 
 @dataclass
@@ -349,13 +357,67 @@ def _stream_once(
     return result
 
 
+def outbound_messages(endpoint: Endpoint, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages as they leave the host: masked copies, unless the model runs here.
+
+    The caller's list is not changed: what the host stores keeps the person's own text.
+    """
+    if endpoint.runs_locally:
+        return messages
+    return [_masked_message(message) for message in messages]
+
+
+def _masked_message(message: dict[str, Any]) -> dict[str, Any]:
+    masked = dict(message)
+    content = message.get("content")
+    if isinstance(content, str):
+        masked["content"] = mask_outbound(content)
+    elif isinstance(content, list):  # content parts: only the text parts carry text
+        masked["content"] = [
+            {**part, "text": mask_outbound(part["text"])}
+            if isinstance(part, dict) and isinstance(part.get("text"), str)
+            else part
+            for part in content
+        ]
+    if isinstance(message.get("tool_calls"), list):
+        masked["tool_calls"] = [_masked_call(call) for call in message["tool_calls"]]
+    return masked
+
+
+def _masked_call(call: Any) -> Any:
+    function = call.get("function") if isinstance(call, dict) else None
+    if not isinstance(function, dict) or not isinstance(function.get("arguments"), str):
+        return call
+    return {**call, "function": {**function, "arguments": _masked_arguments(function["arguments"])}}
+
+
+def _masked_arguments(arguments: str) -> str:
+    """Tool arguments echo what the model saw; their JSON stays JSON when masked."""
+    try:
+        parsed = json.loads(arguments)
+    except (ValueError, RecursionError):
+        return mask_outbound(arguments)
+    masked = _masked_value(parsed)
+    return arguments if masked == parsed else json.dumps(masked, ensure_ascii=False)
+
+
+def _masked_value(value: Any) -> Any:
+    if isinstance(value, str):
+        return mask_outbound(value)
+    if isinstance(value, list):
+        return [_masked_value(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _masked_value(item) for key, item in value.items()}
+    return value
+
+
 def _open_stream(
     endpoint: Endpoint, messages: list[dict[str, Any]], tools: Sequence[Mapping[str, object]] | None
 ) -> openai.Stream[Any]:
     client = _client(endpoint)
     # Messages and tool schemas are built as wire-format JSON already: sent as the body
     # as they are, they skip the client's field-by-field type transform (6-10 ms a round).
-    body: dict[str, Any] = {"messages": messages}
+    body: dict[str, Any] = {"messages": outbound_messages(endpoint, messages)}
     if tools:
         body["tools"] = tools
         body["tool_choice"] = "auto"

@@ -23,7 +23,7 @@ from knowledge.core.extract import Unreadable
 from knowledge.services import granted_folders
 from learning.core import reference
 from learning.models import ReferenceFile
-from memory_addon.host.core.secret_guard import find_secret, mask_outbound
+from memory_addon.host.core.secret_guard import find_secret
 from memory_addon.host.errors import ChangeRefused, LimitExceeded, SecretRefused, StaleBase
 from memory_addon.host.secret_text import secret_refusal
 from memory_addon.services.policy import Policy, kill_switch_on, policy_for
@@ -252,8 +252,12 @@ class ReferenceBlock:
         return {"files": self.files, "not_sent": self.not_sent, "off": self.off}
 
 
-def reference_block_build(*, user: User, memory_off_reason: str = "") -> ReferenceBlock:
-    """The reference block of one turn: approved, unchanged files only, within the caps."""
+def reference_block_build(
+    *, user: User, memory_off_reason: str = "", mask: bool = True
+) -> ReferenceBlock:
+    """The reference block of one turn: approved, unchanged files only, within the caps.
+
+    mask=False only for a model that runs on this machine."""
     refs = list(ReferenceFile.objects.filter(owner=user, send=True).order_by("name", "id"))
     if not refs:
         return ReferenceBlock()
@@ -282,7 +286,7 @@ def reference_block_build(*, user: User, memory_off_reason: str = "") -> Referen
     )
     not_sent += [{"name": name, "why": "no room left in the reference cap"} for name in skipped]
     return ReferenceBlock(
-        block=mask_outbound(reference.render(sent)),
+        block=reference.render(sent, mask=mask),
         files=[{"name": p.name, "tokens": p.tokens, "cut": p.cut} for p in sent],
         not_sent=not_sent,
     )

@@ -35,6 +35,7 @@ from typing import Literal
 
 from memory_addon.host.core import secret_words as words
 from memory_addon.host.core.entry_fence import ORIGINS, SOURCES
+from memory_addon.host.core.invisible import INVISIBLE, LOOKALIKES
 
 SecretKind = Literal[
     "known token format", "password assignment", "password in prose", "random-looking string"
@@ -46,23 +47,22 @@ Span = tuple[int, int]
 
 
 # ------------------------------------------------------------------ normalisation
-# Invisible format characters (Unicode category Cf and friends) that split a token.
-_INVISIBLE = re.compile(
-    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
-    "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\U000e0000-\U000e0fff]"
-)
-_CONFUSABLES = str.maketrans(
-    "аеорсухіјѕԁһӏԛԝАВЕКМНОРСТХУІЈЅαοριυνκτΑΒΕΖΗΙΚΜΝΟΡΤΥΧ",
-    "aeopcyxijsdhlqwABEKMHOPCTXYIJSaopiuvktABEZHIKMNOPTYX",
-)
+def plain(text: str) -> str:
+    """Every invisible character removed, then NFKC: the form a masked line goes out in
+    (the same form the untrusted-text wrappers write, so a wrapped text stays as it is)."""
+    if text.isascii():
+        return text
+    return unicodedata.normalize("NFKC", INVISIBLE.sub("", text))
 
 
 def normalise(text: str) -> str:
-    """The text as the guard reads it: NFKC, no invisible characters, look-alikes mapped."""
-    if text.isascii():
-        return text
-    text = unicodedata.normalize("NFKC", text)
-    return _INVISIBLE.sub("", text).translate(_CONFUSABLES)
+    """The text as the guard reads it: `plain`, with look-alike letters mapped to Latin.
+
+    The mapping is one character for one, so a span found here is the same span in the
+    plain text; the look-alikes themselves are never written out (a Cyrillic letter in a
+    closing tag must not come back as a Latin one).
+    """
+    return plain(text).translate(LOOKALIKES) if not text.isascii() else text
 
 
 # ------------------------------------------------------------------ placeholders
@@ -810,8 +810,9 @@ MASK_CACHE_MAX_CHARS = 16_384
 def mask_outbound(text: str) -> str:
     """Replace every secret value the guard can locate before text leaves the host.
 
-    A line with a finding goes out in its normalised form (invisible characters removed),
-    so a masked token cannot survive in pieces; other lines go out unchanged.
+    A line with a finding goes out in its plain form (invisible characters removed, NFKC),
+    so a masked token cannot survive in pieces; look-alike letters are kept as they
+    were. Other lines go out unchanged.
     """
     if len(text) > MASK_CACHE_MAX_CHARS:
         return _mask_outbound(text)
@@ -849,7 +850,7 @@ def _mask_outbound(text: str) -> str:
                 pending = split[1]
             else:
                 pending = _value_below(seen, scanned[index + 1][2])
-        out.append(_apply_mask(line, spans) if spans else raw)
+        out.append(_apply_mask(plain(raw), spans) if spans else raw)
     return "\n".join(out)
 
 
