@@ -5,7 +5,8 @@ block the host sends goes through `wrap_untrusted`, which takes each untrusted p
 one order:
 
 1. mask: the secret guard writes the lines it masks in a normalised form, so masking
-   must come before the steps below or it could turn a look-alike back into a real tag;
+   must come before the steps below or it could turn a look-alike back into a real tag
+   (the normalised text is masked once more: a token a direction mark hid is seen there);
 2. normalise: tag-character runs and bidirectional controls (a right-to-left override
    can make a line display as a closing tag) become visible markers, every other
    invisible character is removed, then NFKC folds compatibility forms (a fullwidth
@@ -71,9 +72,13 @@ def neutralise_tags(text: str) -> str:
 
 def untrusted_text(text: str, *, mask: bool = True) -> str:
     """One untrusted text made safe for any wrapper: masked, normalised, neutralised."""
-    if mask:
-        text = mask_outbound(text)
-    return neutralise_tags(normalise_untrusted(text))
+    if not mask:
+        return neutralise_tags(normalise_untrusted(text))
+    # The guard reads a text with direction and tag characters removed, the model sees
+    # them as visible markers: a token can hide in either form, so both are masked. The
+    # second pass reads normalised text, which masking leaves in the same form.
+    text = mask_outbound(normalise_untrusted(mask_outbound(text)))
+    return neutralise_tags(text)
 
 
 @dataclass(frozen=True)
