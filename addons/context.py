@@ -112,9 +112,7 @@ class AddonContext:
         }
 
 
-def _skill_text(
-    state: AddonState, name: str, instructions: str, rules: str, *, mask: bool
-) -> str:
+def _skill_text(state: AddonState, name: str, instructions: str, rules: str, *, mask: bool) -> str:
     # An add-on's instructions are a third party's text, learned rules the person's:
     # neither may close the skill or pose as another wrapper.
     parts: list[str | Safe] = [instructions.strip()]

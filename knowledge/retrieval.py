@@ -370,9 +370,7 @@ def retrieve(
         for i in ordered
         if i in by_id
     ]
-    excerpts = blocks.select(
-        candidates, context_window=context_window, bounds=bounds(), mask=mask
-    )
+    excerpts = blocks.select(candidates, context_window=context_window, bounds=bounds(), mask=mask)
     return Retrieval(
         block=blocks.render(excerpts, mask=mask),
         excerpts=excerpts,

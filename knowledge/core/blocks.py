@@ -11,7 +11,12 @@ import re
 from dataclasses import dataclass
 
 from memory_addon.host.core.tokens import estimate_tokens
-from memory_addon.host.core.untrusted import Safe, normalise_untrusted, untrusted_text, wrap_untrusted
+from memory_addon.host.core.untrusted import (
+    Safe,
+    normalise_untrusted,
+    untrusted_text,
+    wrap_untrusted,
+)
 
 MAX_EXCERPTS = 6
 MAX_PER_SOURCE = 2
@@ -30,7 +35,7 @@ def neutralize(text: str, *, mask: bool = True) -> str:
     """Excerpt text (or a path) cannot close the wrapper or pass off a citation marker as
     ours; what looks like a secret is masked (not for a model on this machine).
 
-    Markers are matched after normalising, so a fullwidth "[R１]" is caught too.
+    Markers are matched after normalising, so a fullwidth digit in one is caught too.
     """
     text = _MARKER.sub(lambda m: f"(R{m.group(1)})", normalise_untrusted(text))
     return untrusted_text(text, mask=mask)

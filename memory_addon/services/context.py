@@ -193,7 +193,9 @@ def turn_context_build(turn: Turn, policy: Policy | None = None) -> TurnContext:
     budget = min(budget, max(1, turn.context_window // 4))
     packed = pack(candidates, max_tokens=budget, max_bytes=settings.MEMORY_TURN_MAX_BYTES)
     sent = [candidate.value for candidate in packed.sent]
-    block = _render(sent, packed.omitted, mask=not turn.model_local) if sent or packed.omitted else ""
+    block = ""
+    if sent or packed.omitted:
+        block = _render(sent, packed.omitted, mask=not turn.model_local)
     return TurnContext(
         block=block,
         block_hash=hashlib.sha256(block.encode("utf-8")).hexdigest(),

@@ -56,7 +56,9 @@ def test_the_new_message_leaves_masked_and_is_stored_as_written(fake_openai, ask
 
 
 def test_the_history_leaves_masked(fake_openai, ask, conversation):
-    Message.objects.create(conversation=conversation, role=Message.Role.USER, content=SECRET_MESSAGE)
+    Message.objects.create(
+        conversation=conversation, role=Message.Role.USER, content=SECRET_MESSAGE
+    )
     Message.objects.create(
         conversation=conversation,
         role=Message.Role.ASSISTANT,

@@ -110,7 +110,9 @@ def wrap_untrusted(
     lines = [f"<{tag}{attributes}>"]
     if header:
         lines.append(header)
-    lines += [part.text if isinstance(part, Safe) else untrusted_text(part, mask=mask) for part in parts]
+    lines += [
+        part.text if isinstance(part, Safe) else untrusted_text(part, mask=mask) for part in parts
+    ]
     lines.append(f"</{tag}>")
     return Safe("\n".join(lines))
 

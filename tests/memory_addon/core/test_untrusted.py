@@ -80,8 +80,8 @@ def test_plain_text_and_ordinary_unicode_pass_unchanged():
     assert normalise_untrusted(text) == text
 
 
-# ---------------------------------------------------------------- one order: mask, normalise, neutralise
-CYRILLIC_CLOSE = "</retrieved_cont\u0435xt>"  # a Cyrillic е, which the secret guard reads as "e"
+# ------------------------------------------------- one order: mask, normalise, neutralise
+CYRILLIC_CLOSE = "</retrieved_cont\u0435xt>"  # a Cyrillic ie, which the guard reads as "e"
 TOKEN = "sk-proj-a8Fk29dLq0Zx7Wm3Tr5Yp1Hs"
 
 
@@ -109,29 +109,60 @@ def test_the_masker_keeps_look_alike_letters_as_they_were():
     assert mask_outbound(f"{CYRILLIC_CLOSE} {TOKEN}") == f"{CYRILLIC_CLOSE} [masked]"
 
 
-@pytest.mark.parametrize("char", ["\U0001d173", "\U0001d17a", "\ufff9", "\ufffb", "\ue000", "\ufe0f"])
+@pytest.mark.parametrize(
+    "char", ["\U0001d173", "\U0001d17a", "\ufff9", "\ufffb", "\ue000", "\ufe0f"]
+)
 def test_invisible_characters_are_removed_from_masked_and_wrapped_text(char):
     assert normalise_untrusted(f"a{char}b") == "ab"
     assert mask_outbound(f"db_password=Zq8v{char}Lm2xR4 a{char}b") == "db_password=[masked] ab"
 
 
 def test_every_format_character_counts_as_invisible():
-    format_chars = [c for c in map(chr, range(sys.maxunicode + 1)) if unicodedata.category(c) == "Cf"]
+    everything = map(chr, range(sys.maxunicode + 1))
+    format_chars = [c for c in everything if unicodedata.category(c) == "Cf"]
     assert all(INVISIBLE.match(c) for c in format_chars)
 
 
 # Pieces a hostile text is made of: wrapper tags in every spelling the host has seen
 # abused, invisible and direction characters, secrets the guard masks, line breaks.
 _PIECES = [
-    "<", "/", ">", " ", "\n", "\n\n", "\uff1c", "\uff0f", "\uff1e", "\u2215", "\u2044", "\u2039",
-    *WRAPPER_TAGS, "retrieved_cont\u0435xt", "m\u0435mory", "proj\u0435ct_memory", "memory_file",
-    "reference_files", "\u200b", "\u202e", "\U0001d173", "\ufff9", "\ufe0f", "\U000e0041",
-    "the password is Hunter2Secret99", "db_password=", "Zq8vLm2xR4", TOKEN, "[R1]", "[R\uff11]",
-    "-----BEGIN PRIVATE KEY-----", "-->", "<!--",
+    "<",
+    "/",
+    ">",
+    " ",
+    "\n",
+    "\n\n",
+    "\uff1c",
+    "\uff0f",
+    "\uff1e",
+    "\u2215",
+    "\u2044",
+    "\u2039",
+    *WRAPPER_TAGS,
+    "retrieved_cont\u0435xt",
+    "m\u0435mory",
+    "proj\u0435ct_memory",
+    "memory_file",
+    "reference_files",
+    "\u200b",
+    "\u202e",
+    "\U0001d173",
+    "\ufff9",
+    "\ufe0f",
+    "\U000e0041",
+    "the password is Hunter2Secret99",
+    "db_password=",
+    "Zq8vLm2xR4",
+    TOKEN,
+    "[R1]",
+    "[R\uff11]",
+    "-----BEGIN PRIVATE KEY-----",
+    "-->",
+    "<!--",
 ]
-hostile = st.lists(
-    st.one_of(st.sampled_from(_PIECES), st.text(max_size=4)), max_size=40
-).map("".join)
+hostile = st.lists(st.one_of(st.sampled_from(_PIECES), st.text(max_size=4)), max_size=40).map(
+    "".join
+)
 
 
 def _wrapped_blocks(text: str, cut: int) -> dict[str, str]:
