@@ -13,6 +13,7 @@ the new message, tool calls and tool results) is masked there, whoever built it.
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import threading
@@ -357,6 +358,11 @@ def _stream_once(
     return result
 
 
+# A turn sends the same system prompt and history again in every tool round, and the
+# next turn sends them once more: their masked copies are kept, whatever their size.
+_masked_text = functools.lru_cache(maxsize=128)(mask_outbound)
+
+
 def outbound_messages(endpoint: Endpoint, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The messages as they leave the host: masked copies, unless the model runs here.
 
@@ -371,10 +377,10 @@ def _masked_message(message: dict[str, Any]) -> dict[str, Any]:
     masked = dict(message)
     content = message.get("content")
     if isinstance(content, str):
-        masked["content"] = mask_outbound(content)
+        masked["content"] = _masked_text(content)
     elif isinstance(content, list):  # content parts: only the text parts carry text
         masked["content"] = [
-            {**part, "text": mask_outbound(part["text"])}
+            {**part, "text": _masked_text(part["text"])}
             if isinstance(part, dict) and isinstance(part.get("text"), str)
             else part
             for part in content
