@@ -28,7 +28,7 @@ import openai
 from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCall
 
 from memory_addon.host import metrics
-from memory_addon.host.core.secret_guard import mask_outbound
+from memory_addon.host.core.secret_guard import mask_known, mask_outbound
 
 ErrorKind = Literal[
     "auth",
@@ -80,6 +80,9 @@ class Endpoint:
     max_content_chars: int = 1_048_576
     # Only a model on this machine (the AI profile says so) gets the request unmasked.
     runs_locally: bool = False
+    # Secrets the host stores for the person (API keys, webhook secrets): masked
+    # wherever they appear in a request, as the guard cannot recognise them by shape.
+    known_secrets: tuple[str, ...] = field(default=(), repr=False)
 
 
 @dataclass
@@ -370,50 +373,56 @@ def outbound_messages(endpoint: Endpoint, messages: list[dict[str, Any]]) -> lis
     """
     if endpoint.runs_locally:
         return messages
-    return [_masked_message(message) for message in messages]
+    known = endpoint.known_secrets
+    return [_masked_message(message, known) for message in messages]
 
 
-def _masked_message(message: dict[str, Any]) -> dict[str, Any]:
+def _mask(text: str, known: tuple[str, ...]) -> str:
+    return mask_known(_masked_text(text), known) if known else _masked_text(text)
+
+
+def _masked_message(message: dict[str, Any], known: tuple[str, ...]) -> dict[str, Any]:
     masked = dict(message)
     content = message.get("content")
     if isinstance(content, str):
-        masked["content"] = _masked_text(content)
+        masked["content"] = _mask(content, known)
     elif isinstance(content, list):  # content parts: only the text parts carry text
         masked["content"] = [
-            {**part, "text": _masked_text(part["text"])}
+            {**part, "text": _mask(part["text"], known)}
             if isinstance(part, dict) and isinstance(part.get("text"), str)
             else part
             for part in content
         ]
     if isinstance(message.get("tool_calls"), list):
-        masked["tool_calls"] = [_masked_call(call) for call in message["tool_calls"]]
+        masked["tool_calls"] = [_masked_call(call, known) for call in message["tool_calls"]]
     return masked
 
 
-def _masked_call(call: Any) -> Any:
+def _masked_call(call: Any, known: tuple[str, ...]) -> Any:
     function = call.get("function") if isinstance(call, dict) else None
     if not isinstance(function, dict) or not isinstance(function.get("arguments"), str):
         return call
-    return {**call, "function": {**function, "arguments": _masked_arguments(function["arguments"])}}
+    arguments = _masked_arguments(function["arguments"], known)
+    return {**call, "function": {**function, "arguments": arguments}}
 
 
-def _masked_arguments(arguments: str) -> str:
+def _masked_arguments(arguments: str, known: tuple[str, ...]) -> str:
     """Tool arguments echo what the model saw; their JSON stays JSON when masked."""
     try:
         parsed = json.loads(arguments)
     except (ValueError, RecursionError):
-        return mask_outbound(arguments)
-    masked = _masked_value(parsed)
+        return _mask(arguments, known)
+    masked = _masked_value(parsed, known)
     return arguments if masked == parsed else json.dumps(masked, ensure_ascii=False)
 
 
-def _masked_value(value: Any) -> Any:
+def _masked_value(value: Any, known: tuple[str, ...]) -> Any:
     if isinstance(value, str):
-        return mask_outbound(value)
+        return _mask(value, known)
     if isinstance(value, list):
-        return [_masked_value(item) for item in value]
+        return [_masked_value(item, known) for item in value]
     if isinstance(value, dict):
-        return {key: _masked_value(item) for key, item in value.items()}
+        return {key: _masked_value(item, known) for key, item in value.items()}
     return value
 
 

@@ -32,6 +32,7 @@ from memory_addon.host.core.secret_guard import mask_outbound
 from memory_addon.host.core.storable import storable, storable_value
 from memory_addon.host.core.tokens import estimate_tokens
 from memory_addon.host.outbound import OutboundRefused, check_outbound_url, release_db_connection
+from memory_addon.host.stored_secrets import stored_secrets
 from memory_addon.services.context import turn_context_build
 from memory_addon.services.policy import Policy, policy_for
 from memory_addon.services.tools import ToolResult, ToolSchema, tool_call_execute, tool_schemas
@@ -279,6 +280,7 @@ def _endpoint(conversation: Conversation) -> client.Endpoint:
         # The answer's own cap ends reading first (the text that arrived is kept).
         max_content_chars=2 * settings.CHAT_MAX_ANSWER_CHARS + 1_048_576,
         runs_locally=profile.runs_locally,
+        known_secrets=stored_secrets(conversation.owner_id),
     )
 
 

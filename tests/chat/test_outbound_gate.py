@@ -161,3 +161,15 @@ def test_every_caller_of_the_model_client_is_masked(fake_openai):
         local, messages=messages, tools=None, on_delta=lambda _d: None, should_stop=lambda: False
     )
     assert fake_openai.chat_requests[-1]["messages"] == original
+
+
+def test_a_secret_the_host_keeps_for_the_person_leaves_masked(fake_openai, ask, profile):
+    kept = "correct-horse-battery-staple-42"  # no shape the guard knows: it is told
+    profile.api_key = kept
+    profile.save()
+    answer = _run(ask(f"Is {kept} the key you use?"))
+    assert answer.state == Message.State.COMPLETE
+    assert fake_openai.chat_requests[-1]["messages"][-1]["content"] == (
+        "Is [masked] the key you use?"
+    )
+    assert kept not in _sent(fake_openai)

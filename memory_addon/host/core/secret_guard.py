@@ -28,7 +28,7 @@ import math
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from functools import partial
 from typing import Literal
@@ -38,7 +38,11 @@ from memory_addon.host.core.entry_fence import ORIGINS, SOURCES
 from memory_addon.host.core.invisible import INVISIBLE, LOOKALIKES
 
 SecretKind = Literal[
-    "known token format", "password assignment", "password in prose", "random-looking string"
+    "known token format",
+    "password assignment",
+    "password in prose",
+    "random-looking string",
+    "stored secret",
 ]
 
 MASK = "[masked]"
@@ -765,8 +769,33 @@ def _value_below(line: str, following: str) -> Span | None:
     return None
 
 
-def find_secret(text: str) -> SecretFinding | None:
-    """The first line that looks like a secret, or None."""
+def find_secret(text: str, *, known: Collection[str] = ()) -> SecretFinding | None:
+    """The first line that looks like a secret, or None.
+
+    known: secrets the host stores for the person (API keys, webhook secrets); a line
+    holding one is a finding whatever it looks like (the fifth kind).
+    """
+    found = _find_secret(text)
+    stored = _find_known(text, known) if known else None
+    if stored and (found is None or stored.line <= found.line):
+        return stored
+    return found
+
+
+# Shorter values would match ordinary words; no key or signing secret the host makes is.
+MIN_KNOWN_CHARS = 8
+
+
+def _find_known(text: str, known: Collection[str]) -> SecretFinding | None:
+    values = [value for value in known if len(value) >= MIN_KNOWN_CHARS]
+    for number, line in enumerate(text.split("\n"), start=1):
+        seen = plain(line)
+        if any(value in line or value in seen for value in values):
+            return SecretFinding(line=number, kind="stored secret")
+    return None
+
+
+def _find_secret(text: str) -> SecretFinding | None:
     lines = list(_scan_lines(text))
     for index, (number, _line, scanned, in_public) in enumerate(lines):
         if in_public:
@@ -807,16 +836,26 @@ def _apply_mask(line: str, spans: list[Span]) -> str:
 MASK_CACHE_MAX_CHARS = 16_384
 
 
-def mask_outbound(text: str) -> str:
+def mask_outbound(text: str, *, known: Collection[str] = ()) -> str:
     """Replace every secret value the guard can locate before text leaves the host.
 
     A line with a finding goes out in its plain form (invisible characters removed, NFKC),
     so a masked token cannot survive in pieces; look-alike letters are kept as they
-    were. Other lines go out unchanged.
+    were. Other lines go out unchanged. `known` values (secrets the host stores for the
+    person) are masked wherever they occur.
     """
-    if len(text) > MASK_CACHE_MAX_CHARS:
-        return _mask_outbound(text)
-    return _mask_outbound_cached(text)
+    masked = (
+        _mask_outbound(text) if len(text) > MASK_CACHE_MAX_CHARS else _mask_outbound_cached(text)
+    )
+    return mask_known(masked, known) if known else masked
+
+
+def mask_known(text: str, known: Collection[str]) -> str:
+    # Longest first: a value that contains another is masked whole.
+    for value in sorted(known, key=len, reverse=True):
+        if len(value) >= MIN_KNOWN_CHARS and value in text:
+            text = text.replace(value, MASK)
+    return text
 
 
 def _mask_outbound(text: str) -> str:
