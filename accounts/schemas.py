@@ -43,7 +43,6 @@ class AIProfileIn(Schema):
     context_window: int = 8192
     role: AIProfile.Role = AIProfile.Role.TEXT
     is_default: bool = False
-    supports_tools: bool = True
     runs_locally: bool = Field(
         default=False,
         description="The model runs on this machine: what the host sends it is not "
