@@ -84,10 +84,9 @@ class TurnContext:
 
 
 def neutralize(text: str) -> str:
-    """Notes are data: they cannot close our wrappers or open new ones (Unicode tricks too).
-
-    Not masked: the tools that show a note mask their whole answer afterwards."""
-    return untrusted_text(text, mask=False)
+    """Notes are data: they cannot close our wrappers or open new ones (Unicode tricks too),
+    and what looks like a secret in them is masked."""
+    return untrusted_text(text)
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from accounts.models import User
 from memory_addon.core.operations import text_argument
 from memory_addon.host.core.fulltext import snippet
 from memory_addon.host.core.secret_guard import mask_outbound
+from memory_addon.host.core.untrusted import wrap_untrusted
 from memory_addon.host.errors import ChangeRefused, MemoryRefusal, NotAllowed
 from memory_addon.models import ChangeSet, MemoryFile, MemoryScope
 from memory_addon.services.changes import (
@@ -25,7 +26,7 @@ from memory_addon.services.changes import (
     change_set_apply,
     clean_path,
 )
-from memory_addon.services.context import memory_readable, neutralize, readable_scopes
+from memory_addon.services.context import memory_readable, readable_scopes
 from memory_addon.services.locks import memory_lock
 from memory_addon.services.note_search import note_search
 from memory_addon.services.proposals import (
@@ -172,10 +173,8 @@ def tool_schemas(*, bank: bool = False) -> list[ToolSchema]:
 
 
 def _wrap(folder: str, path: str, content: str) -> str:
-    return (
-        f'<memory_file path="{folder}/{path}" trust="untrusted-observation">\n'
-        f"{neutralize(content)}\n</memory_file>"
-    )
+    attrs = {"path": f"{folder}/{path}", "trust": "untrusted-observation"}
+    return wrap_untrusted("memory_file", content, attrs=attrs).text
 
 
 def _scope_by_name(turn: Turn, name: str) -> MemoryScope | None:
