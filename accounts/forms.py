@@ -39,6 +39,7 @@ class AIProfileForm(forms.ModelForm[AIProfile]):
             "role",
             "is_default",
             "supports_tools",
+            "runs_locally",
         ]
         labels: ClassVar = {
             "name": gettext_lazy("Name"),
@@ -48,12 +49,17 @@ class AIProfileForm(forms.ModelForm[AIProfile]):
             "role": gettext_lazy("Use for"),
             "is_default": gettext_lazy("Default profile for this use"),
             "supports_tools": gettext_lazy("The model supports tools"),
+            "runs_locally": gettext_lazy("The model runs on this machine"),
         }
         help_texts: ClassVar = {
             "base_url": gettext_lazy("For example http://127.0.0.1:8080/v1"),
             "supports_tools": gettext_lazy(
                 "The model can call functions (tools). Without it, chats send the memory "
                 "block only and cannot propose notes."
+            ),
+            "runs_locally": gettext_lazy(
+                "Only for a model served from this computer (llama.cpp, Ollama…): what the "
+                "host sends it is not masked. Leave it off for any outside service."
             ),
         }
 

@@ -220,6 +220,11 @@ class AIProfile(models.Model):
         help_text="The model can call functions (tools). Without it, chats send the memory "
         "block only and cannot propose notes.",
     )
+    runs_locally = models.BooleanField(
+        default=False,
+        help_text="The model runs on this machine: what the host sends it is not masked. "
+        "Leave off for any outside service.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

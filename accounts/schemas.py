@@ -3,7 +3,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import ClassVar
 
-from ninja import ModelSchema, Schema
+from ninja import Field, ModelSchema, Schema
 
 from accounts.models import AIProfile, ApiToken, User
 from memory_addon.host.schemas import Moment
@@ -32,6 +32,8 @@ class AIProfileOut(ModelSchema):
             "context_window",
             "role",
             "is_default",
+            "supports_tools",
+            "runs_locally",
         ]
 
 
@@ -42,6 +44,11 @@ class AIProfileIn(Schema):
     context_window: int = 8192
     role: AIProfile.Role = AIProfile.Role.TEXT
     is_default: bool = False
+    runs_locally: bool = Field(
+        default=False,
+        description="The model runs on this machine: what the host sends it is not "
+        "masked (M11). Leave off for any outside service.",
+    )
     api_key: str = ""
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
 
+from accounts import crypto
 from accounts.models import Agent, AIProfile, ApiToken, Membership, MessagingBinding, User
 
 
@@ -27,3 +28,17 @@ def binding_for_user(user: User, binding_id: int) -> MessagingBinding:
 def membership_of(user: User) -> Membership | None:
     """The person's organization with their role in it (one organization per person)."""
     return Membership.objects.select_related("organization").filter(user=user).first()
+
+
+def stored_secrets_of(user_id: int) -> list[str]:
+    """The secrets accounts keeps for a person: AI profile keys, binding signing secrets."""
+    encrypted = list(
+        AIProfile.objects.filter(owner_id=user_id)
+        .exclude(api_key_encrypted="")
+        .values_list("api_key_encrypted", flat=True)
+    )
+    for current, previous in MessagingBinding.objects.filter(owner_id=user_id).values_list(
+        "webhook_secret_encrypted", "previous_secret_encrypted"
+    ):
+        encrypted += [value for value in (current, previous) if value]
+    return [crypto.decrypt(value) for value in encrypted]

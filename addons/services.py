@@ -18,6 +18,7 @@ from addons.models import AddonFile, InstalledAddon, SkillRule
 from addons.selectors import entry_point_find, installed_addon
 from memory_addon.addons import BUILTIN_MANIFESTS
 from memory_addon.host.core.secret_guard import find_secret
+from memory_addon.host.stored_secrets import stored_secrets
 from memory_addon.models import AddonInstallation, AddonSetting
 
 MAX_RULES_CHARS = 2000
@@ -184,7 +185,7 @@ def skill_rules_save(*, user: User, addon_id: str, skill: str, text: str) -> str
         raise ChangeRefused(
             f"A skill keeps at most {MAX_RULES_LINES} rules and {MAX_RULES_CHARS} characters."
         )
-    finding = find_secret(clean)
+    finding = find_secret(clean, known=stored_secrets(user.pk))
     if finding:
         raise ChangeRefused(
             f"Line {finding.line} looks like a secret ({finding.kind}); rules never hold secrets."

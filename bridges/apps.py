@@ -11,3 +11,7 @@ class BridgesConfig(AppConfig):
         # The jobs register with the Celery app in every process: the services queue them
         # by name (memory_addon/host/queue.py), with the task's own options.
         from bridges import tasks  # noqa: F401
+        from bridges.selectors import endpoint_secrets_of
+        from memory_addon.host.stored_secrets import register_stored_secrets
+
+        register_stored_secrets(endpoint_secrets_of)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db.models import Prefetch, Q, QuerySet
 from django.shortcuts import get_object_or_404
 
+from accounts import crypto
 from accounts.models import MessagingBinding, User
 from bridges.models import DeliveryAttempt, EventEndpoint, InboundMessage, OutboxEvent
 
@@ -59,3 +60,14 @@ def recent_events(endpoint: EventEndpoint) -> list[OutboxEvent]:
             Prefetch("attempts_log", queryset=attempts, to_attr="log")
         )[:RECENT_EVENTS]
     )
+
+
+def endpoint_secrets_of(user_id: int) -> list[str]:
+    """The signing secrets of a person's event endpoints (the host stores them for them)."""
+    return [
+        crypto.decrypt(value)
+        for value in EventEndpoint.objects.filter(owner_id=user_id).values_list(
+            "secret_encrypted", flat=True
+        )
+        if value
+    ]

@@ -28,9 +28,11 @@ from chat.models import Conversation, Message
 from chat.selectors import message_html
 from chat.services import stop_requested
 from learning.services.references import reference_block_build
+from memory_addon.host.core.secret_guard import mask_outbound
 from memory_addon.host.core.storable import storable, storable_value
 from memory_addon.host.core.tokens import estimate_tokens
 from memory_addon.host.outbound import OutboundRefused, check_outbound_url, release_db_connection
+from memory_addon.host.stored_secrets import stored_secrets
 from memory_addon.services.context import turn_context_build
 from memory_addon.services.policy import Policy, policy_for
 from memory_addon.services.tools import ToolResult, ToolSchema, tool_call_execute, tool_schemas
@@ -279,6 +281,8 @@ def _endpoint(conversation: Conversation) -> client.Endpoint:
         max_content_chars=2 * settings.CHAT_MAX_ANSWER_CHARS + 1_048_576,
         # The answer's own deadline ends the helper thread's call too.
         max_seconds=float(settings.CHAT_MAX_ANSWER_SECONDS),
+        runs_locally=profile.runs_locally,
+        known_secrets=stored_secrets(conversation.owner_id),
     )
 
 
@@ -297,7 +301,11 @@ def _retrieved(
     }
     try:
         result = retrieve(
-            stores, query, context_window=turn.context_window, autonomous=turn.is_background
+            stores,
+            query,
+            context_window=turn.context_window,
+            autonomous=turn.is_background,
+            mask=not turn.model_local,
         )
     except Exception:
         logger.exception("Retrieval failed for conversation %s", conversation.pk)
@@ -312,12 +320,17 @@ def _retrieved(
             "source_id": excerpt.candidate.source_id,
             "store_id": excerpt.candidate.store_id,
             "tokens": excerpt.tokens,
-            "text": excerpt.candidate.text[:EXCERPT_CHARS],
+            "text": _as_sent(turn, excerpt.candidate.text)[:EXCERPT_CHARS],
         }
         for number, excerpt in enumerate(result.excerpts, start=1)
     ]
     info["semantic"] = result.semantic
     return result.block, citations, info
+
+
+def _as_sent(turn: Turn, text: str) -> str:
+    """A text as the model got it, for Sent along: masked unless the model runs here."""
+    return text if turn.model_local else mask_outbound(text)
 
 
 def _beside[T](work: Callable[[], T]) -> Callable[[], T]:
@@ -373,6 +386,7 @@ def _prepare(message: Message) -> Prepared:
         reply_ref_trusted=True,  # the host made both references
         memory_off=not conversation.memory_on,
         context_window=profile.context_window,
+        model_local=profile.runs_locally,
     )
     # Retrieval (an embeddings call and two searches) runs beside the memory block.
     retrieval = _beside(lambda: _retrieved(conversation, turn, current.content))
@@ -381,7 +395,7 @@ def _prepare(message: Message) -> Prepared:
     context = turn_context_build(turn, policy)
     # Approved reference files (M14) go after the memory block, in their own wrapper.
     references = reference_block_build(
-        user=conversation.owner, memory_off_reason=context.reason_off
+        user=conversation.owner, memory_off_reason=context.reason_off, mask=not turn.model_local
     )
     retrieved, citations, retrieval_info = retrieval()
     tools = tool_schemas() if profile.supports_tools and not context.reason_off else None
@@ -401,6 +415,7 @@ def _prepare(message: Message) -> Prepared:
         tools={tool["function"]["name"] for tool in tools or []},
         memory_readable=not context.reason_off,
         preloaded=policy.addons,
+        mask=not turn.model_local,
     )
     if addons.skills_block:
         system_parts.append(addons.skills_block)
@@ -439,7 +454,7 @@ def _prepare(message: Message) -> Prepared:
             "scope": item.scope,
             "kind": item.kind,
             "tokens": item.tokens,
-            "text": item.text[:160],
+            "text": _as_sent(turn, item.text)[:160],
         }
         for item in context.sent
     ]

@@ -335,9 +335,16 @@ def bounds() -> blocks.Bounds:
 
 
 def retrieve(
-    stores: list[Store], query: str, *, context_window: int, autonomous: bool = False
+    stores: list[Store],
+    query: str,
+    *,
+    context_window: int,
+    autonomous: bool = False,
+    mask: bool = True,
 ) -> Retrieval:
-    """The bounded block for a prompt; autonomous runs only see stores that opted in."""
+    """The bounded block for a prompt; autonomous runs only see stores that opted in.
+
+    mask=False only for a model that runs on this machine (its excerpts go verbatim)."""
     usable = [store for store in stores if store.autonomous_opt_in or not autonomous]
     results = [rank(store, query) for store in usable]
     rankings = [result.ids for result in results]
@@ -363,9 +370,9 @@ def retrieve(
         for i in ordered
         if i in by_id
     ]
-    excerpts = blocks.select(candidates, context_window=context_window, bounds=bounds())
+    excerpts = blocks.select(candidates, context_window=context_window, bounds=bounds(), mask=mask)
     return Retrieval(
-        block=blocks.render(excerpts),
+        block=blocks.render(excerpts, mask=mask),
         excerpts=excerpts,
         semantic=bool(results) and all(result.semantic for result in results),
     )

@@ -31,6 +31,9 @@ class Turn:
     memory_off: bool = False  # the per-request switch
     context_window: int = 8192
     project_key: str = ""
+    # The model runs on this machine (its AI profile says so): what the turn sends it is
+    # not masked. Off for every other model, and for clients the host does not know.
+    model_local: bool = False
 
     @property
     def source(self) -> ChangeSet.Source:

@@ -12,7 +12,7 @@ import re
 from datetime import date, timedelta
 
 from memory_addon.core import entries
-from memory_addon.host.core.untrusted import normalise_untrusted
+from memory_addon.host.core.untrusted import normalise_untrusted, wrap_untrusted
 
 ARCHIVE_PATH = "archive.md"
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -93,10 +93,9 @@ def _json_list(reply: str, key: str) -> list[str] | str:
 
 
 def merge_messages(texts: list[str]) -> list[dict[str, str]]:
-    body = "\n".join(f"- {normalise_untrusted(t)}" for t in texts)
     return [
         {"role": "system", "content": MERGE_SYSTEM},
-        {"role": "user", "content": f"<notes>\n{body}\n</notes>"},
+        {"role": "user", "content": wrap_untrusted("notes", [f"- {t}" for t in texts]).text},
     ]
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from memory_addon.core.entries import MAX_ENTRY_CHARS
-from memory_addon.host.core.untrusted import normalise_untrusted
+from memory_addon.host.core.untrusted import normalise_untrusted, wrap_untrusted
 
 SYSTEM = (
     "You decide whether one chat message asks the assistant to follow a lasting rule in "
@@ -21,16 +21,14 @@ SYSTEM = (
     "persona this chat runs as."
 )
 
-_MESSAGE_TAG = re.compile(r"<\s*/?\s*message\b", re.IGNORECASE)
 _FENCED = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
 
 
-def detection_messages(masked_text: str) -> list[dict[str, Any]]:
-    """The whole request: the instruction and the (already masked) message, nothing else."""
-    body = _MESSAGE_TAG.sub("\u2039message", normalise_untrusted(masked_text))
+def detection_messages(text: str) -> list[dict[str, Any]]:
+    """The whole request: the instruction and the message (masked), nothing else."""
     return [
         {"role": "system", "content": SYSTEM},
-        {"role": "user", "content": f"<message>\n{body}\n</message>"},
+        {"role": "user", "content": wrap_untrusted("message", text).text},
     ]
 
 

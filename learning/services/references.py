@@ -23,9 +23,10 @@ from knowledge.core.extract import Unreadable
 from knowledge.services import granted_folders
 from learning.core import reference
 from learning.models import ReferenceFile
-from memory_addon.host.core.secret_guard import find_secret, mask_outbound
+from memory_addon.host.core.secret_guard import find_secret
 from memory_addon.host.errors import ChangeRefused, LimitExceeded, SecretRefused, StaleBase
 from memory_addon.host.secret_text import secret_refusal
+from memory_addon.host.stored_secrets import stored_secrets
 from memory_addon.services.policy import Policy, kill_switch_on, policy_for
 
 MAX_FILES_PER_PERSON = 20
@@ -54,8 +55,8 @@ def _decode(data: bytes, name: str) -> str:
         ) from None
 
 
-def _refuse_secret(text: str, name: str) -> None:
-    finding = find_secret(text)
+def _refuse_secret(text: str, name: str, user_id: int) -> None:
+    finding = find_secret(text, known=stored_secrets(user_id))
     if finding:
         raise SecretRefused(
             f"{name}: {secret_refusal(finding)}", line=finding.line, kind=finding.kind
@@ -87,7 +88,7 @@ def reference_upload(*, user: User, name: str, data: bytes) -> ReferenceFile:
     if problem:
         raise ChangeRefused(problem)
     text = _decode(data, name)
-    _refuse_secret(text, name)
+    _refuse_secret(text, name, user.pk)
     with transaction.atomic(durable=True):
         _check_count(user)
         return ReferenceFile.objects.create(
@@ -151,7 +152,7 @@ def reference_add_folder_file(*, user: User, path: str) -> ReferenceFile:
     problem = reference.name_problem(path.strip())
     if problem:
         raise ChangeRefused(problem)
-    _refuse_secret(_decode(data, name), name)
+    _refuse_secret(_decode(data, name), name, user.pk)
     with transaction.atomic(durable=True):
         _check_count(user)
         existing = ReferenceFile.objects.filter(
@@ -202,7 +203,7 @@ def reference_review(ref: ReferenceFile) -> Review:
         status = "changed"
     else:
         status = "needs approval"
-    finding = find_secret(text)
+    finding = find_secret(text, known=stored_secrets(ref.owner_id))
     return Review(
         ref,
         cleaned.text,
@@ -223,7 +224,7 @@ def reference_approve(*, user: User, ref: ReferenceFile, sha256: str) -> Referen
             f"{ref.name} changed since it was shown to you; nothing was approved. "
             "Look at the new text and approve again."
         )
-    _refuse_secret(_decode(data, ref.name), ref.name)
+    _refuse_secret(_decode(data, ref.name), ref.name, user.pk)
     with transaction.atomic(durable=True):
         ReferenceFile.objects.filter(pk=ref.pk, owner=user).update(
             approved_sha256=sha256, approved_at=timezone.now()
@@ -252,8 +253,12 @@ class ReferenceBlock:
         return {"files": self.files, "not_sent": self.not_sent, "off": self.off}
 
 
-def reference_block_build(*, user: User, memory_off_reason: str = "") -> ReferenceBlock:
-    """The reference block of one turn: approved, unchanged files only, within the caps."""
+def reference_block_build(
+    *, user: User, memory_off_reason: str = "", mask: bool = True
+) -> ReferenceBlock:
+    """The reference block of one turn: approved, unchanged files only, within the caps.
+
+    mask=False only for a model that runs on this machine."""
     refs = list(ReferenceFile.objects.filter(owner=user, send=True).order_by("name", "id"))
     if not refs:
         return ReferenceBlock()
@@ -282,7 +287,7 @@ def reference_block_build(*, user: User, memory_off_reason: str = "") -> Referen
     )
     not_sent += [{"name": name, "why": "no room left in the reference cap"} for name in skipped]
     return ReferenceBlock(
-        block=mask_outbound(reference.render(sent)),
+        block=reference.render(sent, mask=mask),
         files=[{"name": p.name, "tokens": p.tokens, "cut": p.cut} for p in sent],
         not_sent=not_sent,
     )

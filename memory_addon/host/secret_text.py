@@ -12,6 +12,9 @@ KIND_LABELS: dict[str, Promise] = {
     "password assignment": gettext_lazy("a password or token assigned a literal value"),
     "password in prose": gettext_lazy("a password named in prose"),
     "random-looking string": gettext_lazy("a long random-looking string"),
+    "stored secret": gettext_lazy(
+        "a secret this host keeps for you (an AI profile's API key, a webhook or bridge secret)"
+    ),
 }
 
 

@@ -27,6 +27,7 @@ from memory_addon.host.errors import (
 )
 from memory_addon.host.secret_text import secret_refusal
 from memory_addon.host.storage import storage_check
+from memory_addon.host.stored_secrets import stored_secrets
 from memory_addon.models import ChangeSet, FileChange, MemoryFile, MemoryScope, content_hash
 from memory_addon.services.locks import memory_lock
 from memory_addon.services.note_search import note_embeddings_refresh_on_commit
@@ -306,7 +307,8 @@ def _check_text(
     machine: bool,
     existing: MemoryFile | None,
 ) -> None:
-    finding = find_secret(after)
+    # Every write of a note passes here: the person's stored keys are refused too.
+    finding = find_secret(after, known=stored_secrets(scope.owner_id) if scope.owner_id else ())
     if finding:
         raise SecretRefused(
             f"{path}: {secret_refusal(finding)}", path=path, line=finding.line, kind=finding.kind

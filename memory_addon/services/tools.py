@@ -20,6 +20,7 @@ from memory_addon.core.operations import json_kind, text_argument
 from memory_addon.core.shown_match import shown_spans
 from memory_addon.host.core.fulltext import snippet
 from memory_addon.host.core.secret_guard import mask_outbound
+from memory_addon.host.core.untrusted import wrap_untrusted
 from memory_addon.host.errors import ChangeRefused, MemoryRefusal, NotAllowed
 from memory_addon.models import ChangeSet, MemoryFile, MemoryScope
 from memory_addon.services.changes import (
@@ -28,7 +29,7 @@ from memory_addon.services.changes import (
     change_set_apply,
     clean_path,
 )
-from memory_addon.services.context import memory_readable, neutralize, readable_scopes
+from memory_addon.services.context import memory_readable, readable_scopes
 from memory_addon.services.locks import memory_lock
 from memory_addon.services.note_search import note_search
 from memory_addon.services.proposals import (
@@ -241,10 +242,8 @@ def arguments_refusal(
 
 
 def _wrap(folder: str, path: str, content: str) -> str:
-    return (
-        f'<memory_file path="{folder}/{path}" trust="untrusted-observation">\n'
-        f"{neutralize(content)}\n</memory_file>"
-    )
+    attrs = {"path": f"{folder}/{path}", "trust": "untrusted-observation"}
+    return wrap_untrusted("memory_file", content, attrs=attrs).text
 
 
 def _scope_by_name(turn: Turn, name: str) -> MemoryScope | None:

@@ -141,3 +141,51 @@ def test_invalid_profile_is_a_400_with_the_field_named(client, user):
 
 def test_api_requires_sign_in(client):
     assert client.get("/api/ai-profiles").status_code == 401
+
+
+LOCAL_FORM = {
+    "name": "Ollama",
+    "base_url": "http://127.0.0.1:11434/v1",
+    "model": "llama",
+    "context_window": 8192,
+    "role": "text",
+}
+
+
+def test_a_profile_is_not_local_unless_the_person_says_so(client, user):
+    client.force_login(user)
+    page = client.get("/accounts/settings/ai-profiles/new/").content.decode()
+    assert 'name="runs_locally"' in page and "The model runs on this machine" in page
+    assert client.post("/accounts/settings/ai-profiles/new/", LOCAL_FORM).status_code == 302
+    assert AIProfile.objects.get(owner=user).runs_locally is False
+    created = client.post(
+        "/api/ai-profiles",
+        data=json.dumps({"name": "Remote", "base_url": "https://api.example/v1", "model": "m"}),
+        content_type="application/json",
+    )
+    assert created.json()["runs_locally"] is False
+
+
+def test_the_local_flag_is_set_on_the_page_and_in_the_api(client, user):
+    client.force_login(user)
+    response = client.post(
+        "/accounts/settings/ai-profiles/new/", {**LOCAL_FORM, "runs_locally": "on"}
+    )
+    assert response.status_code == 302
+    profile = AIProfile.objects.get(owner=user)
+    assert profile.runs_locally is True
+    updated = client.put(
+        f"/api/ai-profiles/{profile.pk}",
+        data=json.dumps({**LOCAL_FORM, "runs_locally": False}),
+        content_type="application/json",
+    )
+    assert updated.status_code == 200 and updated.json()["runs_locally"] is False
+    assert client.get("/api/ai-profiles").json()[0]["runs_locally"] is False
+    schema = client.get("/api/openapi.json").json()["components"]["schemas"]["AIProfileIn"]
+    assert schema["properties"]["runs_locally"]["default"] is False
+
+
+def test_the_demo_model_is_registered_as_running_on_this_machine(user):
+    from accounts.management.commands.demo_model import demo_profile_register
+
+    assert demo_profile_register(user=user, port=8091).runs_locally is True

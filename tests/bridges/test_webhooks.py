@@ -22,6 +22,7 @@ from accounts.models import MessagingBinding
 from bridges.models import InboundMessage
 from bridges.services import binding_create, binding_rotate_secret, callback_send
 from bridges.signing import sign_headers
+from chat.models import Message
 from memory_addon.addons import MEMORY_ADDON, SAVE_MODE
 from memory_addon.models import MemoryFile, Proposal
 from memory_addon.services.changes import file_write
@@ -362,3 +363,15 @@ def test_a_callback_that_keeps_failing_past_the_window_is_marked_failed(
     row.refresh_from_db()
     assert row.callback_state == InboundMessage.Callback.FAILED
     assert "500" in row.callback_error
+
+
+def test_a_secret_in_a_bridge_message_reaches_the_model_masked_and_is_stored_as_sent(
+    fake_openai, webhook_url, bound, work
+):
+    text = f"the password is Hunter2Secret99 and the bridge secret is {bound[1]}"
+    assert send_message(webhook_url, bound[1], text, msg_id="msg_secret").status_code == 202
+    assert len(work()) == 1
+    sent = fake_openai.chat_requests[-1]["messages"][-1]["content"]
+    assert "Hunter2Secret99" not in sent and bound[1] not in sent
+    assert sent.startswith("the password is [masked]")
+    assert Message.objects.filter(conversation__binding=bound[0], role="user", content=text)

@@ -48,6 +48,8 @@ def demo_profile_register(*, user: User, port: int) -> AIProfile:
                 "is_default": not has_default,
                 # This small model does not call tools reliably: the chat says so.
                 "supports_tools": False,
+                # llama.cpp on 127.0.0.1, started by this command: nothing leaves the machine.
+                "runs_locally": True,
             },
         )
     return profile

@@ -28,16 +28,21 @@ import math
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from functools import partial
 from typing import Literal
 
 from memory_addon.host.core import secret_words as words
 from memory_addon.host.core.entry_fence import ORIGINS, SOURCES
+from memory_addon.host.core.invisible import INVISIBLE, LOOKALIKES
 
 SecretKind = Literal[
-    "known token format", "password assignment", "password in prose", "random-looking string"
+    "known token format",
+    "password assignment",
+    "password in prose",
+    "random-looking string",
+    "stored secret",
 ]
 
 MASK = "[masked]"
@@ -46,23 +51,22 @@ Span = tuple[int, int]
 
 
 # ------------------------------------------------------------------ normalisation
-# Invisible format characters (Unicode category Cf and friends) that split a token.
-_INVISIBLE = re.compile(
-    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
-    "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\U000e0000-\U000e0fff]"
-)
-_CONFUSABLES = str.maketrans(
-    "аеорсухіјѕԁһӏԛԝАВЕКМНОРСТХУІЈЅαοριυνκτΑΒΕΖΗΙΚΜΝΟΡΤΥΧ",
-    "aeopcyxijsdhlqwABEKMHOPCTXYIJSaopiuvktABEZHIKMNOPTYX",
-)
+def plain(text: str) -> str:
+    """Every invisible character removed, then NFKC: the form a masked line goes out in
+    (the same form the untrusted-text wrappers write, so a wrapped text stays as it is)."""
+    if text.isascii():
+        return text
+    return unicodedata.normalize("NFKC", INVISIBLE.sub("", text))
 
 
 def normalise(text: str) -> str:
-    """The text as the guard reads it: NFKC, no invisible characters, look-alikes mapped."""
-    if text.isascii():
-        return text
-    text = unicodedata.normalize("NFKC", text)
-    return _INVISIBLE.sub("", text).translate(_CONFUSABLES)
+    """The text as the guard reads it: `plain`, with look-alike letters mapped to Latin.
+
+    The mapping is one character for one, so a span found here is the same span in the
+    plain text; the look-alikes themselves are never written out (a Cyrillic letter in a
+    closing tag must not come back as a Latin one).
+    """
+    return plain(text).translate(LOOKALIKES) if not text.isascii() else text
 
 
 # ------------------------------------------------------------------ placeholders
@@ -1088,8 +1092,33 @@ _LABEL_AT_END = re.compile(
     r"(?i)(?:password|passwort|kennwort|passphrase|passcode|pw|pwd|pin|token|secret|"
     r"api[ _-]?key|zugangsdaten|geheimzahl)\s*(?::|=|is|ist|lautet)\s*$"
 )
-def find_secret(text: str) -> SecretFinding | None:
-    """The first line that looks like a secret, or None; the line is the value's line."""
+def find_secret(text: str, *, known: Collection[str] = ()) -> SecretFinding | None:
+    """The first line that looks like a secret, or None.
+
+    known: secrets the host stores for the person (API keys, webhook secrets); a line
+    holding one is a finding whatever it looks like (the fifth kind).
+    """
+    found = _find_secret(text)
+    stored = _find_known(text, known) if known else None
+    if stored and (found is None or stored.line <= found.line):
+        return stored
+    return found
+
+
+# Shorter values would match ordinary words; no key or signing secret the host makes is.
+MIN_KNOWN_CHARS = 8
+
+
+def _find_known(text: str, known: Collection[str]) -> SecretFinding | None:
+    values = [value for value in known if len(value) >= MIN_KNOWN_CHARS]
+    for number, line in enumerate(text.split("\n"), start=1):
+        seen = plain(line)
+        if any(value in line or value in seen for value in values):
+            return SecretFinding(line=number, kind="stored secret")
+    return None
+
+
+def _find_secret(text: str) -> SecretFinding | None:
     lines = list(_scan_lines(text))
     context = _context_spans([scanned for _n, _l, scanned, _p in lines])
     for index, (number, _line, scanned, in_public) in enumerate(lines):
@@ -1130,15 +1159,26 @@ def _apply_mask(line: str, spans: list[Span]) -> str:
 MASK_CACHE_MAX_CHARS = 16_384
 
 
-def mask_outbound(text: str) -> str:
+def mask_outbound(text: str, *, known: Collection[str] = ()) -> str:
     """Replace every secret value the guard can locate before text leaves the host.
 
-    A line with a finding goes out in its normalised form (invisible characters removed),
-    so a masked token cannot survive in pieces; other lines go out unchanged.
+    A line with a finding goes out in its plain form (invisible characters removed, NFKC),
+    so a masked token cannot survive in pieces; look-alike letters are kept as they
+    were. Other lines go out unchanged. `known` values (secrets the host stores for the
+    person) are masked wherever they occur.
     """
-    if len(text) > MASK_CACHE_MAX_CHARS:
-        return _mask_outbound(text)
-    return _mask_outbound_cached(text)
+    masked = (
+        _mask_outbound(text) if len(text) > MASK_CACHE_MAX_CHARS else _mask_outbound_cached(text)
+    )
+    return mask_known(masked, known) if known else masked
+
+
+def mask_known(text: str, known: Collection[str]) -> str:
+    # Longest first: a value that contains another is masked whole.
+    for value in sorted(known, key=len, reverse=True):
+        if len(value) >= MIN_KNOWN_CHARS and value in text:
+            text = text.replace(value, MASK)
+    return text
 
 
 def _mask_outbound(text: str) -> str:
@@ -1174,7 +1214,7 @@ def _mask_outbound(text: str) -> str:
             if split:
                 spans.append(split[0])
                 pending = split[1]
-        out.append(_apply_mask(line, spans) if spans else raw)
+        out.append(_apply_mask(plain(raw), spans) if spans else raw)
     return "\n".join(out)
 
 
