@@ -271,7 +271,9 @@ def _word_value(value: str) -> bool:
     return len(pieces) < 3 or all(piece.islower() for piece in pieces)
 
 
-_MARKUP = re.compile(r"://|\]\(|::|:$|^\||^<|\bimage:|\balt=|\bsrc=|\bhref=")
+_MARKUP = re.compile(
+    r"://|\]\(|::|:$|^\||^<|\bimage:|\balt=|\bsrc=|\bhref=|=[{(\"']|\([\"']|^-{1,2}[A-Za-z][\w-]*="
+)
 
 
 def _markup_or_address(value: str) -> bool:
@@ -381,6 +383,10 @@ def _assigned_value(
     group = next(g for g in ("dq", "sq", "bq", "bare") if value_match[g] is not None)
     raw = value_match[group]
     value = _clean(raw) if group == "bare" else raw
+    if group == "bq" and " " in value.strip():
+        return None  # `source env/bin/activate`: a command in code, not a value
+    if group == "bare" and _markup_or_address(raw):
+        return None
     if pin_label and _PIN.match(value):
         ok = True
     elif weak:
@@ -660,7 +666,7 @@ def _prose_spans(line: str) -> Iterator[Span]:
                 continue
             value = _clean(found[0]).rstrip(".,;:!?")
             value_end = found[1][0] + len(value)
-            if _markup_or_address(value) or (
+            if _markup_or_address(found[0]) or (
                 _word_value(value) and not _PASSWORD_LABEL.search(match.group(0))
             ):
                 continue  # "the token is within …": a token or key is never a plain word
@@ -678,7 +684,7 @@ def _prose_spans(line: str) -> Iterator[Span]:
 
 # Labels whose value may be a plain word ("the wifi password is swordfish").
 _PASSWORD_LABEL = re.compile(r"(?i)pass|passw|kennwort|\bpwd?\b")
-_NEXT_WORD = re.compile(r"[ \t]+([a-z\u00e4\u00f6\u00fc\u00df]+)\b")
+_NEXT_WORD = re.compile(r"[ \t]+([^\W\d_]+)\b")
 _NEXT_LETTER_WORD = re.compile(r"[ \t]+[^\W\d_]{2,}")
 _JOINERS = frozenset({"and", "und", "but", "aber", "or", "oder", "so", "also", "then", "dann"})
 
@@ -686,13 +692,16 @@ _JOINERS = frozenset({"and", "und", "but", "aber", "or", "oder", "so", "also", "
 def _sentence_goes_on(value: str, raw: str, line: str, end: int) -> bool:
     """A plain word the sentence runs on from: "the password is case sensitive",
     "password: Flag to say if the field …"."""
-    if not value.isalpha() or raw != value:
+    if not value.isalpha() or raw.rstrip(".,;") != value:
         return False
-    if not value.islower():
-        # "Python Promises", "Methode mit Argumenten": a capitalised word and more words.
-        return _NEXT_LETTER_WORD.match(line, end) is not None
     following = _NEXT_WORD.match(line, end)
-    return following is not None and following.group(1) not in _JOINERS
+    if following and following.group(1).lower() in _JOINERS:
+        return False  # "the password is swordfish, and …"
+    if raw != value or not value.islower():
+        # "Python Promises", "Methode mit Argumenten", "retrieval. To": a capitalised word,
+        # or a word that ends a sentence, with more words after it.
+        return _NEXT_LETTER_WORD.match(line, end) is not None
+    return following is not None and following.group(1).lower() not in _JOINERS
 
 
 # A random-looking token soon after a label: "api token a8Fk29dLq0Zx7Wm3", "Token fürs X …".
