@@ -674,7 +674,7 @@ def test_second_set_holds_out_whole_sources():
 # change that loses recall or refuses more ordinary text fails here.
 @pytest.mark.parametrize(
     ("part", "recall", "refused", "refused_secret_looking", "refused_plain"),
-    [("held", 0.975, 0.01, 0.02, 0.005), ("tune", 0.99, 0.01, 0.02, 0.005)],
+    [("held", 0.975, 0.02, 0.03, 0.005), ("tune", 0.99, 0.015, 0.02, 0.002)],
 )
 def test_second_set_meets_the_floor(part, recall, refused, refused_secret_looking, refused_plain):
     assert _rates(_corpus(part, "secret")) >= recall
