@@ -79,3 +79,18 @@ def test_the_bank_page_refuses_a_secret_path_as_a_form_error(client, user):
 def test_names_that_only_mention_a_secret_are_written(user, scope, path):
     file_write(user=user, scope=scope, path=path, content="x\n", base_sha256=None)
     assert MemoryFile.objects.filter(scope=scope, path=path).exists()
+
+
+def test_the_refusal_is_in_the_persons_language_with_the_kind_in_words(api, client, scope):
+    response = client.put(
+        f"/api/memory/scopes/{scope.pk}/file?path=password-{VALUE}.md",
+        {"content": "x\n"},
+        content_type="application/json",
+        headers={"accept-language": "de-DE,de;q=0.9"},
+    )
+    assert response.status_code == 400
+    assert response.json()["detail"] == (
+        "Ein Datei- oder Ordnername scheint ein Geheimnis zu enthalten (ein Passwort oder "
+        "Token mit zugewiesenem Wert). Benennen Sie ihn nach seinem Thema und halten Sie "
+        "Geheimnisse aus dem Gedächtnis heraus."
+    )
