@@ -75,7 +75,9 @@ def test_the_bank_page_refuses_a_secret_path_as_a_form_error(client, user):
     assert not MemoryFile.objects.filter(scope=bank, path__contains=VALUE).exists()
 
 
-@pytest.mark.parametrize("path", ["wifi-password.md", "password-policy.md", "tokens/budget-2024.md"])
+@pytest.mark.parametrize(
+    "path", ["wifi-password.md", "password-policy.md", "tokens/budget-2024.md"]
+)
 def test_names_that_only_mention_a_secret_are_written(user, scope, path):
     file_write(user=user, scope=scope, path=path, content="x\n", base_sha256=None)
     assert MemoryFile.objects.filter(scope=scope, path=path).exists()

@@ -24,6 +24,7 @@ Benchmark and labelled set: benchmarks/secret_guard_bench.py, docs/benchmarks.md
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import re
 import unicodedata
@@ -867,7 +868,7 @@ def table_cells(line: str) -> list[Span]:
     if not stripped.startswith("|") or stripped.count("|") < 2:
         return []
     pipes = [m.start() for m in _PIPE.finditer(line)][: _MAX_CELLS + 1]
-    return [(a + 1, b) for a, b in zip(pipes, pipes[1:], strict=False)]
+    return [(a + 1, b) for a, b in itertools.pairwise(pipes)]
 
 
 def _cell_value(line: str, cell: Span, pin: bool) -> Span | None:
@@ -930,38 +931,35 @@ def _context_spans(lines: list[str]) -> dict[int, list[Span]]:
         if not header and not _has_cue(line):
             continue
         marked = _unmark(line)
-        if "|" in line:
-            cells = table_cells(line)
+        cells = table_cells(line) if "|" in line else []
+        if cells:
             following = lines[index + 1] if index + 1 < len(lines) else ""
-            next_cells = table_cells(following)
-            if (
-                cells
-                and next_cells
-                and all(_SEPARATOR_CELL.match(following[a:b]) for a, b in next_cells)
-            ):
+            if _is_separator_row(following):
                 header = [label_kind(marked[a:b]) for a, b in cells]
-            elif not cells:
-                header = []
-            if cells and (spans := list(_table_spans(line, marked, header))):
+            if spans := list(_table_spans(line, marked, header)):
                 found.setdefault(index, []).extend(spans)
-            if cells:
-                continue
+            continue
         header = []
-        if not line.strip() or len(line) > 120:
-            continue
-        label = _label_line(marked)
-        if label is None:
-            continue
-        below = _line_below(lines, index)
-        if below is None:
-            continue
-        lone = _LONE.match(lines[below])
-        if lone:
-            value = _clean(lone["value"])
-            if _lone_value(value, pin=label == "pin"):
-                start = lone.start("value")
-                found.setdefault(below, []).append((start, start + len(value)))
+        label = _label_line(marked) if line.strip() else None
+        below = _line_below(lines, index) if label else None
+        if below is not None and (span := _lone_span(lines[below], label == "pin")):
+            found.setdefault(below, []).append(span)
     return found
+
+
+def _is_separator_row(line: str) -> bool:
+    cells = table_cells(line)
+    return bool(cells) and all(_SEPARATOR_CELL.match(line[a:b]) for a, b in cells)
+
+
+def _lone_span(line: str, pin: bool) -> Span | None:
+    lone = _LONE.match(line)
+    if not lone:
+        return None
+    value = _clean(lone["value"])
+    if not _lone_value(value, pin=pin):
+        return None
+    return lone.start("value"), lone.start("value") + len(value)
 
 
 def _line_below(lines: list[str], index: int) -> int | None:
@@ -1021,20 +1019,22 @@ def find_in_name(name: str) -> SecretKind | None:
     stem = normalise(name)
     if stem.lower().endswith(".md"):
         stem = stem[:-3]
-    for _span, kind in _spans(stem, first=True):
+    for _span, kind in _spans(stem, first=False):
         if kind in ("known token format", "random-looking string"):
             return kind
     pieces = list(_NAME_PIECE.finditer(stem))
     for index, piece in enumerate(pieces[:-1]):
-        kind = label_kind(piece.group(0))
-        if kind is None:
+        label = label_kind(piece.group(0))
+        if label is None:
             continue
         value = stem[pieces[index + 1].start() :]
-        if index + 2 == len(pieces) and not _YEAR.match(value):
-            if _lone_value(value, pin=kind == "pin") and (
-                kind == "pin" or (any(c.isdigit() for c in value) and len(value) >= 8)
-            ):
-                return "password assignment"
+        if (
+            index + 2 == len(pieces)
+            and not _YEAR.match(value)
+            and _lone_value(value, pin=label == "pin")
+            and (label == "pin" or (any(c.isdigit() for c in value) and len(value) >= 8))
+        ):
+            return "password assignment"
     return None
 
 
@@ -1097,6 +1097,8 @@ _LABEL_AT_END = re.compile(
     r"(?i)(?:password|passwort|kennwort|passphrase|passcode|pw|pwd|pin|token|secret|"
     r"api[ _-]?key|zugangsdaten|geheimzahl)\s*(?::|=|is|ist|lautet)\s*$"
 )
+
+
 def find_secret(text: str) -> SecretFinding | None:
     """The first line that looks like a secret, or None; the line is the value's line."""
     lines = list(_scan_lines(text))
@@ -1177,9 +1179,7 @@ def _mask_outbound(text: str) -> str:
             pending = None
         if not in_public:
             spans += context.get(index, [])
-            split = (
-                _split_secret(seen, scanned[index + 1][2]) if index + 1 < len(scanned) else None
-            )
+            split = _split_secret(seen, scanned[index + 1][2]) if index + 1 < len(scanned) else None
             if split:
                 spans.append(split[0])
                 pending = split[1]
