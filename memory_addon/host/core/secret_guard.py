@@ -18,6 +18,12 @@ with a zero-width space or fullwidth letters. Then, in order:
 - a long random-looking string, except digests, commit ids, public key material,
   data URIs and UUIDs.
 
+Label rules read a line with Markdown emphasis blanked out (`**Password**: …`). Some
+secrets need the lines around (`_context_spans`): a table row whose cell, or whose header
+above, names a secret, and a label alone on its line with the value on the next line with
+text; a finding points at the value's line. `find_in_name` checks file and folder names
+(memory_addon/core/paths.py refuses such a path).
+
 Benchmark and labelled set: benchmarks/secret_guard_bench.py, docs/benchmarks.md.
 """
 

@@ -396,8 +396,20 @@ def test_masking_is_fast_on_ordinary_text():
         "a" * 64000 + " x",
         "mysql -x " * 7000,
         "https://a:b@" * 5000,
+        "| password | x1 " * 4000,
+        "**Passwort**: *x " * 4000,
     ],
-    ids=["assignments", "labels", "prose", "base64", "one-word", "commands", "urls"],
+    ids=[
+        "assignments",
+        "labels",
+        "prose",
+        "base64",
+        "one-word",
+        "commands",
+        "urls",
+        "table",
+        "emphasis",
+    ],
 )
 def test_a_64_kib_line_is_scanned_in_linear_time(line):
     """A topic file may hold one 64 KiB line; no pattern may backtrack quadratically on it."""
