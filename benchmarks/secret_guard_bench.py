@@ -384,10 +384,12 @@ known-format tokens and almost none of the assignments, flags or prose in note s
 CredSweeper 1.19's rules find about 70% of known formats and about half of the assignments,
 almost no prose (English or German), and refuse about 12% of look-alikes (nearly every
 UUID); its ML pass brings false refusals down to about 6% but costs recall and runs at
-300 to 1,000 lines/s on these sets (load-dependent), far below the goal. On the second
+300 to 1,400 lines/s on these sets (load-dependent), far below the goal. On the second
 set neither comes near on Markdown or prose shapes; CredSweeper's rules match ours only
 on config files (YAML, TOML, INI, .env, JSON), and its ML pass beats no rule of ours on
-any family there. Both pull in large dependency trees (CredSweeper: pandas, lxml,
+recall in any family there. It and detect-secrets do refuse fewer of the non-secrets in
+the secrets' shapes (about 2% and 1% held out, ours 8%), but only because they find
+almost none of the secrets in those shapes either. Both pull in large dependency trees (CredSweeper: pandas, lxml,
 openpyxl, ONNX models), and neither normalises look-alike letters or handles German
 labels. So the guard stays one pure module (`memory_addon/host/core/secret_guard.py`,
 word lists in `secret_words.py`) with its own rules; the two detectors are only in the
