@@ -214,15 +214,70 @@ def negatives(per_source_cue: int = 20, per_source_plain: int = 8) -> list[dict[
 
 
 # ---------------------------------------------------------------- positives: generated
-EN_WORDS = (
-    "river candle orbit pepper walnut glacier meadow rocket velvet lantern harbor copper "
-    "tundra maple falcon willow sparrow quartz ember cobalt thistle biscuit cactus nebula "
-    "pirate violet summit raven tiger ocean lemon basil"
-).split()
-DE_WORDS = (
-    "Sonne Regen Katze Hund Apfel Birne Wolke Berg Fluss Tanne Kaffee Brezel Fahrrad Tulpe "
-    "Schnee Sommer Winter Garten Igel Eule Stern Mond Nebel Wiese Ahorn Schloss Hafen Kerze"
-).split()
+EN_WORDS = [
+    "river",
+    "candle",
+    "orbit",
+    "pepper",
+    "walnut",
+    "glacier",
+    "meadow",
+    "rocket",
+    "velvet",
+    "lantern",
+    "harbor",
+    "copper",
+    "tundra",
+    "maple",
+    "falcon",
+    "willow",
+    "sparrow",
+    "quartz",
+    "ember",
+    "cobalt",
+    "thistle",
+    "biscuit",
+    "cactus",
+    "nebula",
+    "pirate",
+    "violet",
+    "summit",
+    "raven",
+    "tiger",
+    "ocean",
+    "lemon",
+    "basil",
+]
+DE_WORDS = [
+    "Sonne",
+    "Regen",
+    "Katze",
+    "Hund",
+    "Apfel",
+    "Birne",
+    "Wolke",
+    "Berg",
+    "Fluss",
+    "Tanne",
+    "Kaffee",
+    "Brezel",
+    "Fahrrad",
+    "Tulpe",
+    "Schnee",
+    "Sommer",
+    "Winter",
+    "Garten",
+    "Igel",
+    "Eule",
+    "Stern",
+    "Mond",
+    "Nebel",
+    "Wiese",
+    "Ahorn",
+    "Schloss",
+    "Hafen",
+    "Kerze",
+]
 SYMBOLS = "!#$%&*?@+-_."
 
 
@@ -327,10 +382,22 @@ TEMPLATES: list[tuple[str, str, str]] = [
     ("table_row", "any", "| {label} | {value} |"),
     ("table_row_code", "any", "| {service} {label} | `{value}` |"),
     ("table_row_three", "any", "| {service} | {label} | {value} |"),
-    ("table_header_en", "en", "| Service | User | Password |\n|---|---|---|\n| {service} | {user} | {value} |"),
-    ("table_header_de", "de", "| Dienst | Benutzer | Passwort |\n| --- | --- | --- |\n| {service} | {user} | {value} |"),
+    (
+        "table_header_en",
+        "en",
+        "| Service | User | Password |\n|---|---|---|\n| {service} | {user} | {value} |",
+    ),
+    (
+        "table_header_de",
+        "de",
+        "| Dienst | Benutzer | Passwort |\n| --- | --- | --- |\n| {service} | {user} | {value} |",
+    ),
     ("table_header_two", "any", "| Service | {label} |\n|:--|:--|\n| {service} | {value} |"),
-    ("table_header_rows", "en", "| Account | Token |\n|---|---|\n| staging | {other} |\n| {service} | {value} |"),
+    (
+        "table_header_rows",
+        "en",
+        "| Account | Token |\n|---|---|\n| staging | {other} |\n| {service} | {value} |",
+    ),
     ("adjacent_colon", "any", "{label}:\n{value}"),
     ("adjacent_plain", "any", "{label}\n{value}"),
     ("adjacent_bold", "any", "**{label}**\n\n{value}"),
@@ -366,7 +433,16 @@ PIN_TEMPLATES: list[tuple[str, str]] = [
     ("pin_prose_de", "Die {label} f\u00fcr {service} ist {value}"),
 ]
 
-KEYS = ["password", "db_password", "api_key", "token", "secret", "passwort", "smtp_pass", "auth_token"]
+KEYS = [
+    "password",
+    "db_password",
+    "api_key",
+    "token",
+    "secret",
+    "passwort",
+    "smtp_pass",
+    "auth_token",
+]
 
 
 def _fill(template: str, label: str, value: str) -> str:

@@ -81,7 +81,14 @@ CORPUS_OFFSET = 200_000
 # The second set's groups: a family's first word is its shape (md_human → md).
 CORPUS_GROUPS = {
     "Markdown: labels, lists, tables, label above value": ("md", "table", "adjacent", "pin"),
-    "config: fences, YAML, TOML, INI, .env, JSON": ("fence", "yaml", "toml", "ini", "dotenv", "json"),
+    "config: fences, YAML, TOML, INI, .env, JSON": (
+        "fence",
+        "yaml",
+        "toml",
+        "ini",
+        "dotenv",
+        "json",
+    ),
     "prose, English and German": ("prose",),
 }
 CORPUS_GOALS = {"recall": 0.93, "false refusals": 0.05, "plain lines": 0.01}
@@ -229,6 +236,9 @@ def corpus_groups(cases: list[Case]) -> dict[str, list[Case]]:
     out["non-secrets that mention a secret word"] = [
         c for c in benign if c.family.startswith("secret_looking")
     ]
+    out["… of them in the secrets' shapes"] = [
+        c for c in benign if c.family == "secret_looking_shaped"
+    ]
     out["plain lines"] = [c for c in benign if c.family.startswith("plain")]
     out["all non-secrets (false refusals)"] = benign
     return out
@@ -249,8 +259,10 @@ def corpus_report(results: list[Result], every: list[Case]) -> list[str]:
         f"`tests/memory_addon/core/data/secret_corpus.jsonl`, {len(cases)} cases from "
         "`python -m benchmarks.make_secret_corpus` (fixed seed). Non-secrets are text this "
         "project did not write: lines and 2-3 line passages from the installed packages' "
-        "READMEs, METADATA and .md/.rst/.txt docs, and the German msgstrs of Django's "
-        "locale files. Secrets are random values from five generators (human passwords, "
+        "READMEs, METADATA, .md/.rst/.txt docs and docstrings, the German msgstrs of "
+        "Django's locale files, and the positives' shapes holding phrases and inline code "
+        "of those docs instead of a secret (`**Password**: see the settings`, "
+        "`| Token | None |`). Secrets are random values from five generators (human passwords, "
         "passphrases, random strings, provider-like tokens, PINs) in Markdown, config and "
         f"prose shapes, English and German ({families} families). A third of the sources "
         "(a package, a locale file, a template) is held out; the rules were tuned on the "
@@ -372,23 +384,34 @@ known-format tokens and almost none of the assignments, flags or prose in note s
 CredSweeper 1.19's rules find about 70% of known formats and about half of the assignments,
 almost no prose (English or German), and refuse about 12% of look-alikes (nearly every
 UUID); its ML pass brings false refusals down to about 6% but costs recall and runs at
-300 to 900 lines/s on these sets (load-dependent), far below the goal. Neither is a base that reaches the goals, both
-pull in large dependency trees (CredSweeper: pandas, lxml, openpyxl, ONNX models), and
-neither normalises look-alike letters or handles German labels. So the guard stays one
-pure module (`memory_addon/host/core/secret_guard.py`, word lists in `secret_words.py`) with its
-own rules; the two detectors
-are only in the optional `bench` extra, to re-run this comparison.
+300 to 1,400 lines/s on these sets (load-dependent), far below the goal. On the second
+set neither comes near on Markdown or prose shapes; CredSweeper's rules match ours only
+on config files (YAML, TOML, INI, .env, JSON), and its ML pass beats no rule of ours on
+recall in any family there. It and detect-secrets do refuse fewer of the non-secrets in
+the secrets' shapes (about 2% and 1% held out, ours 8%), but only because they find
+almost none of the secrets in those shapes either. Both pull in large dependency trees (CredSweeper: pandas, lxml,
+openpyxl, ONNX models), and neither normalises look-alike letters or handles German
+labels. So the guard stays one pure module (`memory_addon/host/core/secret_guard.py`,
+word lists in `secret_words.py`) with its own rules; the two detectors are only in the
+optional `bench` extra, to re-run this comparison.
 
-Limits of these figures. The generated set and the rules were written by the same
-person, and the held-out third shares its templates with the tuning part: the held-out
-figures show that the rules hold on new values, not on new phrasings. The hand-written set
-is the better check. Its first batch (65 secrets, 52 look-alikes), run once before any
-change, caught 61 secrets (93.8%) and refused 2 look-alikes (3.8%); a second batch (30 and
-30), also run once first, caught 29 (96.7%) and refused 2 (6.7%). Those misses were then
-fixed. A third batch (30 and 30, note-shaped lines), written and run once after the last
-rule change and not tuned on, caught 30 of 30 and refused 0 of 30. Expect a few percent
-of false refusals on new ways of writing prose around the word "password"; that is where
-the rules are weakest.
+Limits of these figures. The first set and the rules were written by the same person:
+on a large labelled corpus this team has not seen (issue 23) the same guard found 82% of
+secrets and refused 19.5% of non-secrets, while this set says 100% and 0%. It shows that
+the rules hold on new values, not on new phrasings. The second set is the better check:
+its non-secrets were written by others, and its held-out third shares no package, locale
+file or template with the part the rules were tuned on. Before the issue 23 work the guard
+caught 69.7% of the held-out secrets and refused 2.4% of the held-out
+non-secrets (14.3% of the label-shaped ones). Its last kind of negative (the positives'
+shapes holding harvested doc text) was added after the Markdown rules and measured on the
+held-out part once before any rule was tuned on it: 17.8% of those were refused (2.9% of
+all held-out non-secrets); tuning on the other two thirds brought the held-out part to
+the figures above. Still, the positives come from our own generators and templates, and
+the harvested documentation holds fewer hard look-alikes than notes people write
+(detect-secrets and CredSweeper also refuse far less here than on the issue's corpus), so
+expect more false refusals on real notes than the second set shows, most of them a single
+word or name right after a password label ("Passwort: Bitwarden"), which the guard reads as
+the password.
 """
 
 

@@ -25,7 +25,7 @@ from memory_addon.host.errors import (
     SecretRefused,
     StaleBase,
 )
-from memory_addon.host.secret_text import secret_refusal
+from memory_addon.host.secret_text import kind_label, secret_refusal
 from memory_addon.host.storage import storage_check
 from memory_addon.host.stored_secrets import stored_secrets
 from memory_addon.models import ChangeSet, FileChange, MemoryFile, MemoryScope, content_hash
@@ -49,7 +49,10 @@ def clean_path(raw: str) -> str:
     except PathRefused as error:
         # Translated here: the pure path rules carry their English template and values.
         message = gettext(error.template)
-        raise PathNotAllowed(message % error.values if error.values else message) from error
+        values = dict(error.values)
+        if "kind" in values:  # a name holding a secret: the guard's kind, in words
+            values["kind"] = kind_label(str(values["kind"]))
+        raise PathNotAllowed(message % values if values else message) from error
 
 
 def current_entries_text(content: str) -> str:

@@ -18,12 +18,19 @@ with a zero-width space or fullwidth letters. Then, in order:
 - a long random-looking string, except digests, commit ids, public key material,
   data URIs and UUIDs.
 
+Label rules read a line with Markdown emphasis blanked out (`**Password**: …`). Some
+secrets need the lines around (`_context_spans`): a table row whose cell, or whose header
+above, names a secret, and a label alone on its line with the value on the next line with
+text; a finding points at the value's line. `find_in_name` checks file and folder names
+(memory_addon/core/paths.py refuses such a path).
+
 Benchmark and labelled set: benchmarks/secret_guard_bench.py, docs/benchmarks.md.
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import re
 import unicodedata
@@ -275,7 +282,9 @@ def _word_value(value: str) -> bool:
     return len(pieces) < 3 or all(piece.islower() for piece in pieces)
 
 
-_MARKUP = re.compile(r"://|\]\(|::|:$|^\||^<|\bimage:|\balt=|\bsrc=|\bhref=")
+_MARKUP = re.compile(
+    r"://|\]\(|::|:$|^\||^<|\bimage:|\balt=|\bsrc=|\bhref=|=[{(\"']|\([\"']|^-{1,2}[A-Za-z][\w-]*="
+)
 
 
 def _markup_or_address(value: str) -> bool:
@@ -385,6 +394,10 @@ def _assigned_value(
     group = next(g for g in ("dq", "sq", "bq", "bare") if value_match[g] is not None)
     raw = value_match[group]
     value = _clean(raw) if group == "bare" else raw
+    if group == "bq" and " " in value.strip():
+        return None  # `source env/bin/activate`: a command in code, not a value
+    if group == "bare" and _markup_or_address(raw):
+        return None
     if pin_label and _PIN.match(value):
         ok = True
     elif weak:
@@ -664,7 +677,7 @@ def _prose_spans(line: str) -> Iterator[Span]:
                 continue
             value = _clean(found[0]).rstrip(".,;:!?")
             value_end = found[1][0] + len(value)
-            if _markup_or_address(value) or (
+            if _markup_or_address(found[0]) or (
                 _word_value(value) and not _PASSWORD_LABEL.search(match.group(0))
             ):
                 continue  # "the token is within …": a token or key is never a plain word
@@ -682,7 +695,7 @@ def _prose_spans(line: str) -> Iterator[Span]:
 
 # Labels whose value may be a plain word ("the wifi password is swordfish").
 _PASSWORD_LABEL = re.compile(r"(?i)pass|passw|kennwort|\bpwd?\b")
-_NEXT_WORD = re.compile(r"[ \t]+([a-z\u00e4\u00f6\u00fc\u00df]+)\b")
+_NEXT_WORD = re.compile(r"[ \t]+([^\W\d_]+)\b")
 _NEXT_LETTER_WORD = re.compile(r"[ \t]+[^\W\d_]{2,}")
 _JOINERS = frozenset({"and", "und", "but", "aber", "or", "oder", "so", "also", "then", "dann"})
 
@@ -690,13 +703,16 @@ _JOINERS = frozenset({"and", "und", "but", "aber", "or", "oder", "so", "also", "
 def _sentence_goes_on(value: str, raw: str, line: str, end: int) -> bool:
     """A plain word the sentence runs on from: "the password is case sensitive",
     "password: Flag to say if the field …"."""
-    if not value.isalpha() or raw != value:
+    if not value.isalpha() or raw.rstrip(".,;") != value:
         return False
-    if not value.islower():
-        # "Python Promises", "Methode mit Argumenten": a capitalised word and more words.
-        return _NEXT_LETTER_WORD.match(line, end) is not None
     following = _NEXT_WORD.match(line, end)
-    return following is not None and following.group(1) not in _JOINERS
+    if following and following.group(1).lower() in _JOINERS:
+        return False  # "the password is swordfish, and …"
+    if raw != value or not value.islower():
+        # "Python Promises", "Methode mit Argumenten", "retrieval. To": a capitalised word,
+        # or a word that ends a sentence, with more words after it.
+        return _NEXT_LETTER_WORD.match(line, end) is not None
+    return following is not None and following.group(1).lower() not in _JOINERS
 
 
 # A random-looking token soon after a label: "api token a8Fk29dLq0Zx7Wm3", "Token fürs X …".
@@ -862,7 +878,7 @@ def table_cells(line: str) -> list[Span]:
     if not stripped.startswith("|") or stripped.count("|") < 2:
         return []
     pipes = [m.start() for m in _PIPE.finditer(line)][: _MAX_CELLS + 1]
-    return [(a + 1, b) for a, b in zip(pipes, pipes[1:], strict=False)]
+    return [(a + 1, b) for a, b in itertools.pairwise(pipes)]
 
 
 def _cell_value(line: str, cell: Span, pin: bool) -> Span | None:
@@ -925,38 +941,35 @@ def _context_spans(lines: list[str]) -> dict[int, list[Span]]:
         if not header and not _has_cue(line):
             continue
         marked = _unmark(line)
-        if "|" in line:
-            cells = table_cells(line)
+        cells = table_cells(line) if "|" in line else []
+        if cells:
             following = lines[index + 1] if index + 1 < len(lines) else ""
-            next_cells = table_cells(following)
-            if (
-                cells
-                and next_cells
-                and all(_SEPARATOR_CELL.match(following[a:b]) for a, b in next_cells)
-            ):
+            if _is_separator_row(following):
                 header = [label_kind(marked[a:b]) for a, b in cells]
-            elif not cells:
-                header = []
-            if cells and (spans := list(_table_spans(line, marked, header))):
+            if spans := list(_table_spans(line, marked, header)):
                 found.setdefault(index, []).extend(spans)
-            if cells:
-                continue
+            continue
         header = []
-        if not line.strip() or len(line) > 120:
-            continue
-        label = _label_line(marked)
-        if label is None:
-            continue
-        below = _line_below(lines, index)
-        if below is None:
-            continue
-        lone = _LONE.match(lines[below])
-        if lone:
-            value = _clean(lone["value"])
-            if _lone_value(value, pin=label == "pin"):
-                start = lone.start("value")
-                found.setdefault(below, []).append((start, start + len(value)))
+        label = _label_line(marked) if line.strip() else None
+        below = _line_below(lines, index) if label else None
+        if below is not None and (span := _lone_span(lines[below], label == "pin")):
+            found.setdefault(below, []).append(span)
     return found
+
+
+def _is_separator_row(line: str) -> bool:
+    cells = table_cells(line)
+    return bool(cells) and all(_SEPARATOR_CELL.match(line[a:b]) for a, b in cells)
+
+
+def _lone_span(line: str, pin: bool) -> Span | None:
+    lone = _LONE.match(line)
+    if not lone:
+        return None
+    value = _clean(lone["value"])
+    if not _lone_value(value, pin=pin):
+        return None
+    return lone.start("value"), lone.start("value") + len(value)
 
 
 def _line_below(lines: list[str], index: int) -> int | None:
@@ -1016,20 +1029,22 @@ def find_in_name(name: str) -> SecretKind | None:
     stem = normalise(name)
     if stem.lower().endswith(".md"):
         stem = stem[:-3]
-    for _span, kind in _spans(stem, first=True):
+    for _span, kind in _spans(stem, first=False):
         if kind in ("known token format", "random-looking string"):
             return kind
     pieces = list(_NAME_PIECE.finditer(stem))
     for index, piece in enumerate(pieces[:-1]):
-        kind = label_kind(piece.group(0))
-        if kind is None:
+        label = label_kind(piece.group(0))
+        if label is None:
             continue
         value = stem[pieces[index + 1].start() :]
-        if index + 2 == len(pieces) and not _YEAR.match(value):
-            if _lone_value(value, pin=kind == "pin") and (
-                kind == "pin" or (any(c.isdigit() for c in value) and len(value) >= 8)
-            ):
-                return "password assignment"
+        if (
+            index + 2 == len(pieces)
+            and not _YEAR.match(value)
+            and _lone_value(value, pin=label == "pin")
+            and (label == "pin" or (any(c.isdigit() for c in value) and len(value) >= 8))
+        ):
+            return "password assignment"
     return None
 
 
@@ -1092,6 +1107,8 @@ _LABEL_AT_END = re.compile(
     r"(?i)(?:password|passwort|kennwort|passphrase|passcode|pw|pwd|pin|token|secret|"
     r"api[ _-]?key|zugangsdaten|geheimzahl)\s*(?::|=|is|ist|lautet)\s*$"
 )
+
+
 def find_secret(text: str, *, known: Collection[str] = ()) -> SecretFinding | None:
     """The first line that looks like a secret, or None.
 
@@ -1208,9 +1225,7 @@ def _mask_outbound(text: str) -> str:
             pending = None
         if not in_public:
             spans += context.get(index, [])
-            split = (
-                _split_secret(seen, scanned[index + 1][2]) if index + 1 < len(scanned) else None
-            )
+            split = _split_secret(seen, scanned[index + 1][2]) if index + 1 < len(scanned) else None
             if split:
                 spans.append(split[0])
                 pending = split[1]

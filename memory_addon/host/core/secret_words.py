@@ -177,6 +177,7 @@ STOPWORDS = _words(
     wie was wo wer bitte erfolgreich neu alt geheim vorhanden weg aus an und oder aber
     wurde wird war sind muss soll kann siehe see ask frag check leider eigentlich wohl
     vielleicht ganz gar total wirklich ziemlich echt case pretty super quite rather
+    import else elif return def class lambda yield await async pass
     """
 )
 
