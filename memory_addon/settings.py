@@ -358,6 +358,9 @@ SIGNUP_ENABLED_DEFAULT = env_bool("SIGNUP_ENABLED", True)
 LOG_LEVEL = env_str("LOG_LEVEL", "INFO").upper()
 # "json": one JSON object a line (for a log collector); "plain": for a terminal.
 LOG_FORMAT = env_str("LOG_FORMAT", "plain" if LOCAL_ONLY else "json").strip().lower()
+# One access line per answered request, with the client address (compose turns it on in
+# place of uvicorn's, which names only the proxy); `manage.py serve` stays quiet.
+LOG_REQUESTS = env_bool("LOG_REQUESTS", False)
 if LOG_FORMAT not in {"json", "plain"}:
     raise BadSetting(f"LOG_FORMAT={LOG_FORMAT!r} is neither json nor plain.")
 LOGGING = {

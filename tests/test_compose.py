@@ -104,6 +104,9 @@ def test_forwarded_addresses_are_believed_from_the_proxys_network_only():
     assert "edge" in services["web"]["networks"]
     assert services["web"]["environment"]["TRUSTED_PROXIES"].split(",")[0] == subnet
     assert "--proxy-headers" not in services["web"]["command"]
+    # The app's access line names the client; uvicorn's would name the proxy.
+    assert "--no-access-log" in services["web"]["command"]
+    assert services["web"]["environment"]["LOG_REQUESTS"] == "true"
     outer = _config(OUTER_PROXIES="192.0.2.0/28")["services"]["web"]["environment"]
     assert outer["TRUSTED_PROXIES"] == f"{subnet},192.0.2.0/28"
 

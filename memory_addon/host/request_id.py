@@ -3,8 +3,8 @@
 The middleware takes a sane X-Request-ID from the proxy or makes one, and answers with
 it; a logging filter adds it and the client address to every record; Celery carries the
 id in the message headers and restores it while the job runs, so the job's log lines
-carry it too. Each answered request gets one access line with the client address as
-the host reads it (the ASGI server's own access line would name the proxy).
+carry it too. With LOG_REQUESTS each answered request gets one access line with the
+client address as the host reads it (the ASGI server's own line would name the proxy).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from celery import signals
+from django.conf import settings
 from django.http import HttpRequest, HttpResponseBase
 
 from memory_addon.host.client_address import client_address
@@ -45,7 +46,8 @@ def request_id_middleware(
         client_token = client.set(client_address(request))
         try:
             response = get_response(request)
-            _access_logger.info("%s %s %s", request.method, request.path, response.status_code)
+            if settings.LOG_REQUESTS:
+                _access_logger.info("%s %s %s", request.method, request.path, response.status_code)
         finally:
             client.reset(client_token)
             request_id.reset(token)

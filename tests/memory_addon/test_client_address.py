@@ -45,6 +45,7 @@ def test_without_trusted_proxies_the_header_is_ignored(settings):
 
 def test_log_lines_carry_the_client_address(settings, caplog):
     settings.TRUSTED_PROXIES = ["10.9.0.0/24"]
+    settings.LOG_REQUESTS = True
     request = RequestFactory().get(
         "/x", REMOTE_ADDR="10.9.0.2", HTTP_X_FORWARDED_FOR="1.2.3.4, 198.51.100.7"
     )
