@@ -472,7 +472,11 @@ LOOK_ALIKE_LINE = (
     [
         ("index.md", lambda turn, user, bank: turn_context_build(turn).block, "memory"),
         ("MEMORY.md", lambda turn, user, bank: bank_startup_context(bank), "project_memory"),
-        ("index.md", lambda turn, user, bank: call(turn, "context_read")[1], "memory_file"),
+        (
+            "index.md",
+            lambda turn, user, bank: call(turn, "context_read", path="index.md")[1],
+            "memory_file",
+        ),
     ],
     ids=["memory block", "bank startup context", "context_read"],
 )
