@@ -395,12 +395,15 @@ TEA = json.dumps({"action": "add", "text": "- I prefer tea over coffee"})
 
 
 def _first_answer_saves_tea(how: str, fake_openai, ask) -> None:
-    """The first answer saves the note; then it is complete, failed, or its job is lost."""
+    """The first answer saves the note; then it is complete, failed, or its job is lost.
+
+    The messages hold no rule cue: a rule detection (run by a worker another test module
+    started) would take the scripted replies."""
     fake_openai.chat_replies.append(
         {"tool_calls": [{"id": "c1", "name": "propose_change", "arguments": TEA}]}
     )
     fake_openai.chat_replies.append({"status": 400} if how == "retry" else {"content": "Noted."})
-    answer = run(ask("Remember that I prefer tea over coffee"))
+    answer = run(ask("Note this: I prefer tea over coffee."))
     if how == "redelivered job":
         # The worker died after the save: the job comes back for an answer still streaming.
         Message.objects.filter(pk=answer.pk).update(state=Message.State.STREAMING)
@@ -439,7 +442,7 @@ def test_asking_again_does_not_propose_the_same_note_twice(fake_openai, ask, per
         {"tool_calls": [{"id": "c2", "name": "propose_change", "arguments": TEA}]},
         {"content": "Shall I?"},
     ]
-    run(ask("Remember that I prefer tea over coffee"))
+    run(ask("Note this: I prefer tea over coffee."))
     run(ask("Did you note that I prefer tea?"))
     assert Proposal.objects.filter(user=person).count() == 1
     assert (
@@ -463,7 +466,7 @@ def test_saved_to_memory_names_the_note_and_where_with_the_reason_second(
         {"tool_calls": [{"id": "c1", "name": "propose_change", "arguments": with_reason}]},
         {"content": "Noted."},
     ]
-    run(ask("Remember that I prefer tea over coffee"))
+    run(ask("Note this: I prefer tea over coffee."))
     client.force_login(person)
     for url in (f"/chat/{conversation.pk}/", "/memory/audit/"):
         html = " ".join(client.get(url).content.decode().split())
