@@ -30,8 +30,8 @@ from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCall
 
 from memory_addon.host import metrics
 from memory_addon.host.bounded_http import AnswerRefused, bounded_call
-from memory_addon.host.outbound import shared_http_client
 from memory_addon.host.core.secret_guard import mask_known, mask_outbound
+from memory_addon.host.outbound import shared_http_client
 
 ErrorKind = Literal[
     "auth",

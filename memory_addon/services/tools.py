@@ -29,7 +29,7 @@ from memory_addon.services.changes import (
     change_set_apply,
     clean_path,
 )
-from memory_addon.services.context import memory_readable, readable_scopes
+from memory_addon.services.context import memory_readable, neutralize, readable_scopes
 from memory_addon.services.locks import memory_lock
 from memory_addon.services.note_search import note_search
 from memory_addon.services.proposals import (

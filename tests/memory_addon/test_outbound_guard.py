@@ -14,6 +14,7 @@ from memory_addon.host.outbound import OutboundRefused, check_outbound_url, shar
 def _bounded():
     return bounded_call(total_seconds=10, max_bytes=1_000_000)
 
+
 METADATA = [
     "http://169.254.169.254/",
     "http://[::ffff:169.254.169.254]/",  # IPv4-mapped
