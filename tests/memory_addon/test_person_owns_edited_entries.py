@@ -101,8 +101,8 @@ def _by_file_api(client, scope) -> None:
     assert response.status_code == 200, response.content
 
 
-def _by_restore(client, scope) -> None:
-    """The model changed Rome to Milan, then to Paris; the person restores the Milan version."""
+def _model_wrote_milan_then_paris(scope) -> FileChange:
+    """The model changed Rome to Milan, then to Paris: the version to restore says Milan."""
     turn = Turn(user=scope.owner, conversation_ref="c", message_ref="r", reply_ref_trusted=True)
     for city in ("Milan", "Paris"):
         (entry,) = entries.machine_entries(_index(scope).content)
@@ -113,9 +113,20 @@ def _by_restore(client, scope) -> None:
             text=f"- home: lives in {city} -> home.md",
         )
         assert ok, output
-    milan = FileChange.objects.filter(scope=scope, path="index.md", after__contains="Milan").get()
-    response = client.post(reverse("memory_restore", args=[milan.pk]))
+    return FileChange.objects.get(scope=scope, path="index.md", after__contains="Milan")
+
+
+def _by_restore_page(client, scope) -> None:
+    response = client.post(
+        reverse("memory_restore", args=[_model_wrote_milan_then_paris(scope).pk])
+    )
     assert response.status_code == 302
+
+
+def _by_restore_api(client, scope) -> None:
+    version = _model_wrote_milan_then_paris(scope)
+    response = client.post(f"/api/memory/versions/{version.pk}/restore")
+    assert response.status_code == 200, response.content
 
 
 EDITS = {
@@ -124,7 +135,8 @@ EDITS = {
     "raw markdown": _by_raw_markdown,
     "files page": _by_files_page,
     "file api": _by_file_api,
-    "restore of a version": _by_restore,
+    "restore on the history page": _by_restore_page,
+    "restore over the api": _by_restore_api,
 }
 
 
