@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Collection
 from datetime import datetime
 from typing import ClassVar
 
@@ -15,11 +16,13 @@ from django.utils.translation import gettext_lazy
 from accounts import crypto
 from memory_addon.host.core.secret_guard import find_secret
 from memory_addon.host.secret_text import secret_refusal
+from memory_addon.host.stored_secrets import stored_secrets
 
 
-def validate_no_secret(value: str) -> None:
-    """Text every model reads (organization rules, agent instructions) holds no secret."""
-    finding = find_secret(value)
+def validate_no_secret(value: str, *, known: Collection[str] = ()) -> None:
+    """Text every model reads (organization rules, agent instructions) holds no secret,
+    neither one by its shape nor one the host keeps for the people who read it (`known`)."""
+    finding = find_secret(value, known=known)
     if finding:
         raise ValidationError(secret_refusal(finding))
 
@@ -60,8 +63,10 @@ class Organization(models.Model):
 
     def clean(self) -> None:
         # The rules go first into every member's prompt.
+        members = list(self.members.values_list("pk", flat=True)) if self.pk else []
+        known = [secret for pk in members for secret in stored_secrets(pk)]
         try:
-            validate_no_secret(self.rules)
+            validate_no_secret(self.rules, known=known)
         except ValidationError as error:
             raise ValidationError({"rules": error}) from error
 
@@ -125,8 +130,9 @@ class Agent(models.Model):
         return self.name
 
     def clean(self) -> None:
+        known = stored_secrets(self.owner_id) if self.owner_id else ()
         try:
-            validate_no_secret(self.instructions)
+            validate_no_secret(self.instructions, known=known)
         except ValidationError as error:
             raise ValidationError({"instructions": error}) from error
 

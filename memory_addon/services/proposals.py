@@ -29,6 +29,7 @@ from memory_addon.host.errors import (
     StaleBase,
 )
 from memory_addon.host.secret_text import secret_refusal
+from memory_addon.host.stored_secrets import stored_secrets
 from memory_addon.models import ChangeSet, FileChange, MemoryFile, MemoryScope, Proposal
 from memory_addon.services.changes import (
     ABSENT,
@@ -312,9 +313,10 @@ def _refuse_over_reply_cap(turn: Turn) -> None:
         )
 
 
-def _refuse_secrets(parts: dict[str, str]) -> None:
+def _refuse_secrets(parts: dict[str, str], *, user_id: int) -> None:
+    known = stored_secrets(user_id)
     for name, text in parts.items():
-        finding = find_secret(text)
+        finding = find_secret(text, known=known)
         if finding:
             raise SecretRefused(
                 f"{name}: {secret_refusal(finding)}", line=finding.line, kind=finding.kind
@@ -401,7 +403,8 @@ def memory_change_request(
             "text": op.get("text", ""),
             "topic_content": op.get("topic_content", ""),
             "reason": reason,
-        }
+        },
+        user_id=turn.user.pk,
     )
     scope = target_scope(turn, op["scope"])
     auto = save_mode == "auto" and turn.binding is None

@@ -81,3 +81,48 @@ def test_another_persons_kept_secret_does_not_refuse_my_note(user):
         content=f"- {KEPT}\n",
         base_sha256="",
     )
+
+
+def test_a_secret_the_host_keeps_is_refused_in_agent_instructions(user):
+    from django.core.exceptions import ValidationError
+
+    from accounts.services import agent_save
+    from tests.factories import AgentFactory
+
+    _keep_as_api_key(user)
+    agent = AgentFactory.build(owner=user, instructions=f"Log in with {KEPT} first.")
+    with pytest.raises(ValidationError) as refused:
+        agent_save(agent=agent)
+    assert "instructions" in refused.value.message_dict
+    assert KEPT not in str(refused.value)
+
+
+def test_a_secret_a_member_keeps_is_refused_in_the_organization_rules(user):
+    from django.core.exceptions import ValidationError
+
+    from accounts.models import Membership
+    from accounts.services import organization_save
+    from tests.factories import OrganizationFactory, UserFactory
+
+    organization = OrganizationFactory()
+    admin = UserFactory()
+    Membership.objects.create(organization=organization, user=admin, role="admin")
+    Membership.objects.create(organization=organization, user=user, role="member")
+    _keep_as_binding_secret(user)
+    organization.rules = f"The shared login is {KEPT}."
+    with pytest.raises(ValidationError) as refused:
+        organization_save(user=admin, organization=organization)
+    assert "rules" in refused.value.message_dict
+
+
+def test_a_secret_the_host_keeps_is_refused_when_the_model_proposes_it(user, turn):
+    from memory_addon.models import Proposal
+    from memory_addon.services.proposals import memory_change_request
+
+    _keep_as_endpoint_secret(user)
+    with pytest.raises(SecretRefused) as refused:
+        memory_change_request(
+            turn=turn, operation={"scope": "user", "action": "add", "text": f"- key: {KEPT}"}
+        )
+    assert refused.value.details["kind"] == "stored secret"
+    assert not Proposal.objects.filter(user=user).exists()
