@@ -29,6 +29,8 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
 
 from accounts.bearer import bearer_challenge, unauthenticated_detail
 from accounts.models import User
@@ -89,6 +91,14 @@ def tool_definitions(caller: Caller) -> list[ToolSchema]:
         for tool in available
         if tool_refusal(caller.scope, tool["function"]["name"], bank=bank) is None
     ]
+
+
+def _tool_names(*, bank: bool) -> list[str]:
+    """Every tool of this kind of session, whatever the token's scope allows."""
+    from memory_addon.services.tools import tool_schemas
+
+    tools = [*tool_schemas(bank=bank), *([] if bank else [SEARCH_TOOL])]
+    return sorted(tool["function"]["name"] for tool in tools)
 
 
 def tool_run(caller: Caller, name: str, arguments: dict[str, Any]) -> tuple[bool, str]:
@@ -174,6 +184,12 @@ async def _call_tool(
     ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
 ) -> types.CallToolResult:
     caller = _caller(ctx)
+    known = _tool_names(bank=bool(caller.project_key))
+    if params.name not in known:
+        # A protocol error, as the spec has it for an unknown tool: not a tool's refusal.
+        raise MCPError(
+            INVALID_PARAMS, f"Unknown tool {params.name!r}. Available: {', '.join(known)}."
+        )
     ok, text = await database_sync_to_async(tool_run)(
         caller, params.name, dict(params.arguments or {})
     )

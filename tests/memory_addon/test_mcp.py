@@ -281,3 +281,23 @@ def test_stdio_with_bank_serves_the_bank_of_the_project_folder(
     key, _ = project_identity(project)
     bank = bank_find(person, key)
     assert MemoryFile.objects.get(scope=bank, path="MEMORY.md").content == "# Notes\nuse make\n"
+
+
+@pytest.mark.parametrize("project_key", ["", "proj-unknown-tool"])
+def test_an_unknown_tool_is_a_json_rpc_invalid_params_error_naming_every_tool(
+    live_asgi_server, token, project_key
+):
+    from mcp.shared.exceptions import MCPError
+
+    async def run():
+        http, client = _session(live_asgi_server, token, project_key)
+        async with http, client:
+            with pytest.raises(MCPError) as raised:
+                await client.call_tool("forget_everything", {})
+            return raised.value
+
+    error = asyncio.run(run())
+    assert error.code == -32602
+    assert "forget_everything" in error.message
+    listed = BANK_TOOLS if project_key else CHAT_TOOLS
+    assert all(name in error.message for name in listed)
