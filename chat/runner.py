@@ -517,6 +517,14 @@ class _End:
     error: str = ""
 
 
+def _timed_out(streamer: _Streamer) -> _End:
+    return _End(
+        Message.State.FAILED,
+        f"The AI server took longer than {streamer.max_seconds:,} s for this answer; "
+        "the text that arrived is kept.",
+    )
+
+
 def turn_run(*, message_id: int) -> None:
     message = _claim(message_id)
     if message is None:
@@ -526,7 +534,10 @@ def turn_run(*, message_id: int) -> None:
     try:
         end = _answer(message, streamer, usage)
     except client.ModelError as error:
-        end = _End(Message.State.FAILED, error.message)
+        # The transport's whole-call bound ends a trickling stream at the answer's own
+        # deadline: say so, not that the stream was cut.
+        timed_out = time.monotonic() >= streamer.deadline
+        end = _timed_out(streamer) if timed_out else _End(Message.State.FAILED, error.message)
     except Exception:
         logger.exception("Answer %s failed", message.pk)
         end = _End(
@@ -588,11 +599,7 @@ def _answer(message: Message, streamer: _Streamer, usage: dict[str, int]) -> _En
                 f"The answer was cut at the limit of {streamer.max_chars:,} characters.",
             )
         if streamer.timed_out:
-            return _End(
-                Message.State.FAILED,
-                f"The AI server took longer than {streamer.max_seconds:,} s for this answer; "
-                "the text that arrived is kept.",
-            )
+            return _timed_out(streamer)
         if result.stopped:
             return _End(Message.State.STOPPED)
         if result.tool_calls and last_round:
