@@ -11,6 +11,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
+from django.templatetags.static import static
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
@@ -746,3 +747,8 @@ def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
         return JsonResponse({"detail": detail}, status=400)
     context = {"max_files": settings.DATA_UPLOAD_MAX_NUMBER_FILES}
     return render(request, "400.html", context, status=400)
+
+
+def favicon(request: HttpRequest) -> HttpResponse:
+    """Browsers ask for /favicon.ico on their own: the site's icon, not a 404."""
+    return redirect(static("favicon.svg"), permanent=True)
