@@ -473,7 +473,8 @@ def file_page(request: HttpRequest, scope_id: int) -> HttpResponse:
         "text": row.content if row else "",
         "base_sha256": row.sha256 if row else "",
         "editing": request.GET.get("edit") == "1" or row is None,
-        "rendered": render_markdown(row.content) if row else "",
+        # The rendered view shows notes, never the entry fence comments around them.
+        "rendered": render_markdown(entries.without_fences(row.content)) if row else "",
     }
     if request.method == "POST":
         action = request.POST.get("action")

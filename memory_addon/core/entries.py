@@ -308,13 +308,14 @@ def _is_fence(stripped: str) -> bool:
     return bool(FENCE_OPEN.match(stripped)) or stripped == FENCE_CLOSE
 
 
+def without_fences(content: str) -> str:
+    """The file as a person reads it: entries' text without their fence comments."""
+    return "\n".join(line for line in content.split("\n") if not _is_fence(line.strip()))
+
+
 def sent_bytes(content: str) -> int:
     """UTF-8 bytes of what the model is sent of a file: entry fences do not count (M2)."""
-    return len(
-        "\n".join(line for line in content.split("\n") if not _is_fence(line.strip())).encode(
-            "utf-8"
-        )
-    )
+    return len(without_fences(content).encode("utf-8"))
 
 
 def count_lines(content: str) -> int:
