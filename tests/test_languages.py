@@ -185,3 +185,15 @@ def test_path_rules_and_secret_refusals_are_in_the_persons_language(client, user
         "keys.md: Zeile 2 scheint ein Geheimnis zu enthalten (ein Passwort oder Token mit "
         "zugewiesenem Wert). Entfernen Sie diese Zeile und versuchen Sie es erneut."
     )
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("page_language", ["en", "de"])
+def test_the_language_switch_names_each_language_in_its_own_language(client, user, page_language):
+    import re
+
+    client.force_login(user)
+    page = client.get("/memory/", headers={"Accept-Language": page_language}).content.decode()
+    switch = page[page.index('id="language-switch"') : page.index("</select>")]
+    names = re.findall(r'lang="(\w+)"[^>]*>([^<]+)</option>', switch)
+    assert dict(names) == {"en": "English", "de": "Deutsch"}
