@@ -21,6 +21,7 @@ from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 
 from tests.factories import UserFactory
+from tests.hostile_server import HostileServer
 
 ROOT = Path(__file__).resolve().parent.parent
 # Playwright's sync API keeps an event loop in the test thread; the tests still
@@ -327,6 +328,22 @@ def chat_worker(django_db_setup, django_db_blocker) -> Iterator[subprocess.Popen
     yield worker
     worker.terminate()
     worker.wait(timeout=30)
+
+
+@pytest.fixture
+def hostile_server(request: pytest.FixtureRequest) -> Iterator[HostileServer]:
+    """A raw-socket server that misbehaves as its mode says (indirect parameter)."""
+    server = HostileServer(request.param).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def slow_headers() -> Iterator[HostileServer]:
+    """A server that sends its headers a byte at a time."""
+    server = HostileServer("slow_headers").start()
+    yield server
+    server.stop()
 
 
 @pytest.fixture(autouse=True)

@@ -7,14 +7,6 @@ from django.urls import reverse
 
 from accounts import probe
 from accounts.probe import ConnectionProblem, server_models
-from tests.hostile_server import HostileServer
-
-
-@pytest.fixture
-def slow_headers():
-    hostile = HostileServer("slow_headers").start()
-    yield hostile
-    hostile.stop()
 
 
 @pytest.mark.django_db

@@ -5,14 +5,6 @@ from __future__ import annotations
 import pytest
 
 from bridges.outgoing import post_signed
-from tests.hostile_server import HostileServer
-
-
-@pytest.fixture
-def slow_headers():
-    hostile = HostileServer("slow_headers").start()
-    yield hostile
-    hostile.stop()
 
 
 @pytest.mark.django_db

@@ -14,13 +14,6 @@ from tests.hostile_server import HostileServer
 MIB = 1024 * 1024
 
 
-@pytest.fixture
-def server(request):
-    hostile = HostileServer(request.param).start()
-    yield hostile
-    hostile.stop()
-
-
 def _round(server: HostileServer, **bounds: float | int) -> client.RoundResult:
     options: dict[str, float | int] = {"connect_timeout": 0.2, "read_timeout": 0.3, **bounds}
     endpoint = client.Endpoint(
@@ -38,25 +31,25 @@ def _round(server: HostileServer, **bounds: float | int) -> client.RoundResult:
     )
 
 
-@pytest.mark.parametrize("server", ["slow_headers"], indirect=True)
-def test_a_model_trickling_its_headers_ends_at_the_headers_deadline(server):
+@pytest.mark.parametrize("hostile_server", ["slow_headers"], indirect=True)
+def test_a_model_trickling_its_headers_ends_at_the_headers_deadline(hostile_server):
     with pytest.raises(client.ModelError) as failure:
-        _round(server)
+        _round(hostile_server)
     assert failure.value.kind == "timeout"
-    assert server.sent < 50  # a byte every 0.1 s, for the 0.5 s connect + read allow
+    assert hostile_server.sent < 50  # a byte every 0.1 s, for the 0.5 s connect + read allow
 
 
-@pytest.mark.parametrize("server", ["endless_line"], indirect=True)
-def test_one_endless_line_in_a_model_stream_is_cut_at_the_line_cap(server):
+@pytest.mark.parametrize("hostile_server", ["endless_line"], indirect=True)
+def test_one_endless_line_in_a_model_stream_is_cut_at_the_line_cap(hostile_server):
     with pytest.raises(client.ModelError, match="longer than 1,048,576 bytes") as failure:
-        _round(server, max_line_bytes=MIB, read_timeout=30)
+        _round(hostile_server, max_line_bytes=MIB, read_timeout=30)
     assert failure.value.kind == "malformed"
-    assert b"accept-encoding: identity" in server.requests[0].lower()  # counted = decoded
-    server.gave_up.wait(30)
-    assert server.sent < MIB + 8 * MIB  # the line cap plus the sockets' buffers, not 300 MB
+    assert b"accept-encoding: identity" in hostile_server.requests[0].lower()  # counted = decoded
+    hostile_server.gave_up.wait(30)
+    assert hostile_server.sent < MIB + 8 * MIB  # the line cap plus the sockets' buffers, not 300 MB
 
 
-@pytest.mark.parametrize("server", ["endless_line"], indirect=True)
-def test_a_model_stream_without_end_is_cut_at_the_reply_cap(server):
+@pytest.mark.parametrize("hostile_server", ["endless_line"], indirect=True)
+def test_a_model_stream_without_end_is_cut_at_the_reply_cap(hostile_server):
     with pytest.raises(client.ModelError, match="larger than 2,097,152 bytes"):
-        _round(server, max_reply_bytes=2 * MIB, read_timeout=30)
+        _round(hostile_server, max_reply_bytes=2 * MIB, read_timeout=30)

@@ -9,14 +9,6 @@ from knowledge import qdrant
 from knowledge.embeddings import EmbeddingUnavailable, OpenAIEmbedder
 from knowledge.models import Store
 from knowledge.qdrant import QdrantUnavailable
-from tests.hostile_server import HostileServer
-
-
-@pytest.fixture
-def slow_headers():
-    hostile = HostileServer("slow_headers").start()
-    yield hostile
-    hostile.stop()
 
 
 def test_an_embeddings_server_trickling_its_headers_is_given_up_on(slow_headers):
