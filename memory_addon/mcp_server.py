@@ -16,7 +16,6 @@ called, as on the REST API.
 from __future__ import annotations
 
 import asyncio
-import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
@@ -36,6 +35,7 @@ from accounts.bearer import bearer_challenge, unauthenticated_detail
 from accounts.models import User
 from accounts.services import api_token_find
 from accounts.token_access import BANK_ONLY, READ_TOOLS, tool_refusal
+from memory_addon.host.asgi_answer import send_json_detail
 
 if TYPE_CHECKING:
     from memory_addon.services.tools import ToolSchema
@@ -214,26 +214,6 @@ server: Server[Any] = Server(
 # --- ASGI: token check, then the SDK's Streamable HTTP transport ---------------
 
 
-def _json(status: int, detail: str, headers: list[tuple[bytes, bytes]] | None = None) -> Any:
-    body = json.dumps({"detail": detail}).encode()
-
-    async def respond(send: Any) -> None:
-        await send(
-            {
-                "type": "http.response.start",
-                "status": status,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                    *(headers or []),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
-
-    return respond
-
-
 def _host_allowed(host: str) -> bool:
     domain, _ = split_domain_port(host)
     allowed = list(settings.ALLOWED_HOSTS)
@@ -289,25 +269,32 @@ class McpApp:
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         if not _host_allowed(headers.get("host", "")):
-            await _json(400, "Bad host.")(send)
+            await send_json_detail(send, 400, "Bad host.")
             return
         auth = headers.get("authorization", "")
         token = auth[7:].strip() if auth[:7].lower() == "bearer " else ""
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
         project_key = (headers.get(PROJECT_HEADER) or (query.get("project_key") or [""])[0]).strip()
         if len(project_key) > MAX_PROJECT_KEY:
-            await _json(400, f"The project key is longer than {MAX_PROJECT_KEY} characters.")(send)
+            await send_json_detail(
+                send, 400, f"The project key is longer than {MAX_PROJECT_KEY} characters."
+            )
             return
         caller = await database_sync_to_async(caller_for)(token, project_key) if token else None
         if caller is None:
             base = f"{scope.get('scheme', 'http')}://{headers.get('host', '')}"
             challenge = bearer_challenge(base, token_sent=bool(auth), resource="mcp")
-            await _json(401, unauthenticated_detail(), [(b"www-authenticate", challenge.encode())])(
-                send
+            await send_json_detail(
+                send,
+                401,
+                unauthenticated_detail(),
+                headers=[(b"www-authenticate", challenge.encode())],
             )
             return
         if caller.scope == BANK_ONLY and not project_key:
-            await _json(403, f"This token may only use project banks; send {PROJECT_HEADER}.")(send)
+            await send_json_detail(
+                send, 403, f"This token may only use project banks; send {PROJECT_HEADER}."
+            )
             return
         manager = await self._manager()
         await manager.handle_request({**scope, CALLER_KEY: caller}, receive, send)

@@ -11,11 +11,12 @@ falls below the floor rate (after a grace period) is ended with 408.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from django.conf import settings
+
+from memory_addon.host.asgi_answer import send_json_detail
 
 Scope = dict[str, Any]
 Message = MutableMapping[str, Any]
@@ -40,20 +41,8 @@ def _header(scope: Scope, name: bytes) -> str | None:
 
 
 async def _answer(send: Send, status: int, message: str) -> None:
-    body = json.dumps({"detail": message}).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                # The rest of the body is not read: the connection cannot carry another request.
-                (b"connection", b"close"),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
+    # The rest of the body is not read: the connection cannot carry another request.
+    await send_json_detail(send, status, message, headers=[(b"connection", b"close")])
 
 
 def _too_large(limit: int) -> str:
