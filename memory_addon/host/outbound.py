@@ -16,7 +16,7 @@ import ipaddress
 import os
 import socket
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -170,21 +170,6 @@ class _Rule:
         return checked_addresses(name, port, allow_loopback=loopback)
 
 
-def _first_connection[Stream](
-    addresses: list[Address],
-    connect: Callable[[str], Stream],
-    failures: tuple[type[Exception], ...],
-) -> Stream:
-    """Like socket.create_connection, one address after the other, but only the checked ones."""
-    failure: Exception = OutboundRefused("The host name resolved to no address.")
-    for address in addresses:
-        try:
-            return connect(str(address))
-        except failures as error:
-            failure = error
-    raise failure
-
-
 class _GuardedBackend(httpcore.SyncBackend):
     def __init__(self, rule: _Rule) -> None:
         self._rule = rule
@@ -197,12 +182,16 @@ class _GuardedBackend(httpcore.SyncBackend):
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.NetworkStream:
-        connect = super().connect_tcp
-        return _first_connection(
-            self._rule.addresses(host, port),
-            lambda address: connect(address, port, timeout, local_address, socket_options),
-            (httpcore.ConnectError, httpcore.ConnectTimeout),
-        )
+        # Like socket.create_connection, one address after the other, but only checked ones.
+        failure: Exception = OutboundRefused("The host name resolved to no address.")
+        for address in self._rule.addresses(host, port):
+            try:
+                return super().connect_tcp(
+                    str(address), port, timeout, local_address, socket_options
+                )
+            except (httpcore.ConnectError, httpcore.ConnectTimeout) as error:
+                failure = error
+        raise failure
 
 
 def guarded_transport(
