@@ -92,11 +92,11 @@ def idempotency_middleware(
             # Anonymous callers, and bodies of unknown or upload size, run without a key.
             return get_response(request)
         key = request.headers.get(HEADER)
-        fingerprint = _fingerprint(request)
         if key is None and request.content_type in FORM_TYPES:
             key = request.POST.get(FORM_FIELD)
         if key is None:
             return get_response(request)
+        fingerprint = _fingerprint(request)
         if not key or len(key) > MAX_KEY_CHARS or not key.isprintable():
             return _refusal(
                 400,
