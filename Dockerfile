@@ -9,4 +9,4 @@ COPY . .
 RUN useradd --system --create-home app && mkdir -p /data && chown app /data
 USER app
 EXPOSE 8000
-CMD ["python", "-m", "uvicorn", "memory_addon.asgi:application", "--host", "0.0.0.0", "--port", "8000"]
+CMD ["python", "-m", "host.web", "--host", "0.0.0.0", "--port", "8000"]

@@ -6,11 +6,11 @@ import sys
 
 
 def main() -> None:
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_addon.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     from django.core.management import execute_from_command_line
 
-    from memory_addon.host import embedded
-    from memory_addon.host.env import BadSetting
+    from host import embedded
+    from host.env import BadSetting
 
     try:
         # Help and --help start no database and create no data folder (issue 11).

@@ -9,6 +9,6 @@ class AccountsConfig(AppConfig):
 
     def ready(self) -> None:
         from accounts.selectors import stored_secrets_of
-        from memory_addon.host.stored_secrets import register_stored_secrets
+        from host.stored_secrets import register_stored_secrets
 
         register_stored_secrets(stored_secrets_of)

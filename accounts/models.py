@@ -14,9 +14,9 @@ from django.db.models.functions import Lower
 from django.utils.translation import gettext_lazy
 
 from accounts import crypto
-from memory_addon.host.core.secret_guard import find_secret
-from memory_addon.host.secret_text import secret_refusal
-from memory_addon.host.stored_secrets import stored_secrets
+from host.core.secret_guard import find_secret
+from host.secret_text import secret_refusal
+from host.stored_secrets import stored_secrets
 
 
 def validate_no_secret(value: str, *, known: Collection[str] = ()) -> None:
@@ -249,7 +249,7 @@ class AIProfile(models.Model):
         return f"{self.name} ({self.model})"
 
     def clean(self) -> None:
-        from memory_addon.host.outbound import OutboundRefused, check_outbound_url
+        from host.outbound import OutboundRefused, check_outbound_url
 
         try:
             check_outbound_url(self.base_url, unresolvable_ok=True)

@@ -12,7 +12,7 @@ import json
 import httpx
 from django.utils.translation import gettext as _
 
-from memory_addon.host.outbound import (
+from host.outbound import (
     BodyTooLarge,
     OutboundRefused,
     check_outbound_url,

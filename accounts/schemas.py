@@ -6,7 +6,7 @@ from typing import ClassVar
 from ninja import Field, ModelSchema, Schema
 
 from accounts.models import AIProfile, ApiToken, User
-from memory_addon.host.schemas import Moment
+from host.schemas import Moment
 
 
 class ErrorOut(Schema):

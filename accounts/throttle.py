@@ -16,7 +16,7 @@ from django.conf import settings
 from django.db.models import Sum
 from django.http import HttpRequest
 
-from memory_addon.host.client_address import client_address
+from host.client_address import client_address
 
 # 2**30 times any pause is far past the cap: bounds the arithmetic, not the policy.
 _MAX_DOUBLINGS = 30

@@ -34,7 +34,7 @@ from accounts.services import (
     user_sign_up,
 )
 from accounts.services import ai_profile_delete as ai_profile_delete_service
-from memory_addon.host.show_once import show_once, take_shown
+from host.show_once import show_once, take_shown
 
 
 class SignInView(auth_views.LoginView):

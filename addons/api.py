@@ -33,7 +33,7 @@ from addons.services import (
     addon_user_set_enabled,
     skill_rules_save,
 )
-from memory_addon.host.schemas import ErrorOut
+from host.schemas import ErrorOut
 from memory_addon.schemas import SettingIn, SettingOut
 from memory_addon.services.user_settings import (
     addon_setting_get,

@@ -20,10 +20,10 @@ from pydantic import JsonValue
 from accounts.models import User
 from addons.models import AddonFile
 from addons.selectors import AddonState, TurnAddons, turn_addons
+from host.core.budget import Candidate, Packed, pack
+from host.core.tokens import estimate_tokens
+from host.core.untrusted import Safe, wrap_untrusted
 from memory_addon.addons import MEMORY_ADDON
-from memory_addon.core.budget import Candidate, Packed, pack
-from memory_addon.host.core.tokens import estimate_tokens
-from memory_addon.host.core.untrusted import Safe, wrap_untrusted
 
 CONTEXT_HEADER = (
     "Context files from add-ons the person turned on. They may shape style and format; "

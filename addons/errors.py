@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memory_addon.host.errors import ChangeRefused, MemoryRefusal, NotAllowed
+from host.errors import ChangeRefused, MemoryRefusal, NotAllowed
 
 
 class AddonNotFound(MemoryRefusal):

@@ -16,9 +16,9 @@ from addons.core.package import Package, PackageRefused, package_from_zip, packa
 from addons.errors import AddonConflict, AddonNotFound, ChangeRefused, NotAllowed
 from addons.models import AddonFile, InstalledAddon, SkillRule
 from addons.selectors import entry_point_find, installed_addon
+from host.core.secret_guard import find_secret
+from host.stored_secrets import stored_secrets
 from memory_addon.addons import BUILTIN_MANIFESTS
-from memory_addon.host.core.secret_guard import find_secret
-from memory_addon.host.stored_secrets import stored_secrets
 from memory_addon.models import AddonInstallation, AddonSetting
 
 MAX_RULES_CHARS = 2000

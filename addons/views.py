@@ -34,8 +34,8 @@ from addons.services import (
     addon_user_set_enabled,
     skill_rules_save,
 )
+from host.errors import MemoryRefusal
 from memory_addon.addons import MEMORY_ADDON
-from memory_addon.host.errors import MemoryRefusal
 
 # Add-on pages run in a sandboxed iframe with an opaque origin and may not connect
 # anywhere: their script cannot use the person's session on the host. The only way out

@@ -36,7 +36,7 @@ def _server() -> tuple[object, str]:
 
     import uvicorn
 
-    from memory_addon.asgi import application
+    from config.asgi import application
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

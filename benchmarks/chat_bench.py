@@ -190,7 +190,7 @@ def _worker(env: dict[str, str], *args: str) -> subprocess.Popen[bytes]:
             "-m",
             "celery",
             "-A",
-            "memory_addon",
+            "config",
             "worker",
             *args,
             "--loglevel",
@@ -245,11 +245,11 @@ def _concurrent_chats(fake: FakeOpenAI, user: User, count: int = 20) -> dict[str
         "DATABASE_URL": settings.DATABASE_URL,
         "REDIS_URL": settings.REDIS_URL,
         "DATA_DIR": str(settings.DATA_DIR),
-        "DJANGO_SETTINGS_MODULE": "memory_addon.settings",
+        "DJANGO_SETTINGS_MODULE": "config.settings",
         "KNOWLEDGE_ALLOWED_ROOTS": str(workdir),
     }
     settings.KNOWLEDGE_ALLOWED_ROOTS = [str(workdir)]
-    from memory_addon.celery import app
+    from config.celery import app
 
     app.control.purge()
     chat_worker = _worker(
@@ -263,7 +263,7 @@ def _concurrent_chats(fake: FakeOpenAI, user: User, count: int = 20) -> dict[str
     )
     default_worker = _worker(env, "--pool", "solo")
     try:
-        from memory_addon.host.tasks import ping
+        from host.tasks import ping
 
         ping.apply_async(queue=settings.CHAT_QUEUE).get(timeout=120)
         ping.delay().get(timeout=120)

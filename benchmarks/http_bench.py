@@ -1,6 +1,6 @@
 """HTTP throughput of the turn-context API: requests/s and latency at 1, 10 and 50 clients.
 
-The web server is started as in production (`python -m memory_addon.host.web`, uvicorn) on
+The web server is started as in production (`python -m host.web`, uvicorn) on
 127.0.0.1, once with one worker and once with one worker per core, against the same
 embedded PostgreSQL and Redis as `make bench`. Each client is an asyncio task with its
 own keep-alive connection sending `POST /api/memory/turn-context` with a personal API
@@ -25,11 +25,11 @@ from pathlib import Path
 if __name__ == "__main__":  # standalone: the same embedded database as `make bench`
     _root = Path(__file__).resolve().parent.parent
     os.environ.setdefault("DATA_DIR", str(_root / ".data" / "bench"))
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_addon.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     sys.path.insert(0, str(_root))
     import django
 
-    from memory_addon.host import embedded
+    from host import embedded
 
     embedded.start()
     django.setup()
@@ -41,7 +41,7 @@ from django.db import close_old_connections
 from accounts.models import User
 from accounts.services import api_token_create
 from benchmarks.knowledge_bench import percentile
-from memory_addon.host.web import web_workers
+from host.web import web_workers
 from memory_addon.services.changes import file_write
 from memory_addon.services.scopes import ensure_user_scope
 
@@ -68,7 +68,7 @@ def _start(workers: int, port: int) -> subprocess.Popen[bytes]:
         "DATA_DIR": str(settings.DATA_DIR),
         "LOG_LEVEL": "WARNING",
     }
-    command = [sys.executable, "-m", "memory_addon.host.web", "--host", "127.0.0.1"]
+    command = [sys.executable, "-m", "host.web", "--host", "127.0.0.1"]
     command += ["--port", str(port), "--no-access-log", "--log-level", "warning"]
     process = subprocess.Popen(command, cwd=ROOT, env=env)  # noqa: S603
     deadline = time.monotonic() + 120
@@ -150,7 +150,7 @@ def run(write_section: Callable[[str, str], None], machine: str) -> str:
         "",
         "`POST /api/memory/turn-context` with a personal API token (a 12-line memory "
         "index, the built-in add-on's skills), uvicorn started by `python -m "
-        "memory_addon.host.web` (what `manage.py serve` and compose run); each client keeps one "
+        "host.web` (what `manage.py serve` and compose run); each client keeps one "
         f"connection and sends requests back to back for {SECONDS:.0f} s after a 1 s warm-up.",
         "",
         "| web workers | clients | requests / s | p50 | p95 | errors |",

@@ -36,14 +36,14 @@ from typing import Any
 if __name__ == "__main__":  # standalone: the same embedded database as `make bench`
     _root = Path(__file__).resolve().parent.parent
     os.environ.setdefault("DATA_DIR", str(_root / ".data" / "bench"))
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_addon.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     os.environ.setdefault(
         "EMBEDDING_MODEL_PATH", str(Path(os.environ["DATA_DIR"]) / "models" / "all-MiniLM-L6-v2")
     )
     sys.path.insert(0, str(_root))
     import django
 
-    from memory_addon.host import embedded
+    from host import embedded
 
     embedded.start()
     django.setup()
@@ -60,12 +60,13 @@ from django.test import override_settings
 
 from accounts.models import User
 from benchmarks.knowledge_bench import _locomo, _turns
-from knowledge import embeddings, services
+from host import embeddings
+from host.embeddings import BATCH_SIZE, FastembedEmbedder, windows
+from knowledge import services
 from knowledge.core import scanning
 from knowledge.core.chunking import chunk_pages
 from knowledge.core.extract import Page
 from knowledge.core.formats import PDF
-from knowledge.embeddings import BATCH_SIZE, FastembedEmbedder, windows
 from knowledge.models import Chunk, Document, Job, Source
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -416,8 +417,8 @@ def _rss_mb(process: psutil.Process) -> float:
 @contextmanager
 def celery_worker() -> Iterator[subprocess.Popen[bytes]]:
     """A prefork worker with one child on the default queue, as compose's index worker runs."""
-    from memory_addon.celery import app
-    from memory_addon.host.tasks import ping
+    from config.celery import app
+    from host.tasks import ping
 
     app.control.purge()  # the in-process runs above queued their jobs' messages too
     env = {k: v for k, v in os.environ.items() if k != "DJANGO_ALLOW_ASYNC_UNSAFE"}
@@ -427,7 +428,7 @@ def celery_worker() -> Iterator[subprocess.Popen[bytes]]:
             "-m",
             "celery",
             "-A",
-            "memory_addon",
+            "config",
             "worker",
             "--pool",
             "prefork",
@@ -470,7 +471,7 @@ def _children(worker: subprocess.Popen[bytes]) -> list[psutil.Process]:
 
 
 def bench_worker_memory(user: User, folder: Path) -> dict[str, Any]:
-    from memory_addon.host.tasks import ping
+    from host.tasks import ping
 
     with celery_worker() as worker:
         parent = psutil.Process(worker.pid)
@@ -675,7 +676,7 @@ if __name__ == "__main__":
 
     call_command("migrate", interactive=False, verbosity=0)
     try:
-        from knowledge.local_model import assemble_minilm
+        from host.local_model import assemble_minilm
 
         assemble_minilm(Path(os.environ["EMBEDDING_MODEL_PATH"]))
     except FileNotFoundError as error:

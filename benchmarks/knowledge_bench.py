@@ -18,10 +18,10 @@ from django.db import connection, transaction
 from django.test import override_settings
 
 from accounts.models import User
+from host.embeddings import FastembedEmbedder, windows
 from knowledge import services
 from knowledge.core.chunking import chunk_pages
 from knowledge.core.extract import Page
-from knowledge.embeddings import FastembedEmbedder, windows
 from knowledge.models import Chunk, Document, Job, Source, Store
 from knowledge.retrieval import keyword_ranking, rank, vector_ranking
 

@@ -1,4 +1,4 @@
-"""Write the secret guard's labelled set: tests/memory_addon/core/data/secret_cases.jsonl.
+"""Write the secret guard's labelled set: tests/host/core/data/secret_cases.jsonl.
 
 `python -m benchmarks.make_secret_cases` rewrites the file; the output is stable (fixed seed).
 Every case is written for this project: the templates are the kinds of lines people paste
@@ -19,7 +19,7 @@ from pathlib import Path
 OUT = (
     Path(__file__).resolve().parent.parent
     / "tests"
-    / "memory_addon"
+    / "host"
     / "core"
     / "data"
     / "secret_cases.jsonl"

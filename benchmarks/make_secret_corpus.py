@@ -1,4 +1,4 @@
-"""Write the secret guard's second labelled set: tests/memory_addon/core/data/secret_corpus.jsonl.
+"""Write the secret guard's second labelled set: tests/host/core/data/secret_corpus.jsonl.
 
 `python -m benchmarks.make_secret_corpus` rewrites it (fixed seed; the negatives depend on the
 packages installed in the venv, so the committed file is the reference).
@@ -35,7 +35,7 @@ from pathlib import Path
 from benchmarks.make_secret_cases import PROVIDERS
 
 ROOT = Path(__file__).resolve().parent.parent
-OUT = ROOT / "tests" / "memory_addon" / "core" / "data" / "secret_corpus.jsonl"
+OUT = ROOT / "tests" / "host" / "core" / "data" / "secret_corpus.jsonl"
 SITE = Path(sysconfig.get_paths()["purelib"])  # the venv the builder runs in
 
 rng = random.Random(20261201)

@@ -34,11 +34,11 @@ from benchmarks.knowledge_bench import (
     synthetic_vectors,
 )
 from benchmarks.pydoc_questions import QUESTIONS
+from host.core import fusion
+from host.embeddings import FastembedEmbedder
 from knowledge import services
-from knowledge.core import blocks
 from knowledge.core.chunking import chunk_pages
 from knowledge.core.extract import Page
-from knowledge.embeddings import FastembedEmbedder
 from knowledge.models import Chunk, Document, Source, Store
 from knowledge.retrieval import above_floor, keyword_scored, rank, vector_scored
 
@@ -205,7 +205,7 @@ def score_runs(
 
 def fused(lists: Lists, method: str, keyword_weight: float) -> list[list[int]]:
     return [
-        blocks.fuse_weighted(
+        fusion.fuse_weighted(
             [(vector, 1.0 - keyword_weight), (keyword, keyword_weight)],
             method=method,
             k=settings.KNOWLEDGE_RRF_K,
@@ -339,7 +339,7 @@ def hybrid_latency_at_scale(count: int) -> dict[str, float]:
         middle = time.perf_counter()
         keyword = keyword_scored(store, words, source_ids, CANDIDATES)
         end = time.perf_counter()
-        blocks.fuse_weighted(
+        fusion.fuse_weighted(
             [(keyword, weights[0]), (scored, weights[1])],
             method=settings.KNOWLEDGE_FUSION,
             k=settings.KNOWLEDGE_RRF_K,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 os.environ.setdefault("DATA_DIR", str(ROOT / ".data" / "bench"))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_addon.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 os.environ.setdefault(
     "EMBEDDING_MODEL_PATH", str(Path(os.environ["DATA_DIR"]) / "models" / "all-MiniLM-L6-v2")
 )
@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 import django  # noqa: E402
 
-from memory_addon.host import embedded  # noqa: E402
+from host import embedded  # noqa: E402
 
 embedded.start()
 django.setup()
@@ -176,7 +176,7 @@ def write_section(name: str, body: str) -> None:
 def main() -> None:
     call_command("migrate", interactive=False, verbosity=0)
     try:
-        from knowledge.local_model import assemble_minilm
+        from host.local_model import assemble_minilm
 
         assemble_minilm(Path(os.environ["EMBEDDING_MODEL_PATH"]))
     except FileNotFoundError as error:

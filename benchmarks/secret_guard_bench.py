@@ -18,9 +18,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memory_addon.host.core.secret_guard import find_secret
+from host.core.secret_guard import find_secret
 
-DATA = Path(__file__).resolve().parent.parent / "tests" / "memory_addon" / "core" / "data"
+DATA = Path(__file__).resolve().parent.parent / "tests" / "host" / "core" / "data"
 CASES = DATA / "secret_cases.jsonl"
 # Written by hand after the rules, in other words than the templates; see docs/benchmarks.md.
 FRESH = DATA / "secret_cases_fresh.jsonl"
@@ -167,7 +167,7 @@ def _credsweeper(ml_threshold: object) -> Detector:
 
 def detectors() -> list[tuple[str, Callable[[], Detector]]]:
     return [
-        ("ours (memory_addon.host.core.secret_guard)", lambda: ours),
+        ("ours (host.core.secret_guard)", lambda: ours),
         ("detect-secrets 1.5.0, all plugins, default filters", _detect_secrets),
         ("CredSweeper, rules only (ML off)", lambda: _credsweeper(0)),
         ("CredSweeper, rules + ML (medium)", lambda: _credsweeper("medium")),
@@ -256,7 +256,7 @@ def corpus_report(results: list[Result], every: list[Case]) -> list[str]:
         "",
         "### Second labelled set: harvested non-secrets, secrets in note shapes",
         "",
-        f"`tests/memory_addon/core/data/secret_corpus.jsonl`, {len(cases)} cases from "
+        f"`tests/host/core/data/secret_corpus.jsonl`, {len(cases)} cases from "
         "`python -m benchmarks.make_secret_corpus` (fixed seed). Non-secrets are text this "
         "project did not write: lines and 2-3 line passages from the installed packages' "
         "READMEs, METADATA, .md/.rst/.txt docs and docstrings, the German msgstrs of "
@@ -309,7 +309,7 @@ def report(results: list[Result], every: list[Case], machine: str) -> str:
         f"Machine: {machine}. Measured {time.strftime('%Y-%m-%d')}, load average "
         f"{os.getloadavg()[0]:.1f} (a shared machine: speeds are the best of five rounds).",
         "",
-        f"Labelled set: `tests/memory_addon/core/data/secret_cases.jsonl`, {len(cases)} cases "
+        f"Labelled set: `tests/host/core/data/secret_cases.jsonl`, {len(cases)} cases "
         f"({n_secret} secrets, {len(cases) - n_secret} benign look-alikes), written for this "
         "project by `python -m benchmarks.make_secret_cases`. The rules were tuned on the "
         "lines with index % 3 != 2; every third line (index % 3 == 2) is held out. "
@@ -391,7 +391,7 @@ recall in any family there. It and detect-secrets do refuse fewer of the non-sec
 the secrets' shapes (about 2% and 1% held out, ours 8%), but only because they find
 almost none of the secrets in those shapes either. Both pull in large dependency trees (CredSweeper: pandas, lxml,
 openpyxl, ONNX models), and neither normalises look-alike letters or handles German
-labels. So the guard stays one pure module (`memory_addon/host/core/secret_guard.py`,
+labels. So the guard stays one pure module (`host/core/secret_guard.py`,
 word lists in `secret_words.py`) with its own rules; the two detectors are only in the
 optional `bench` extra, to re-run this comparison.
 

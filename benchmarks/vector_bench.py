@@ -30,14 +30,14 @@ import numpy as np
 if __name__ == "__main__":  # standalone: the same embedded database as `make bench`
     _root = Path(__file__).resolve().parent.parent
     os.environ.setdefault("DATA_DIR", str(_root / ".data" / "bench"))
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_addon.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     os.environ.setdefault(
         "EMBEDDING_MODEL_PATH", str(Path(os.environ["DATA_DIR"]) / "models" / "all-MiniLM-L6-v2")
     )
     sys.path.insert(0, str(_root))
     import django
 
-    from memory_addon.host import embedded
+    from host import embedded
 
     embedded.start()
     django.setup()
@@ -48,8 +48,8 @@ from django.test import override_settings
 
 from accounts.models import User
 from benchmarks.knowledge_bench import _locomo, _turns, percentile
+from host.embeddings import FastembedEmbedder
 from knowledge import services
-from knowledge.embeddings import FastembedEmbedder
 from knowledge.models import Document, Source, Store
 from knowledge.retrieval import vector_scored
 from knowledge.services import stores
@@ -324,7 +324,7 @@ if __name__ == "__main__":
     from django.core.management import call_command
 
     from benchmarks.run import write_section
-    from knowledge.local_model import assemble_minilm
+    from host.local_model import assemble_minilm
 
     call_command("migrate", interactive=False, verbosity=0)
     assemble_minilm(Path(os.environ["EMBEDDING_MODEL_PATH"]))

@@ -9,9 +9,9 @@ class BridgesConfig(AppConfig):
 
     def ready(self) -> None:
         # The jobs register with the Celery app in every process: the services queue them
-        # by name (memory_addon/host/queue.py), with the task's own options.
+        # by name (host/queue.py), with the task's own options.
         from bridges import tasks  # noqa: F401
         from bridges.selectors import endpoint_secrets_of
-        from memory_addon.host.stored_secrets import register_stored_secrets
+        from host.stored_secrets import register_stored_secrets
 
         register_stored_secrets(endpoint_secrets_of)

@@ -25,7 +25,7 @@ from django.utils import timezone
 from accounts.models import Membership
 from bridges.models import DeliveryAttempt, EventEndpoint, OutboxEvent
 from bridges.outgoing import backoff_seconds, post_signed
-from memory_addon.host.queue import queue_job, queue_job_on_commit
+from host.queue import queue_job, queue_job_on_commit
 
 logger = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ import httpx
 from django.conf import settings
 
 from bridges.signing import sign_headers
-from memory_addon.host.outbound import (
+from host.outbound import (
     OutboundRefused,
     bounded_call,
     check_outbound_url,

@@ -21,10 +21,10 @@ from bridges.outgoing import backoff_seconds, check_webhook_target, post_signed
 from bridges.signing import new_secret
 from chat.models import Conversation, Message
 from chat.services import answers_in_flight, default_profile
-from memory_addon.host.core.storable import storable
-from memory_addon.host.errors import ChangeRefused
-from memory_addon.host.outbound import OutboundRefused
-from memory_addon.host.queue import queue_job, queue_job_on_commit
+from host.core.storable import storable
+from host.errors import ChangeRefused
+from host.outbound import OutboundRefused
+from host.queue import queue_job, queue_job_on_commit
 from memory_addon.models import Proposal
 from memory_addon.services.scopes import ensure_channel_scope
 

@@ -27,7 +27,7 @@ from bridges.services import (
     endpoint_create,
     endpoint_delete,
 )
-from memory_addon.host.show_once import show_once, take_shown
+from host.show_once import show_once, take_shown
 
 
 def _binding_rows(request: HttpRequest) -> list[dict[str, Any]]:

@@ -9,5 +9,5 @@ class ChatConfig(AppConfig):
 
     def ready(self) -> None:
         # The jobs register with the Celery app in every process: the services queue them
-        # by name (memory_addon/host/queue.py), with the task's own options.
+        # by name (host/queue.py), with the task's own options.
         from chat import tasks  # noqa: F401

@@ -6,7 +6,7 @@ from django.template.loader import render_to_string
 
 from chat.models import Message
 from chat.selectors import message_view
-from memory_addon.host.push import push_fragment
+from host.push import push_fragment
 from memory_addon.services.policy import Policy
 
 

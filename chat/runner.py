@@ -23,16 +23,17 @@ from django.db import connection
 from django.utils import timezone
 
 from addons.context import addon_context_build
-from chat import client, events
+from chat import events
 from chat.models import Conversation, Message
 from chat.selectors import message_html
 from chat.services import stop_requested
+from host import model_client as client
+from host.core.secret_guard import mask_outbound
+from host.core.storable import storable, storable_value
+from host.core.tokens import estimate_tokens
+from host.outbound import OutboundRefused, check_outbound_url, release_db_connection
+from host.stored_secrets import stored_secrets
 from learning.services.references import reference_block_build
-from memory_addon.host.core.secret_guard import mask_outbound
-from memory_addon.host.core.storable import storable, storable_value
-from memory_addon.host.core.tokens import estimate_tokens
-from memory_addon.host.outbound import OutboundRefused, check_outbound_url, release_db_connection
-from memory_addon.host.stored_secrets import stored_secrets
 from memory_addon.services.context import turn_context_build
 from memory_addon.services.policy import Policy, policy_for
 from memory_addon.services.tools import ToolResult, ToolSchema, tool_call_execute, tool_schemas

@@ -10,6 +10,7 @@ from django.shortcuts import get_object_or_404
 
 from accounts.models import Agent, AIProfile, User
 from chat.models import Conversation, Message, Schedule
+from host.core.markdown import render_markdown
 from knowledge.models import Store
 from learning.models import RuleSuggestion
 from learning.selectors import (
@@ -18,7 +19,6 @@ from learning.selectors import (
     rule_cards_for,
     rule_detection_off_reason,
 )
-from memory_addon.host.core.markdown import render_markdown
 from memory_addon.models import ChangeSet, Proposal
 from memory_addon.selectors import ProposalRow, proposals_with_diffs
 from memory_addon.services.policy import Policy

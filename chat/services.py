@@ -12,9 +12,9 @@ from django.utils.translation import gettext, ngettext
 
 from accounts.models import Agent, AIProfile, User
 from chat.models import Conversation, Message
+from host.errors import ChangeRefused
+from host.queue import queue_job_on_commit
 from knowledge.models import Store
-from memory_addon.host.errors import ChangeRefused
-from memory_addon.host.queue import queue_job_on_commit
 from memory_addon.turns import RunKind
 
 logger = logging.getLogger(__name__)

@@ -30,10 +30,10 @@ from chat.selectors import (
     schedule_for_user,
     stores_for_user,
 )
+from host import filestore
+from host.core.ids import row_id, row_ids
+from host.errors import MemoryRefusal
 from memory_addon.core.entries import MAX_ENTRY_CHARS
-from memory_addon.host import filestore
-from memory_addon.host.core.ids import row_id, row_ids
-from memory_addon.host.errors import MemoryRefusal
 from memory_addon.pages import saving_off_reason
 from memory_addon.services.context import memory_readable
 from memory_addon.services.policy import policy_for

@@ -9,6 +9,7 @@ from ninja import Router, Status
 
 from accounts.auth import signed_in_user
 from accounts.selectors import profile_for_user
+from host.schemas import ErrorOut
 from knowledge import services
 from knowledge.models import Job, Source, Store
 from knowledge.retrieval import retrieve
@@ -25,7 +26,6 @@ from knowledge.schemas import (
     StoreOut,
 )
 from knowledge.selectors import job_for_user, source_for_user, store_for_user
-from memory_addon.host.schemas import ErrorOut
 
 router = Router(tags=["knowledge"])
 ERRORS = {400: ErrorOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut}

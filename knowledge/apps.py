@@ -9,9 +9,9 @@ class KnowledgeConfig(AppConfig):
 
     def ready(self) -> None:
         # The tasks register with the Celery app here: the services queue them by name.
+        from host.storage import register_storage_counter
         from knowledge import tasks  # noqa: F401
         from knowledge.services import upload_bytes
-        from memory_addon.host.storage import register_storage_counter
 
         # Uploaded documents count toward the person's storage quota.
         register_storage_counter(upload_bytes)

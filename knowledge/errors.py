@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from memory_addon.host.errors import MemoryRefusal
+from host.errors import MemoryRefusal
 
 
 class KnowledgeRefusal(MemoryRefusal):

@@ -5,8 +5,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.template.loader import render_to_string
 
+from host.push import push_fragment_on_commit
 from knowledge.models import Job
-from memory_addon.host.push import push_fragment_on_commit
 
 SETTLED = (Job.State.REVIEW, Job.State.SUCCEEDED, Job.State.FAILED, Job.State.CANCELLED)
 

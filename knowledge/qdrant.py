@@ -8,7 +8,7 @@ them visible, in one step with the keyword side. Points of replaced or removed c
 are deleted after the commit; until then no row leads to them.
 
 Every call is bounded as a whole (connect, headers, answer) by
-KNOWLEDGE_QDRANT_TIMEOUT_SECONDS and MAX_ANSWER_BYTES (memory_addon/host/bounded_http.py)
+KNOWLEDGE_QDRANT_TIMEOUT_SECONDS and MAX_ANSWER_BYTES (host/bounded_http.py)
 and made without holding a database connection.
 """
 
@@ -27,15 +27,15 @@ from django.db import connection
 from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 
-from knowledge.errors import KnowledgeRefusal
-from knowledge.models import Chunk, StagedChunk, Store
-from memory_addon.host.bounded_http import CallBudget, bounded_call
-from memory_addon.host.outbound import (
+from host.bounded_http import CallBudget, bounded_call
+from host.outbound import (
     OutboundRefused,
     check_outbound_url,
     guarded_transport,
     release_db_connection,
 )
+from knowledge.errors import KnowledgeRefusal
+from knowledge.models import Chunk, StagedChunk, Store
 
 logger = logging.getLogger(__name__)
 UPSERT_BATCH = 256

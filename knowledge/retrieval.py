@@ -9,13 +9,14 @@ from typing import Any, TypedDict
 from django.conf import settings
 from django.db import connection
 
+from host.core import fusion
+from host.core.fulltext import or_query, query_words
+from host.embeddings import EmbeddingUnavailable
+from host.outbound import release_db_connection
 from knowledge import qdrant
 from knowledge.core import blocks, bm25
-from knowledge.embeddings import EmbeddingUnavailable
 from knowledge.models import Chunk, Store
 from knowledge.services import store_embedder
-from memory_addon.host.core.fulltext import or_query, query_words
-from memory_addon.host.outbound import release_db_connection
 
 logger = logging.getLogger(__name__)
 CANDIDATES = 50
@@ -317,7 +318,7 @@ def rank(
     if len(lists) == 1:  # one list keeps its own order, whatever its weight
         ids = [chunk_id for chunk_id, _ in lists[0][0]]
     else:
-        ids = blocks.fuse_weighted(
+        ids = fusion.fuse_weighted(
             lists, method=method or settings.KNOWLEDGE_FUSION, k=settings.KNOWLEDGE_RRF_K
         )
     return Ranking(
@@ -350,7 +351,7 @@ def retrieve(
     rankings = [result.ids for result in results]
     similarity = {k: v for result in results for k, v in result.similarity.items()}
     keyword = {k: v for result in results for k, v in result.keyword.items()}
-    ordered = blocks.fuse(rankings) if len(rankings) > 1 else (rankings[0] if rankings else [])
+    ordered = fusion.fuse(rankings) if len(rankings) > 1 else (rankings[0] if rankings else [])
     # Only what an excerpt shows: the embedding and the tsvector are the bulk of a row.
     rows = Chunk.objects.filter(pk__in=ordered).values_list(
         "pk", "source_id", "store_id", "document__path", "page", "text"

@@ -15,14 +15,14 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect
 
 from accounts.auth import signed_in_user
+from host.core.ids import row_id
+from host.embeddings import EmbeddingUnavailable
+from host.errors import MemoryRefusal
 from knowledge import selectors, services
 from knowledge.core.formats import TEXT_NAMES
-from knowledge.embeddings import EmbeddingUnavailable
 from knowledge.forms import FolderSourceForm, SearchForm, StoreForm, UploadForm
 from knowledge.models import Job, Source, Store
 from knowledge.retrieval import retrieve
-from memory_addon.host.core.ids import row_id
-from memory_addon.host.errors import MemoryRefusal
 
 
 def _store(request: HttpRequest, store_id: int) -> Store:

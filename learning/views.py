@@ -18,6 +18,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from accounts.auth import signed_in_user
 from chat.selectors import message_for_user
+from host.errors import ChangeRefused, LimitExceeded, MemoryRefusal
 from knowledge.services import granted_folders
 from learning.core import cleanup as cleanup_core
 from learning.models import CleanupJob, ReferenceFile
@@ -27,7 +28,6 @@ from learning.services import references, rules
 from memory_addon.core import entries
 from memory_addon.core.diffs import unified_diff
 from memory_addon.core.readable_diff import readable_diff
-from memory_addon.host.errors import ChangeRefused, LimitExceeded, MemoryRefusal
 from memory_addon.models import ChangeSet, MemoryFile, MemoryScope
 from memory_addon.selectors import scopes_for_user
 from memory_addon.services.scopes import INDEX_PATH, scope_folder

@@ -1,5 +1,1 @@
-from __future__ import annotations
-
-from memory_addon.celery import app as celery_app
-
-__all__ = ["celery_app"]
+"""The Short memory add-on: notes, change sets, proposals, turn context, model tools."""

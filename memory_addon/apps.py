@@ -13,13 +13,12 @@ class MemoryAddonConfig(AppConfig):
     def ready(self) -> None:
         from accounts.models import Agent, User
         from bridges.outbox import event_kinds_allow
+        from host.storage import register_storage_counter
 
         # events: the live-page listeners; tasks: the jobs register with Celery in every
-        # process, since the services queue them by name (memory_addon/host/queue.py).
+        # process, since the services queue them by name (host/queue.py).
         from memory_addon import events, receivers, tasks  # noqa: F401
         from memory_addon.core.operations import Action
-        from memory_addon.host import tasks as host_tasks  # noqa: F401
-        from memory_addon.host.storage import register_storage_counter
         from memory_addon.models import ChangeSet, Proposal
         from memory_addon.selectors import memory_bytes
 

@@ -20,8 +20,8 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts.auth import signed_in_user
-from memory_addon.host.core.markdown import render_markdown
-from memory_addon.host.errors import MemoryRefusal, StaleBase
+from host.core.markdown import render_markdown
+from host.errors import MemoryRefusal, StaleBase
 from memory_addon.models import BankSwitch, ChangeSet, MemoryFile, MemoryScope
 from memory_addon.pages import banners_for
 from memory_addon.selectors import bank_for_user, banks_for_user

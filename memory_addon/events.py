@@ -11,7 +11,7 @@ from django.dispatch import receiver
 from django.template.loader import render_to_string
 from django.utils.html import format_html
 
-from memory_addon.host.push import push_fragment
+from host.push import push_fragment
 from memory_addon.live import memory_change_fragments
 from memory_addon.models import Proposal
 from memory_addon.selectors import proposals_with_diffs

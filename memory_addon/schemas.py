@@ -6,8 +6,8 @@ from typing import Literal
 from ninja import Schema
 from pydantic import Field, JsonValue
 
+from host.schemas import ErrorOut as ErrorOut
 from memory_addon.core.operations import Operation
-from memory_addon.host.schemas import ErrorOut as ErrorOut
 from memory_addon.turns import RunKind
 
 

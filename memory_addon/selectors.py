@@ -11,12 +11,12 @@ from django.db.models.functions import Coalesce, Lower
 from django.shortcuts import get_object_or_404
 
 from accounts.models import User
+from host.core.ids import row_id
+from host.errors import MemoryRefusal
 from memory_addon.core import entries
 from memory_addon.core.diffs import unified_diff
 from memory_addon.core.operations import Operation
 from memory_addon.core.readable_diff import NoteRow, readable_diff
-from memory_addon.host.core.ids import row_id
-from memory_addon.host.errors import MemoryRefusal
 from memory_addon.models import ChangeSet, FileChange, MemoryFile, MemoryScope, Proposal
 from memory_addon.services.notes import note_key
 from memory_addon.services.proposals import plan_proposal

@@ -1,33 +1,12 @@
+"""The memory add-on's pages: Memory tab, History, Files, Inbox, Audit, banks, its add-on page."""
+
 from __future__ import annotations
 
-from django.contrib import admin
-from django.urls import include, path, reverse_lazy
-from django.views.generic import RedirectView
+from django.urls import path
 
-from accounts.bearer import protected_resource_metadata
 from memory_addon import bank_views, views
-from memory_addon.api import api
-from memory_addon.host.metrics import metrics_view
 
 urlpatterns = [
-    path("", views.home, name="home"),
-    path("healthz", views.healthz, name="healthz"),
-    path("readyz", views.readyz, name="readyz"),
-    path("i18n/", include("django.conf.urls.i18n")),  # set_language: the account menu's switch
-    path("metrics", metrics_view, name="metrics"),
-    # Browsers ask for /favicon.ico on their own; Django's and other tools' habits for
-    # the sign-in page lead to ours.
-    path("favicon.ico", views.favicon),
-    path(
-        "accounts/login/",
-        RedirectView.as_view(url=reverse_lazy("accounts:login"), query_string=True),
-    ),
-    # RFC 9728: where a client without a token learns how to get one.
-    path(".well-known/oauth-protected-resource", protected_resource_metadata),
-    path(".well-known/oauth-protected-resource/<path:resource>", protected_resource_metadata),
-    path("chat/", include("chat.urls")),
-    path("knowledge/", include("knowledge.urls")),
-    path("learning/", include("learning.urls")),
     path("memory/", views.memory_tab, name="memory"),
     path("memory/<int:scope_id>/raw/", views.memory_raw_save, name="memory_raw_save"),
     path("memory/<int:scope_id>/entries/", views.memory_entry_add, name="memory_entry_add"),
@@ -81,11 +60,4 @@ urlpatterns = [
     ),
     path("addons/memory/", views.addon_page, name="memory_addon_page"),
     path("addons/memory/enabled/", views.addon_toggle, name="memory_addon_toggle"),
-    path("addons/", include("addons.urls")),
-    path("accounts/", include("accounts.urls")),
-    path("bridges/", include("bridges.urls")),
-    path("admin/", admin.site.urls),
-    path("api/", api.urls),
 ]
-handler400 = "memory_addon.views.bad_request"
-handler404 = "memory_addon.views.not_found"

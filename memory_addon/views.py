@@ -7,30 +7,26 @@ from typing import Any
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import RequestDataTooBig
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
-from django.templatetags.static import static
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
-from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from django.views.defaults import page_not_found
 
 from accounts.auth import signed_in_user
 from accounts.selectors import agent_for_user
+from host import filestore
+from host.core.ids import row_id, row_ids
+from host.core.markdown import render_markdown
+from host.errors import LimitExceeded, MemoryRefusal, StaleBase
 from memory_addon.addons import MEMORY_ADDON
 from memory_addon.core import entries
 from memory_addon.core.diffs import unified_diff
 from memory_addon.core.entries import MAX_ENTRY_CHARS
 from memory_addon.core.readable_diff import readable_diff
-from memory_addon.host import filestore, health
-from memory_addon.host.core.ids import row_id, row_ids
-from memory_addon.host.core.markdown import render_markdown
-from memory_addon.host.errors import LimitExceeded, MemoryRefusal, StaleBase
 from memory_addon.live import notice_context
 from memory_addon.models import ChangeSet, FileChange, MemoryFile, MemoryScope
 from memory_addon.pages import banners_for, notes_matching, scope_page
@@ -70,31 +66,6 @@ from memory_addon.services.scopes import (
     user_scope_find,
 )
 from memory_addon.services.user_settings import addon_enabled, addon_set_enabled
-
-
-@require_GET
-@never_cache
-def healthz(request: HttpRequest) -> JsonResponse:
-    """Liveness: the process answers and reaches its database and Redis."""
-    healthy, body = health.report()
-    return JsonResponse(body, status=200 if healthy else 503)
-
-
-@require_GET
-@never_cache
-def readyz(request: HttpRequest) -> JsonResponse:
-    """Readiness: also a Celery worker answers, so jobs will run."""
-    healthy, body = health.report(ready=True)
-    return JsonResponse(body, status=200 if healthy else 503)
-
-
-def home(request: HttpRequest) -> HttpResponse:
-    return redirect("chat")
-
-
-@login_required
-def section(request: HttpRequest, section: str) -> HttpResponse:
-    return render(request, f"sections/{section}.html", {"section": section})
 
 
 def _owned_scope(request: HttpRequest, scope_id: int | str | None) -> MemoryScope:
@@ -724,32 +695,3 @@ def memory_restore_upload(request: HttpRequest) -> HttpResponse:
             request, _("Not restored: %(name)s — %(reason)s") % {"name": name, "reason": reason}
         )
     return redirect("memory_files")
-
-
-def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
-    """An address that leads nowhere: API and MCP clients get JSON, people the page."""
-    if request.path_info.startswith(("/api/", "/mcp/")):
-        return JsonResponse({"detail": "Not found."}, status=404)
-    return page_not_found(request, exception)
-
-
-def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
-    """A request Django could not read (too many files or fields, broken data): say why.
-
-    API and MCP clients read JSON, so they get the reason as `detail`, not a web page.
-    """
-    if request.path_info.startswith(("/api/", "/mcp/")):
-        if isinstance(exception, RequestDataTooBig):
-            detail = _(
-                "The request body is larger than the limit of %(size)s KiB; send less at a time."
-            ) % {"size": settings.DATA_UPLOAD_MAX_MEMORY_SIZE // 1024}
-        else:
-            detail = _("The request could not be read: it holds too many fields or broken data.")
-        return JsonResponse({"detail": detail}, status=400)
-    context = {"max_files": settings.DATA_UPLOAD_MAX_NUMBER_FILES}
-    return render(request, "400.html", context, status=400)
-
-
-def favicon(request: HttpRequest) -> HttpResponse:
-    """Browsers ask for /favicon.ico on their own: the site's icon, not a 404."""
-    return redirect(static("favicon.svg"), permanent=True)

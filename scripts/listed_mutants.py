@@ -38,7 +38,7 @@ M = [
     ),
     (
         "expiry job off the beat schedule",
-        "memory_addon/settings.py",
+        "config/settings.py",
         """        "memory-expire-proposals": {
             "task": "memory_addon.proposals_expire",
             "schedule": 300.0,
@@ -49,7 +49,7 @@ M = [
     ),
     (
         "turn names another user's binding (API)",
-        "memory_addon/memory_api.py",
+        "memory_addon/api.py",
         "get_object_or_404(MessagingBinding, pk=data.binding_id, owner=user)",
         "get_object_or_404(MessagingBinding, pk=data.binding_id)",
         ["tests/memory_addon/test_api.py"],

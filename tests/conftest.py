@@ -1,11 +1,12 @@
 """Shared fixtures: a real Celery worker process, a live ASGI server, a browser.
 
 Everything runs against the test suite's own embedded PostgreSQL and Redis
-(memory_addon.settings_test); the AI model is the only fake.
+(config.settings_test); the AI model is the only fake.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -54,7 +55,7 @@ def child_env(**extra: str) -> dict[str, str]:
     inherited = {k: v for k, v in os.environ.items() if k != "DJANGO_ALLOW_ASYNC_UNSAFE"}
     return {
         **inherited,
-        "DJANGO_SETTINGS_MODULE": "memory_addon.settings_test",
+        "DJANGO_SETTINGS_MODULE": "config.settings_test",
         "DATABASE_URL": suite_database_url(),
         "REDIS_URL": settings.REDIS_URL,
         **extra,
@@ -66,7 +67,7 @@ def celery_worker(
     django_db_setup: None, django_db_blocker: pytest.FixtureRequest
 ) -> Iterator[subprocess.Popen[bytes]]:
     """A real Celery worker in its own process, on the test database."""
-    from memory_addon.celery import app
+    from config.celery import app
 
     with django_db_blocker.unblock():  # type: ignore[attr-defined]
         env = child_env()
@@ -77,7 +78,7 @@ def celery_worker(
             "-m",
             "celery",
             "-A",
-            "memory_addon",
+            "config",
             "worker",
             "--pool",
             "solo",
@@ -91,7 +92,7 @@ def celery_worker(
         cwd=ROOT,
         env=env,
     )
-    from memory_addon.host.tasks import ping
+    from host.tasks import ping
 
     # The first ping waits in the queue until the worker is up: that is the readiness signal.
     assert ping.delay().get(timeout=60) == "pong"
@@ -113,7 +114,7 @@ def live_asgi_server(django_db_setup: None) -> Iterator[LiveServer]:
     """The real ASGI app (HTTP + websockets) under uvicorn, in this process."""
     import uvicorn
 
-    from memory_addon.asgi import application
+    from config.asgi import application
 
     port = free_port()
     config = uvicorn.Config(
@@ -274,13 +275,13 @@ def fresh_cache() -> None:
 @pytest.fixture(scope="session", autouse=True)
 def minilm_folder():
     """The packaged all-MiniLM-L6-v2 as a local fastembed folder (EMBEDDING_MODEL_PATH)."""
-    from knowledge.local_model import assemble_minilm
+    from host.local_model import assemble_minilm
 
     return assemble_minilm(Path(settings.EMBEDDING_MODEL_PATH))
 
 
 def start_chat_worker(**env: str) -> subprocess.Popen[bytes]:
-    from memory_addon.celery import app
+    from config.celery import app
 
     app.control.purge()
     return subprocess.Popen(
@@ -289,7 +290,7 @@ def start_chat_worker(**env: str) -> subprocess.Popen[bytes]:
             "-m",
             "celery",
             "-A",
-            "memory_addon",
+            "config",
             "worker",
             "-Q",
             # One worker of the suite stands in for serve's chat and delivery workers.
@@ -311,7 +312,7 @@ def start_chat_worker(**env: str) -> subprocess.Popen[bytes]:
 
 
 def wait_for_worker(worker: subprocess.Popen[bytes]) -> None:
-    from memory_addon.celery import app
+    from config.celery import app
 
     # A ping on the chat queue is answered only once the chat worker consumes it.
     result = app.send_task("memory_addon.ping", queue=settings.CHAT_QUEUE)
@@ -354,3 +355,56 @@ def _language_reset() -> Iterator[None]:
     from django.utils import translation
 
     translation.deactivate()
+
+
+class Api:
+    """JSON calls against the real API through Django's test client."""
+
+    def __init__(self, client) -> None:
+        self.client = client
+
+    def _call(self, method: str, url: str, body=None):
+        kwargs = {}
+        if body is not None:
+            kwargs = {"data": json.dumps(body), "content_type": "application/json"}
+        return getattr(self.client, method)(url, **kwargs)
+
+    def get(self, url):
+        return self._call("get", url)
+
+    def post(self, url, body=None):
+        return self._call("post", url, body if body is not None else {})
+
+    def put(self, url, body):
+        return self._call("put", url, body)
+
+    def delete(self, url):
+        return self._call("delete", url)
+
+
+@pytest.fixture
+def api(client, user):
+    client.force_login(user)
+    return Api(client)
+
+
+@pytest.fixture
+def scope(user):
+    from memory_addon.services.scopes import ensure_user_scope
+
+    return ensure_user_scope(user)
+
+
+@pytest.fixture
+def turn(user):
+    from memory_addon.turns import Turn
+
+    return Turn(user=user, conversation_ref="conv-1", message_ref="msg-1", reply_ref_trusted=True)
+
+
+@pytest.fixture
+def binding(user):
+    from accounts.services import messaging_binding_create
+
+    binding, _ = messaging_binding_create(owner=user, bridge="telegram", external_id="chat-42")
+    return binding

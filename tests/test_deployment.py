@@ -16,7 +16,7 @@ pytestmark = pytest.mark.django_db
 
 def test_check_deploy_is_clean_under_a_production_environment():
     env = child_env(
-        DJANGO_SETTINGS_MODULE="memory_addon.settings",
+        DJANGO_SETTINGS_MODULE="config.settings",
         SECRET_KEY="x" * 20 + os.urandom(24).hex(),
         ALLOWED_HOSTS="memory.example.org",
         DEBUG="false",

@@ -9,8 +9,8 @@ from addons.core.manifest import ManifestError, manifest_parse
 from bridges.models import EventEndpoint, OutboxEvent
 from bridges.outbox import outbox_emit
 from bridges.services import BridgeRefused, Incoming, binding_create, inbound_accept
+from host.errors import ChangeRefused
 from memory_addon.core import entries
-from memory_addon.host.errors import ChangeRefused
 from memory_addon.services.changes import file_write
 from memory_addon.services.notes import note_add, note_edit, note_key
 from memory_addon.services.scopes import ensure_user_scope

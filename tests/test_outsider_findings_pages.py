@@ -9,11 +9,11 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 
+from host.errors import ChangeRefused, LimitExceeded
 from knowledge import services as knowledge
 from knowledge.errors import KnowledgeRefusal
 from knowledge.models import Job, Source
 from knowledge.services import sources as knowledge_sources
-from memory_addon.host.errors import ChangeRefused, LimitExceeded
 from memory_addon.models import MemoryScope, Proposal
 from memory_addon.services.proposals import memory_change_request
 from memory_addon.services.scopes import bank_create

@@ -11,7 +11,7 @@ from channels.testing import WebsocketCommunicator
 from django.conf import settings
 from django.core.cache import cache
 
-from memory_addon.asgi import application
+from config.asgi import application
 from tests.factories import PASSWORD, UserFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -19,7 +19,7 @@ from importlib.resources.abc import Traversable
 from pathlib import Path, PurePosixPath
 
 from addons.core.manifest import Manifest, ManifestError, manifest_parse
-from memory_addon.host.core.bounded_zip import ZipRefused, open_zip, read_entry
+from host.core.bounded_zip import ZipRefused, open_zip, read_entry
 
 MAX_PACKAGE_BYTES = 1024 * 1024  # the upload itself
 MAX_FILES = 100

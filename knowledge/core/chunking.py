@@ -1,6 +1,6 @@
 """Deterministic chunks of about 800 tokens with 120 tokens of overlap (K6).
 
-Tokens are estimated as in memory_addon.host.core.tokens (4 bytes of UTF-8 each), so
+Tokens are estimated as in host.core.tokens (4 bytes of UTF-8 each), so
 the same input always gives the same chunks. Chunks break between words and
 never span two PDF pages, so every chunk keeps its page number.
 """
@@ -11,8 +11,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from host.core.tokens import BYTES_PER_TOKEN, estimate_tokens
 from knowledge.core.extract import Page
-from memory_addon.host.core.tokens import BYTES_PER_TOKEN, estimate_tokens
 
 CHUNK_TOKENS = 800
 OVERLAP_TOKENS = 120

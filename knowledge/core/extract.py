@@ -9,7 +9,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
-from memory_addon.host.core.storable import UNSTORABLE
+from host.core.storable import UNSTORABLE
 
 PDF_TIMEOUT_SECONDS = 60
 PDF_MEMORY_BYTES = 1024 * 1024 * 1024

@@ -6,7 +6,7 @@ from django.conf import settings
 from django.utils.translation import gettext as _
 
 from accounts.models import AIProfile
-from knowledge.embeddings import (
+from host.embeddings import (
     Embedder,
     EmbeddingUnavailable,
     FastembedEmbedder,

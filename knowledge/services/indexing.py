@@ -15,15 +15,16 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from bridges.outbox import knowledge_indexed_event
-from knowledge import qdrant
-from knowledge.core import scanning
-from knowledge.core.chunking import chunk_pages
-from knowledge.core.extract import Page, Unreadable, storable_pages
-from knowledge.embeddings import (
+from host.embeddings import (
     BATCH_SIZE,
     Embedder,
     EmbeddingUnavailable,
 )
+from host.outbound import release_db_connection
+from knowledge import qdrant
+from knowledge.core import scanning
+from knowledge.core.chunking import chunk_pages
+from knowledge.core.extract import Page, Unreadable, storable_pages
 from knowledge.errors import KnowledgeRefusal
 from knowledge.models import Chunk, Document, Job, Source, StagedChunk
 from knowledge.services.embedders import store_embedder
@@ -31,7 +32,6 @@ from knowledge.services.extracted import _kept_pages
 from knowledge.services.jobs import _beat, _claim, _finish, _Lost, _ours, _Stop
 from knowledge.services.stores import _ensure_vector_index, _points_delete_on_commit
 from knowledge.services.uploads import _upload_fetch
-from memory_addon.host.outbound import release_db_connection
 
 logger = logging.getLogger(__name__)
 # Chunks staged per INSERT when no model embeds them (about 1.6 MB of text at most).

@@ -12,16 +12,16 @@ from django.db.models import F, Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from host.queue import queue_job_on_commit
 from knowledge import events
 from knowledge.errors import JobBusy, KnowledgeRefusal
 from knowledge.models import Job, Source, StagedChunk, Store
-from memory_addon.host.queue import queue_job_on_commit
 
 logger = logging.getLogger(__name__)
 
 # The Celery task that runs each kind of job, by its registered name: knowledge/tasks.py
 # imports these services (and these names), so the services queue by name instead of
-# importing it (memory_addon/host/queue.py).
+# importing it (host/queue.py).
 SCAN_TASK = "knowledge.scan_source"
 INDEX_TASK = "knowledge.index_source"
 TASK_OF_KIND: dict[str, str] = {Job.Kind.SCAN: SCAN_TASK, Job.Kind.INDEX: INDEX_TASK}

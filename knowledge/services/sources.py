@@ -13,6 +13,10 @@ from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.utils.translation import gettext as _
 
+from host import filestore
+from host.errors import LimitExceeded
+from host.outbound import release_db_connection
+from host.storage import storage_check
 from knowledge import qdrant
 from knowledge.errors import JobBusy, KnowledgeRefusal
 from knowledge.models import Chunk, Document, Job, Source, Store
@@ -28,10 +32,6 @@ from knowledge.services.uploads import (
     _upload_root,
     upload_label,
 )
-from memory_addon.host import filestore
-from memory_addon.host.errors import LimitExceeded
-from memory_addon.host.outbound import release_db_connection
-from memory_addon.host.storage import storage_check
 
 logger = logging.getLogger(__name__)
 

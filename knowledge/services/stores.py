@@ -9,16 +9,16 @@ from django.db import connection, transaction
 from django.utils.translation import gettext as _
 
 from accounts.models import AIProfile, User
-from knowledge import qdrant
-from knowledge.embeddings import (
+from host.embeddings import (
     EmbeddingUnavailable,
     fastembed_dimension,
 )
+from host.outbound import release_db_connection
+from knowledge import qdrant
 from knowledge.errors import JobBusy, KnowledgeRefusal
 from knowledge.models import Document, Job, Source, Store
 from knowledge.services.embedders import embedder_build
 from knowledge.services.uploads import _upload_delete
-from memory_addon.host.outbound import release_db_connection
 
 
 def store_create(

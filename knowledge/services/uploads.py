@@ -15,13 +15,13 @@ from django.core.files.uploadedfile import UploadedFile
 from django.template.defaultfilters import filesizeformat
 from django.utils.translation import gettext as _
 
+from host import filestore
+from host.errors import LimitExceeded
+from host.outbound import release_db_connection
 from knowledge.core import scanning
 from knowledge.core.formats import TEXT_SUFFIXES, format_of
 from knowledge.errors import KnowledgeRefusal
 from knowledge.models import Document, Job, Source, Store
-from memory_addon.host import filestore
-from memory_addon.host.errors import LimitExceeded
-from memory_addon.host.outbound import release_db_connection
 
 UPLOAD_PREFIX = "knowledge"  # uploads live in the default storage under this folder
 

@@ -11,7 +11,7 @@ import re
 from django import template
 from django.utils.translation import gettext_noop, pgettext_lazy
 
-from memory_addon.host.stored_text import Render, filled, translate_stored
+from host.stored_text import Render, filled, translate_stored
 
 register = template.Library()
 

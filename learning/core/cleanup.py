@@ -11,8 +11,8 @@ import json
 import re
 from datetime import date, timedelta
 
+from host.core.untrusted import normalise_untrusted, wrap_untrusted
 from memory_addon.core import entries
-from memory_addon.host.core.untrusted import normalise_untrusted, wrap_untrusted
 
 ARCHIVE_PATH = "archive.md"
 _WORD = re.compile(r"\w+", re.UNICODE)

@@ -7,8 +7,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from host.core.untrusted import normalise_untrusted, wrap_untrusted
 from memory_addon.core.entries import MAX_ENTRY_CHARS
-from memory_addon.host.core.untrusted import normalise_untrusted, wrap_untrusted
 
 SYSTEM = (
     "You decide whether one chat message asks the assistant to follow a lasting rule in "

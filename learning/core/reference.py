@@ -13,8 +13,8 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from memory_addon.host.core.tokens import BYTES_PER_TOKEN, estimate_tokens
-from memory_addon.host.core.untrusted import normalise_untrusted, wrap_untrusted
+from host.core.tokens import BYTES_PER_TOKEN, estimate_tokens
+from host.core.untrusted import normalise_untrusted, wrap_untrusted
 
 # Where other tools keep their rule files; the first match names the tool.
 _TOOLS: tuple[tuple[re.Pattern[str], str], ...] = (

@@ -14,7 +14,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Literal
 
-from memory_addon.host.core.secret_guard import find_secret
+from host.core.secret_guard import find_secret
 
 MAX_MESSAGE_CHARS = 2000
 

@@ -11,14 +11,14 @@ from django.utils import timezone
 from django.utils.translation import gettext
 
 from accounts.models import AIProfile, User
-from chat import client
+from host import model_client as client
+from host.core.secret_guard import mask_outbound
+from host.errors import ChangeRefused, NotAllowed
+from host.outbound import OutboundRefused, check_outbound_url, release_db_connection
+from host.queue import queue_job_on_commit
 from learning.core import cleanup
 from learning.models import CleanupJob
 from memory_addon.core import entries
-from memory_addon.host.core.secret_guard import mask_outbound
-from memory_addon.host.errors import ChangeRefused, NotAllowed
-from memory_addon.host.outbound import OutboundRefused, check_outbound_url, release_db_connection
-from memory_addon.host.queue import queue_job_on_commit
 from memory_addon.models import ChangeSet, MemoryFile, MemoryScope, content_hash
 from memory_addon.services.changes import ABSENT, FileWrite, change_set_apply
 from memory_addon.services.scopes import INDEX_PATH

@@ -18,15 +18,15 @@ from django.utils import timezone
 from django.utils.translation import gettext
 
 from accounts.models import User
+from host.core.secret_guard import find_secret
+from host.errors import ChangeRefused, LimitExceeded, SecretRefused, StaleBase
+from host.secret_text import secret_refusal
+from host.stored_secrets import stored_secrets
 from knowledge.core import scanning
 from knowledge.core.extract import Unreadable
 from knowledge.services import granted_folders
 from learning.core import reference
 from learning.models import ReferenceFile
-from memory_addon.host.core.secret_guard import find_secret
-from memory_addon.host.errors import ChangeRefused, LimitExceeded, SecretRefused, StaleBase
-from memory_addon.host.secret_text import secret_refusal
-from memory_addon.host.stored_secrets import stored_secrets
 from memory_addon.services.policy import Policy, kill_switch_on, policy_for
 
 MAX_FILES_PER_PERSON = 20

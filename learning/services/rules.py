@@ -12,20 +12,20 @@ from django.utils import timezone
 from django.utils.translation import gettext
 
 from accounts.models import User
-from chat import client
 from chat.models import Conversation, Message
+from host import model_client as client
+from host.core.secret_guard import find_secret, mask_outbound
+from host.core.untrusted import normalise_untrusted
+from host.errors import ChangeRefused, NotAllowed, ProposalClosed, SecretRefused
+from host.outbound import OutboundRefused, check_outbound_url, release_db_connection
+from host.queue import queue_job_on_commit
+from host.secret_text import secret_refusal
 from learning.core.detection import detection_messages, parse_detection
 from learning.core.rule_filter import check
 from learning.models import LearningDay, RuleSuggestion
 from learning.selectors import learning_off_reason, rule_detection_off_reason, undo_open
 from memory_addon.core import entries
 from memory_addon.core.operations import Operation
-from memory_addon.host.core.secret_guard import find_secret, mask_outbound
-from memory_addon.host.core.untrusted import normalise_untrusted
-from memory_addon.host.errors import ChangeRefused, NotAllowed, ProposalClosed, SecretRefused
-from memory_addon.host.outbound import OutboundRefused, check_outbound_url, release_db_connection
-from memory_addon.host.queue import queue_job_on_commit
-from memory_addon.host.secret_text import secret_refusal
 from memory_addon.models import ChangeSet
 from memory_addon.services.changes import change_set_apply, change_set_undo
 from memory_addon.services.locks import memory_lock

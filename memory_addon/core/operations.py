@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal, NotRequired, TypedDict
 
-from memory_addon.host.errors import ChangeRefused
+from host.errors import ChangeRefused
 
 # What a model may ask for; "revert" is made by the host when a revert_change waits.
 ModelAction = Literal["add", "replace", "remove", "write_topic", "delete_topic"]

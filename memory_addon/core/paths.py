@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from memory_addon.host.core.secret_guard import find_in_name
+from host.core.secret_guard import find_in_name
 
 MAX_PATH_LENGTH = 200
 MAX_COMPONENT_LENGTH = 80

@@ -21,8 +21,8 @@ from django.conf import settings
 from django.db import transaction
 
 from accounts.models import Agent, MessagingBinding, User
-from memory_addon.host.core.bounded_zip import ZipRefused, open_zip, read_entry
-from memory_addon.host.errors import MemoryRefusal
+from host.core.bounded_zip import ZipRefused, open_zip, read_entry
+from host.errors import MemoryRefusal
 from memory_addon.models import ChangeSet, MemoryFile, MemoryScope
 from memory_addon.services.changes import FileWrite, change_set_apply, clean_path
 from memory_addon.services.scopes import ensure_agent_scope, ensure_channel_scope, ensure_user_scope

@@ -14,10 +14,8 @@ from django.utils.translation import gettext
 
 from accounts.models import Agent, User
 from bridges.outbox import memory_changed_event
-from memory_addon.core import entries
-from memory_addon.core.paths import PathRefused, normalize_path
-from memory_addon.host.core.secret_guard import find_secret
-from memory_addon.host.errors import (
+from host.core.secret_guard import find_secret
+from host.errors import (
     ChangeRefused,
     LimitExceeded,
     NothingToChange,
@@ -25,9 +23,11 @@ from memory_addon.host.errors import (
     SecretRefused,
     StaleBase,
 )
-from memory_addon.host.secret_text import kind_label, secret_refusal
-from memory_addon.host.storage import storage_check
-from memory_addon.host.stored_secrets import stored_secrets
+from host.secret_text import kind_label, secret_refusal
+from host.storage import storage_check
+from host.stored_secrets import stored_secrets
+from memory_addon.core import entries
+from memory_addon.core.paths import PathRefused, normalize_path
 from memory_addon.models import ChangeSet, FileChange, MemoryFile, MemoryScope, content_hash
 from memory_addon.services.locks import memory_lock
 from memory_addon.services.note_search import note_embeddings_refresh_on_commit

@@ -11,11 +11,11 @@ from django.db.models import OuterRef, Q, Subquery
 from django.utils.translation import gettext
 
 from accounts.models import User
+from host.compiled import CompiledQuery
+from host.core.budget import Candidate, pack
+from host.core.tokens import estimate_tokens
+from host.core.untrusted import Safe, untrusted_text, wrap_untrusted
 from memory_addon.core import entries
-from memory_addon.core.budget import Candidate, pack
-from memory_addon.host.compiled import CompiledQuery
-from memory_addon.host.core.tokens import estimate_tokens
-from memory_addon.host.core.untrusted import Safe, untrusted_text, wrap_untrusted
 from memory_addon.models import MemoryFile, MemoryScope
 from memory_addon.services.policy import Policy, kill_switch_on, policy_for
 from memory_addon.services.scopes import BANK_INDEX_PATH, INDEX_PATH, scope_folder

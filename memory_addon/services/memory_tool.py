@@ -24,8 +24,8 @@ from typing import cast
 from django.db import transaction
 from pydantic import JsonValue
 
-from memory_addon.host.core.secret_guard import mask_outbound
-from memory_addon.host.errors import ChangeRefused, MemoryRefusal, NotAllowed
+from host.core.secret_guard import mask_outbound
+from host.errors import ChangeRefused, MemoryRefusal, NotAllowed
 from memory_addon.models import ChangeSet, MemoryFile, MemoryScope
 from memory_addon.services.changes import FileWrite, change_set_apply, clean_path
 from memory_addon.services.context import memory_readable, neutralize

@@ -16,11 +16,11 @@ from django.core.cache import cache
 from django.db import connection, transaction
 
 from accounts.models import AIProfile, User
-from knowledge.core.blocks import fuse_weighted
-from knowledge.embeddings import Embedder, EmbeddingUnavailable, FastembedEmbedder, OpenAIEmbedder
-from memory_addon.host.core.fulltext import or_query
-from memory_addon.host.outbound import release_db_connection
-from memory_addon.host.queue import queue_job
+from host.core.fulltext import or_query
+from host.core.fusion import fuse_weighted
+from host.embeddings import Embedder, EmbeddingUnavailable, FastembedEmbedder, OpenAIEmbedder
+from host.outbound import release_db_connection
+from host.queue import queue_job
 from memory_addon.models import MemoryFile, MemoryScope, NoteEmbedding
 
 logger = logging.getLogger(__name__)

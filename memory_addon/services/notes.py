@@ -11,8 +11,8 @@ from django.db import transaction
 from django.utils.translation import gettext as _
 
 from accounts.models import User
+from host.errors import ChangeRefused, StaleBase
 from memory_addon.core import entries
-from memory_addon.host.errors import ChangeRefused, StaleBase
 from memory_addon.models import ChangeSet, MemoryFile, MemoryScope
 from memory_addon.services.changes import ABSENT, FileWrite, change_set_apply, file_write
 from memory_addon.services.locks import memory_lock

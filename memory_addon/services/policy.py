@@ -14,8 +14,8 @@ from django.db.models import Exists, OuterRef, QuerySet, Subquery
 from accounts.models import Membership, User
 from addons.models import InstalledAddon
 from addons.selectors import TurnAddons, turn_addon_columns, turn_addons_from
+from host.compiled import CompiledQuery
 from memory_addon.addons import MEMORY_ADDON
-from memory_addon.host.compiled import CompiledQuery
 from memory_addon.models import AddonInstallation
 
 # An organization's memory mode (accounts.Organization.MemoryMode values).

@@ -14,12 +14,9 @@ from django.utils import timezone
 
 from accounts.models import User
 from bridges.outbox import proposal_created_event, proposal_resolved_event
-from memory_addon.addons import SaveMode
-from memory_addon.core import entries
-from memory_addon.core.operations import ModelAction, Operation, text_argument
-from memory_addon.host.core.secret_guard import find_secret
-from memory_addon.host.core.untrusted import normalise_untrusted
-from memory_addon.host.errors import (
+from host.core.secret_guard import find_secret
+from host.core.untrusted import normalise_untrusted
+from host.errors import (
     ChangeRefused,
     LimitExceeded,
     MemoryRefusal,
@@ -28,8 +25,11 @@ from memory_addon.host.errors import (
     SecretRefused,
     StaleBase,
 )
-from memory_addon.host.secret_text import secret_refusal
-from memory_addon.host.stored_secrets import stored_secrets
+from host.secret_text import secret_refusal
+from host.stored_secrets import stored_secrets
+from memory_addon.addons import SaveMode
+from memory_addon.core import entries
+from memory_addon.core.operations import ModelAction, Operation, text_argument
 from memory_addon.models import ChangeSet, FileChange, MemoryFile, MemoryScope, Proposal
 from memory_addon.services.changes import (
     ABSENT,

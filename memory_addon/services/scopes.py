@@ -14,9 +14,9 @@ from django.db import IntegrityError, transaction
 from django.utils.translation import gettext
 
 from accounts.models import Agent, MessagingBinding, User
-from memory_addon.host.core.secret_guard import find_secret
-from memory_addon.host.errors import ChangeRefused, LimitExceeded, SecretRefused
-from memory_addon.host.secret_text import secret_refusal
+from host.core.secret_guard import find_secret
+from host.errors import ChangeRefused, LimitExceeded, SecretRefused
+from host.secret_text import secret_refusal
 from memory_addon.models import BankSwitch, ChangeSet, MemoryScope
 from memory_addon.services.locks import memory_lock
 

@@ -16,12 +16,12 @@ from jsonschema.exceptions import ValidationError
 from pydantic import JsonValue
 
 from accounts.models import User
+from host.core.fulltext import snippet
+from host.core.secret_guard import mask_outbound
+from host.core.untrusted import wrap_untrusted
+from host.errors import ChangeRefused, MemoryRefusal, NotAllowed
 from memory_addon.core.operations import json_kind, text_argument
 from memory_addon.core.shown_match import shown_spans
-from memory_addon.host.core.fulltext import snippet
-from memory_addon.host.core.secret_guard import mask_outbound
-from memory_addon.host.core.untrusted import wrap_untrusted
-from memory_addon.host.errors import ChangeRefused, MemoryRefusal, NotAllowed
 from memory_addon.models import ChangeSet, MemoryFile, MemoryScope
 from memory_addon.services.changes import (
     ABSENT,

@@ -11,10 +11,10 @@ from pydantic import JsonValue
 from accounts.models import User
 from addons.core.manifest import SettingDecl
 from addons.selectors import installed_addon, switched_off_by, user_enabled
+from host.core.secret_guard import find_secret
+from host.errors import ChangeRefused, MemoryRefusal, SecretRefused
+from host.secret_text import secret_refusal
 from memory_addon.addons import MEMORY_ADDON, SAVE_MODE, SaveMode
-from memory_addon.host.core.secret_guard import find_secret
-from memory_addon.host.errors import ChangeRefused, MemoryRefusal, SecretRefused
-from memory_addon.host.secret_text import secret_refusal
 from memory_addon.models import AddonSetting
 
 logger = logging.getLogger(__name__)

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from django import template
 from django.utils.translation import gettext_lazy, gettext_noop, ngettext
 
-from memory_addon.host.stored_text import Render, filled, translate_stored
+from host.stored_text import Render, filled, translate_stored
 from memory_addon.live import changed_notes
 from memory_addon.models import ChangeSet, MemoryScope
 from memory_addon.services.scopes import scope_folder

@@ -6,8 +6,8 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from accounts.models import AIProfile
-from knowledge.embeddings import EmbeddingUnavailable, OpenAIEmbedder
-from memory_addon.host.outbound import OutboundRefused, check_outbound_url
+from host.embeddings import EmbeddingUnavailable, OpenAIEmbedder
+from host.outbound import OutboundRefused, check_outbound_url
 
 pytestmark = pytest.mark.django_db
 

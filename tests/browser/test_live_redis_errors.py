@@ -11,7 +11,7 @@ import pytest
 from channels.layers import get_channel_layer
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from memory_addon.host.consumers import EventsConsumer
+from host.consumers import EventsConsumer
 from memory_addon.services.proposals import memory_change_request
 from memory_addon.turns import Turn
 from tests.conftest import off_loop, wait_until_live

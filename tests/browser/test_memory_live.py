@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory_addon.host import push
+from host import push
 from memory_addon.live import memory_change_fragments
 from memory_addon.models import MemoryFile
 from memory_addon.services.changes import file_write

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from chat import client
+from host import model_client as client
 from tests.hostile_server import HostileServer
 
 MIB = 1024 * 1024

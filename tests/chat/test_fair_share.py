@@ -12,7 +12,7 @@ from bridges.models import InboundMessage
 from bridges.services import binding_create, inbound_process
 from chat.models import Conversation, Message
 from chat.services import AnswersBusy, answer_regenerate, conversation_create, message_send
-from memory_addon.management.commands.serve import Command
+from config.management.commands.serve import Command
 from tests.factories import AIProfileFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

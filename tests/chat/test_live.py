@@ -9,7 +9,7 @@ from django.conf import settings
 from django.test import Client
 
 from chat.runner import turn_run
-from memory_addon.asgi import application
+from config.asgi import application
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)

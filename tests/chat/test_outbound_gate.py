@@ -12,9 +12,9 @@ import json
 
 import pytest
 
-from chat import client
 from chat.models import Conversation, Message
 from chat.runner import turn_run
+from host import model_client as client
 from memory_addon.models import MemoryFile
 from memory_addon.services.scopes import ensure_user_scope
 

@@ -82,7 +82,7 @@ def test_more_tool_calls_in_one_stream_than_the_host_reads_end_the_answer(fake_o
 def test_a_reply_longer_than_the_clients_cap_is_not_read_on(fake_openai):
     """The learning calls (rule detection, clean-up) read with a time limit only: a fast
     server could fill the worker's memory within it. The client caps the text itself."""
-    from chat import client
+    from host import model_client as client
 
     fake_openai.chat_replies.append({"deltas": ["x" * 1000] * 50})
     endpoint = client.Endpoint(

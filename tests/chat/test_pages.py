@@ -14,7 +14,7 @@ from chat.services import (
     last_message_edit,
     message_send,
 )
-from memory_addon.host.core.markdown import render_markdown
+from host.core.markdown import render_markdown
 from tests.conftest import ROOT
 from tests.factories import AIProfileFactory, UserFactory
 

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture(autouse=True)
 def unconsumed_queue(settings):
     """Runs started here are answered by the test itself: no chat worker may take them."""
-    from memory_addon.celery import app
+    from config.celery import app
 
     settings.CHAT_QUEUE = "chat-schedule-tests"
     yield

@@ -5,9 +5,9 @@ from __future__ import annotations
 import psutil
 from celery import Celery
 
-from memory_addon.settings import celery_url
+from config.settings import celery_url
+from tests.config.test_serve_command import _processes_using, _start, _stop
 from tests.conftest import free_port
-from tests.memory_addon.test_serve_command import _processes_using, _start, _stop
 
 
 def _running_with(text: str) -> list[str]:

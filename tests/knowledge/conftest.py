@@ -60,6 +60,6 @@ def store(user, embedding_profile):
 
 def barrier():
     """Wait until the single solo worker has finished everything queued before this call."""
-    from memory_addon.host.tasks import ping
+    from host.tasks import ping
 
     assert ping.delay().get(timeout=120) == "pong"

@@ -117,7 +117,7 @@ def test_nul_control_and_over_long_folder_paths_are_a_clear_4xx(
 
 @pytest.mark.parametrize(
     ("suffix", "message"),
-    # A NUL is refused for every request at the door (memory_addon.host.middleware), in words.
+    # A NUL is refused for every request at the door (host.middleware), in words.
     [("/a\x00b", "NUL character"), ("/" + "a" * 300, "255"), ("/a\x01b", "control")],
 )
 def test_nul_control_and_over_long_folder_paths_are_a_form_error(

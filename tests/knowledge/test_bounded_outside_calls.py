@@ -1,12 +1,12 @@
 """Calls to a collection's outside servers (embeddings, Qdrant) are bounded as a whole,
-headers included (memory_addon/host/bounded_http.py)."""
+headers included (host/bounded_http.py)."""
 
 from __future__ import annotations
 
 import pytest
 
+from host.embeddings import EmbeddingUnavailable, OpenAIEmbedder
 from knowledge import qdrant
-from knowledge.embeddings import EmbeddingUnavailable, OpenAIEmbedder
 from knowledge.models import Store
 from knowledge.qdrant import QdrantUnavailable
 

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from knowledge.embeddings import (
+from host.embeddings import (
     EmbeddingUnavailable,
     FastembedEmbedder,
     OpenAIEmbedder,

@@ -9,10 +9,11 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from knowledge import embeddings, services
+from host import embeddings
+from host.local_model import PACKAGED_MODEL
+from knowledge import services
 from knowledge.core import scanning
 from knowledge.errors import KnowledgeRefusal
-from knowledge.local_model import PACKAGED_MODEL
 from knowledge.models import Chunk, Job, Source, Store
 from knowledge.retrieval import vector_ranking
 from tests.knowledge.pdfs import text_pdf

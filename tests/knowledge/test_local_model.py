@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from knowledge.local_model import assemble_minilm
+from host.local_model import assemble_minilm
 
 
 @pytest.mark.parametrize("target", ["", "."])

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from knowledge import embeddings
-from knowledge.embeddings import EmbeddingUnavailable, FastembedEmbedder
-from knowledge.local_model import PACKAGED_MODEL
+from host import embeddings
+from host.embeddings import EmbeddingUnavailable, FastembedEmbedder
+from host.local_model import PACKAGED_MODEL
 
 
 @pytest.fixture

@@ -13,8 +13,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from knowledge import embeddings
-from knowledge.embeddings import EmbeddingUnavailable, OpenAIEmbedder
+from host import embeddings
+from host.embeddings import EmbeddingUnavailable, OpenAIEmbedder
 
 
 def _serve(body: bytes, pace: float) -> Iterator[str]:

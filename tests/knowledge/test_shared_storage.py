@@ -45,7 +45,7 @@ def s3(monkeypatch, settings):
         "S3_REGION": "us-east-1",
     }.items():
         monkeypatch.setenv(name, value)
-    from memory_addon.settings import s3_storage
+    from config.settings import s3_storage
 
     # What STORAGE_BACKEND=s3 configures (the settings module builds the same entries).
     settings.STORAGES = {

@@ -37,7 +37,7 @@ def _dead_job(store, tmp_path, *, kind=Job.Kind.INDEX, seconds=3600):
 
 
 def test_the_beat_schedule_runs_the_reaper_every_few_minutes():
-    from memory_addon.celery import app
+    from config.celery import app
 
     entries = [
         entry

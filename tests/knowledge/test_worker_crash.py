@@ -9,11 +9,11 @@ import sys
 
 import pytest
 
+from host.tasks import ping
 from knowledge import services
 from knowledge.models import Chunk, Job, StagedChunk
 from knowledge.retrieval import retrieve
 from knowledge.tasks import index_source
-from memory_addon.host.tasks import ping
 from tests.conftest import ROOT, child_env
 from tests.knowledge.conftest import barrier
 
@@ -28,7 +28,7 @@ def _worker(**env: str) -> subprocess.Popen[bytes]:
             "-m",
             "celery",
             "-A",
-            "memory_addon",
+            "config",
             "worker",
             "-Q",
             QUEUE,

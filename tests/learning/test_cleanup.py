@@ -8,11 +8,11 @@ from datetime import date, timedelta
 import pytest
 from django.utils import timezone
 
+from host.errors import ChangeRefused
 from learning.core import cleanup as core
 from learning.models import CleanupJob
 from learning.services import cleanup
 from memory_addon.core import entries
-from memory_addon.host.errors import ChangeRefused
 from memory_addon.models import ChangeSet, MemoryFile
 from memory_addon.services.changes import FileWrite, change_set_apply, change_set_undo, file_write
 from memory_addon.services.notes import note_edit, note_key

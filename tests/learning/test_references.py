@@ -8,10 +8,10 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from accounts.models import Membership
 from chat.models import Message
 from chat.runner import turn_run
+from host.errors import ChangeRefused, LimitExceeded, SecretRefused, StaleBase
 from knowledge.models import FolderGrant
 from learning.models import ReferenceFile
 from learning.services import references
-from memory_addon.host.errors import ChangeRefused, LimitExceeded, SecretRefused, StaleBase
 from memory_addon.services.changes import file_write
 from memory_addon.services.scopes import ensure_user_scope
 from tests.factories import OrganizationFactory, UserFactory

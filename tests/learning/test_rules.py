@@ -12,11 +12,11 @@ from django.utils import timezone
 from accounts.models import Membership
 from chat.models import Conversation, Message
 from chat.runner import turn_run
+from host.errors import MemoryRefusal, SecretRefused
 from learning.core.detection import SYSTEM
 from learning.models import LearningDay, RuleSuggestion
 from learning.selectors import rule_cards_for
 from learning.services import rules
-from memory_addon.host.errors import MemoryRefusal, SecretRefused
 from memory_addon.models import ChangeSet, MemoryFile
 from memory_addon.services.changes import file_write
 from memory_addon.services.scopes import ensure_agent_scope, ensure_user_scope

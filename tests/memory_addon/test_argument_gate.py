@@ -27,9 +27,9 @@ from mcp.client.streamable_http import streamable_http_client
 from accounts.services import api_token_create
 from chat.models import Conversation, Message
 from chat.runner import turn_run
+from config.cli import project_identity
+from config.mcp_server import SEARCH_TOOL
 from memory_addon.addons import MEMORY_ADDON, SAVE_MODE
-from memory_addon.cli import project_identity
-from memory_addon.mcp_server import SEARCH_TOOL
 from memory_addon.models import ChangeSet, MemoryFile, Proposal
 from memory_addon.services.changes import file_write
 from memory_addon.services.memory_tool import COMMAND_SCHEMAS
@@ -295,7 +295,7 @@ def test_a_broken_tool_call_through_the_command_line_client_is_refused_and_write
     token = api_token_create(user=person, name="cli")[1]
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "memory_addon.cli", "mcp", *bank, "--project", str(project)],
+        args=["-m", "config.cli", "mcp", *bank, "--project", str(project)],
         env={
             "MEMORY_HOST_URL": live_asgi_server.url,
             "MEMORY_HOST_TOKEN": token,

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory_addon.host.errors import ChangeRefused, LimitExceeded, NothingToChange, SecretRefused
+from host.errors import ChangeRefused, LimitExceeded, NothingToChange, SecretRefused
 from memory_addon.models import ChangeSet, FileChange, MemoryFile
 from memory_addon.services.changes import (
     FileWrite,
@@ -221,7 +221,7 @@ def test_entry_fences_do_not_count_toward_the_index_byte_cap(user, scope):
 
 
 def test_the_index_byte_cap_counts_the_text_the_model_is_sent(user, scope):
-    from memory_addon.host.errors import LimitExceeded
+    from host.errors import LimitExceeded
 
     text = "\n".join(f"- topic{i}: " + "x" * 90 + f" -> t{i}.md" for i in range(20)) + "\n"
     assert len(text.encode()) > 2048

@@ -8,8 +8,8 @@ from channels.testing import WebsocketCommunicator
 from django.conf import settings
 from django.db import transaction
 
-from memory_addon.asgi import application
-from memory_addon.host.push import push_fragment_on_commit
+from config.asgi import application
+from host.push import push_fragment_on_commit
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

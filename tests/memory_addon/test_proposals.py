@@ -8,14 +8,14 @@ import pytest
 from django.utils import timezone
 
 from accounts.models import Membership, Organization
-from memory_addon.core import entries
-from memory_addon.host.errors import (
+from host.errors import (
     ChangeRefused,
     NotAllowed,
     ProposalClosed,
     SecretRefused,
     StaleBase,
 )
+from memory_addon.core import entries
 from memory_addon.models import AddonSetting, ChangeSet, MemoryFile, Proposal
 from memory_addon.services.changes import file_write
 from memory_addon.services.proposals import (
@@ -350,7 +350,7 @@ def test_a_proposal_lives_exactly_24_hours(turn):
 
 
 def test_the_expiry_job_runs_on_the_beat_schedule(settings):
-    from memory_addon.celery import app
+    from config.celery import app
 
     entries_by_task = {e["task"]: e for e in settings.CELERY_BEAT_SCHEDULE.values()}
     assert float(entries_by_task["memory_addon.proposals_expire"]["schedule"]) <= 600

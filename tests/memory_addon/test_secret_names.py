@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory_addon.host.errors import PathNotAllowed
+from host.errors import PathNotAllowed
 from memory_addon.models import MemoryFile
 from memory_addon.services.changes import file_write
 from memory_addon.services.scopes import bank_create

@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
+from host.core.secret_guard import find_secret
 from memory_addon.core import entries
-from memory_addon.host.core.secret_guard import find_secret
 from memory_addon.models import ChangeSet, MemoryFile, MemoryScope, Proposal
 from memory_addon.services.tools import BANK_TOOLS, CHAT_TOOLS
 from memory_addon.services.user_settings import addon_setting_put

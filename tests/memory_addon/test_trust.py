@@ -10,9 +10,9 @@ from django.db import connections
 
 from accounts.forms import AgentForm
 from accounts.models import Membership, Organization
+from host.errors import MemoryRefusal, SecretRefused
 from knowledge.core import blocks
 from memory_addon.core import entries
-from memory_addon.host.errors import MemoryRefusal, SecretRefused
 from memory_addon.models import ChangeSet, MemoryFile, MemoryScope, Proposal
 from memory_addon.selectors import proposals_with_diffs
 from memory_addon.services.changes import file_write
@@ -450,7 +450,7 @@ def test_hidden_and_bidi_characters_in_a_models_note_are_made_visible(turn):
 
 
 def test_an_edited_entry_cannot_smuggle_extra_index_lines(turn, user):
-    from memory_addon.host.errors import ChangeRefused
+    from host.errors import ChangeRefused
 
     proposal = memory_change_request(turn=turn, operation=ADD).proposal
     with pytest.raises(ChangeRefused, match="one line"):

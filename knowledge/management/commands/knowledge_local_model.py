@@ -5,7 +5,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from knowledge.local_model import assemble_minilm, default_model_folder
+from host.local_model import assemble_minilm, default_model_folder
 
 
 class Command(BaseCommand):

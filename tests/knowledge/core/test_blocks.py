@@ -2,9 +2,10 @@ from __future__ import annotations
 
 import pytest
 
-from knowledge.core import blocks
-from knowledge.core.blocks import Candidate, fuse, neutralize, render, select
-from memory_addon.host.core.tokens import estimate_tokens
+from host.core import fusion
+from host.core.fusion import fuse
+from host.core.tokens import estimate_tokens
+from knowledge.core.blocks import Candidate, neutralize, render, select
 
 
 def _candidates(n, per_source=1, words=20):
@@ -72,23 +73,23 @@ def test_weighted_fusion_respects_its_weights():
     vector = [(3, 0.9), (2, 0.8), (4, 0.5)]
     for method in ("rrf", "score"):
         # A silenced list cannot move anything; the other keeps its order.
-        assert blocks.fuse_weighted([(keyword, 1.0), (vector, 0.0)], method=method)[:2] == [1, 2]
-        assert blocks.fuse_weighted([(keyword, 0.0), (vector, 1.0)], method=method)[:2] == [3, 2]
+        assert fusion.fuse_weighted([(keyword, 1.0), (vector, 0.0)], method=method)[:2] == [1, 2]
+        assert fusion.fuse_weighted([(keyword, 0.0), (vector, 1.0)], method=method)[:2] == [3, 2]
         # An item both lists like beats the items only one list has, at equal weights.
-        assert blocks.fuse_weighted([(keyword, 1.0), (vector, 1.0)], method=method)[0] == 2
+        assert fusion.fuse_weighted([(keyword, 1.0), (vector, 1.0)], method=method)[0] == 2
         # With lists that share nothing, the heavier list's best item comes first.
         other = [(7, 0.9), (8, 0.8)]
-        assert blocks.fuse_weighted([(keyword, 2.0), (other, 1.0)], method=method)[0] == 1
-        assert blocks.fuse_weighted([(keyword, 1.0), (other, 2.0)], method=method)[0] == 7
+        assert fusion.fuse_weighted([(keyword, 2.0), (other, 1.0)], method=method)[0] == 1
+        assert fusion.fuse_weighted([(keyword, 1.0), (other, 2.0)], method=method)[0] == 7
 
 
 def test_score_fusion_normalises_each_list_so_scale_does_not_decide():
     big = [(1, 1000.0), (2, 10.0)]
     small = [(2, 0.9), (1, 0.1)]
-    assert blocks.fuse_weighted([(big, 1.0), (small, 1.0)], method="score") == [1, 2]
-    assert blocks.fuse_weighted([(big, 1.0), (small, 1.5)], method="score") == [2, 1]
+    assert fusion.fuse_weighted([(big, 1.0), (small, 1.0)], method="score") == [1, 2]
+    assert fusion.fuse_weighted([(big, 1.0), (small, 1.5)], method="score") == [2, 1]
 
 
 def test_an_unknown_fusion_method_is_refused():
     with pytest.raises(ValueError, match="unknown fusion"):
-        blocks.fuse_weighted([([(1, 1.0)], 1.0)], method="max")
+        fusion.fuse_weighted([([(1, 1.0)], 1.0)], method="max")

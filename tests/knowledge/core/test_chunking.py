@@ -3,9 +3,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from host.core.tokens import estimate_tokens
 from knowledge.core.chunking import chunk_pages
 from knowledge.core.extract import Page
-from memory_addon.host.core.tokens import estimate_tokens
 
 
 def test_long_text_becomes_overlapping_chunks_of_about_800_tokens():

@@ -7,8 +7,8 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
+from host.core.untrusted import normalise_untrusted
 from memory_addon.core.shown_match import shown_spans
-from memory_addon.host.core.untrusted import normalise_untrusted
 
 _TAG = re.compile(r"<\s*(/?)\s*(memory|project_memory|memory_file)\b", re.IGNORECASE)
 

@@ -1,0 +1,14 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class HostConfig(AppConfig):
+    """The floor every app builds on: no models, its template tags and its ping job."""
+
+    name = "host"
+    verbose_name = "Host"
+
+    def ready(self) -> None:
+        # Every process knows the ping job by name (host/queue.py queues by name).
+        from host import tasks  # noqa: F401

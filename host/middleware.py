@@ -1,0 +1,87 @@
+"""Small request/response policies of the host."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+from django.http import HttpRequest, HttpResponseBadRequest, HttpResponseBase, JsonResponse
+from django.utils.cache import add_never_cache_headers
+from django.utils.functional import Promise
+from django.utils.translation import gettext_lazy
+
+from host.core.storable import holds_unstorable
+
+
+def no_store_for_signed_in(
+    get_response: Callable[[HttpRequest], HttpResponseBase],
+) -> Callable[[HttpRequest], HttpResponseBase]:
+    """Pages and API answers for a signed-in person may show memory: never cache them.
+
+    A shared or back-button cache would otherwise keep a person's notes after sign-out.
+    """
+
+    def middleware(request: HttpRequest) -> HttpResponseBase:
+        response = get_response(request)
+        user = getattr(request, "user", None)
+        if (user is not None and user.is_authenticated) or getattr(request, "auth", None):
+            add_never_cache_headers(response)
+            response["Cache-Control"] = "no-store, private, max-age=0"
+        return response
+
+    return middleware
+
+
+UNSTORABLE_MESSAGE = gettext_lazy(
+    "The request holds a NUL character or broken Unicode (a lone surrogate), which cannot "
+    "be stored. Remove it and try again."
+)
+
+
+class _TooDeep(Exception):
+    """JSON nested deeper than Python's parser goes (a 500 before this check)."""
+
+
+TOO_DEEP_MESSAGE = gettext_lazy("The JSON in this request is nested too deeply.")
+
+
+def _requestholds_unstorable(request: HttpRequest) -> bool:
+    if any(holds_unstorable(v) for values in request.GET.lists() for v in values[1]):
+        return True
+    content_type = request.content_type or ""
+    if request.method in ("POST", "PUT", "PATCH", "DELETE"):
+        if content_type == "application/json":
+            try:
+                return holds_unstorable(json.loads(request.body or b"null"))
+            except (ValueError, UnicodeDecodeError):
+                return False  # not JSON: the endpoint answers that itself
+            except RecursionError:
+                raise _TooDeep from None
+        if content_type in ("application/x-www-form-urlencoded", "multipart/form-data"):
+            return any(holds_unstorable(v) for values in request.POST.lists() for v in values[1])
+    return False
+
+
+StrOrPromise = str | Promise
+
+
+def refuse_unstorable_text(
+    get_response: Callable[[HttpRequest], HttpResponseBase],
+) -> Callable[[HttpRequest], HttpResponseBase]:
+    """PostgreSQL stores no NUL and UTF-8 has no lone surrogates: refuse them at the door
+    with a clear 400 instead of a database error deep inside (a 500)."""
+
+    def refuse(message: StrOrPromise, request: HttpRequest) -> HttpResponseBase:
+        if request.path.startswith("/api/"):
+            return JsonResponse({"detail": str(message)}, status=400)
+        return HttpResponseBadRequest(str(message), content_type="text/plain")
+
+    def middleware(request: HttpRequest) -> HttpResponseBase:
+        try:
+            if _requestholds_unstorable(request):
+                return refuse(UNSTORABLE_MESSAGE, request)
+        except _TooDeep:
+            return refuse(TOO_DEEP_MESSAGE, request)
+        return get_response(request)
+
+    return middleware
