@@ -1,4 +1,4 @@
-"""Outsider pass: what the host writes about a saved note reads in German on a German page."""
+"""What the host writes about a saved note reads in German on a German page."""
 
 from __future__ import annotations
 

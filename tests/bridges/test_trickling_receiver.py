@@ -1,4 +1,4 @@
-"""Outsider pass: a receiver that answers 200 and then sends its body a byte at a time
+"""A receiver that answers 200 and then sends its body a byte at a time
 held the delivery job (each byte came within the read timeout); only the status counts."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Outsider pass: a hostile or broken model server cannot hold a chat worker or fill it.
+"""A hostile or broken model server cannot hold a chat worker or fill it.
 
 A trickling stream (a chunk now and then, forever) and a tool call of megabytes were
 both read without end: the answer now has a total time limit, and a streamed tool call

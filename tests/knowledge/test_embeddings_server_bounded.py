@@ -1,4 +1,4 @@
-"""Outsider pass: an embeddings server is bounded as a whole, not only per read.
+"""An embeddings server is bounded as a whole, not only per read.
 
 One that answered a byte at a time (each byte within the read timeout) held an indexing
 job or a chat turn's retrieval without end, and its answer was read whatever its size.

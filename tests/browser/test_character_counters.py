@@ -1,4 +1,4 @@
-"""Outsider pass: a character counter with its own "/ 300 characters" label said
+"""A character counter with its own "/ 300 characters" label said
 "21 / 300 / 300 characters" until the first key press (the page script wrote the maximum
 too); the counters show the count once, on load and while typing."""
 

@@ -1,4 +1,4 @@
-"""Outsider pass: Test connection is bounded as a whole, not only per read.
+"""Test connection is bounded as a whole, not only per read.
 
 A server that sends its model list a byte at a time (each byte well within the read
 timeout) kept the page waiting without end, and one that sent megabytes was read whole.
