@@ -18,6 +18,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from accounts.auth import signed_in_user
 from accounts.selectors import agent_for_user
+from addons.selectors import addon_enabled
 from host import filestore
 from host.core.ids import row_id, row_ids
 from host.core.markdown import render_markdown
@@ -65,7 +66,7 @@ from memory_addon.services.scopes import (
     scope_folder,
     user_scope_find,
 )
-from memory_addon.services.user_settings import addon_enabled, addon_set_enabled
+from memory_addon.services.user_settings import addon_set_enabled
 
 
 def _owned_scope(request: HttpRequest, scope_id: int | str | None) -> MemoryScope:
