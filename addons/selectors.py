@@ -6,7 +6,6 @@ import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points
-from typing import Any
 
 from django.contrib.postgres.expressions import ArraySubquery
 from django.db.models import OuterRef
@@ -143,7 +142,7 @@ def addon_settings_values(*, user: User, addon: str) -> dict[str, JsonValue]:
     return values
 
 
-def addon_setting_get(*, user: User, addon: str, key: str) -> Any:
+def addon_setting_get(*, user: User, addon: str, key: str) -> JsonValue:
     declared = declared_setting(addon, key)
     row = AddonSetting.objects.filter(user=user, addon=addon, key=key).first()
     return declared.default if row is None else row.value

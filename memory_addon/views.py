@@ -32,10 +32,10 @@ from memory_addon.live import notice_context
 from memory_addon.models import ChangeSet, FileChange, MemoryFile, MemoryScope
 from memory_addon.pages import banners_for, notes_matching, scope_page
 from memory_addon.selectors import (
-    PERSON_KINDS,
     change_set_for_user,
     change_sets_for_user,
     pending_proposals,
+    person_scope_for_user,
     proposal_for_user,
     proposals_with_diffs,
     scope_for_user,
@@ -64,22 +64,12 @@ from memory_addon.services.scopes import (
     agent_scope_find,
     index_path,
     scope_folder,
-    user_scope_find,
 )
 from memory_addon.services.user_settings import addon_set_enabled
 
 
 def _owned_scope(request: HttpRequest, scope_id: int | str | None) -> MemoryScope:
-    user = signed_in_user(request)
-    if not scope_id:
-        own = user_scope_find(user)
-        if own is None:  # made with the person; only a row removed by hand lacks it
-            raise Http404("Your memory scope is missing; ask an administrator to run migrate.")
-        return own
-    if isinstance(scope_id, str) and not scope_id.isdecimal():
-        # A hand-edited ?scope= is just a scope that does not exist, not a server error.
-        raise Http404("There is no memory scope with that number.")
-    return scope_for_user(user, scope_id, PERSON_KINDS)
+    return person_scope_for_user(signed_in_user(request), scope_id)
 
 
 def _scope_choices(request: HttpRequest) -> list[tuple[MemoryScope, str]]:
