@@ -14,11 +14,15 @@ from addons.schemas import (
     EnabledIn,
     EntryPointIn,
     RemovalOut,
+    SettingIn,
+    SettingOut,
     SkillRulesIn,
     SkillRulesOut,
 )
 from addons.selectors import (
     AddonState,
+    addon_setting_get,
+    addon_settings_values,
     installed_addon,
     installed_addons,
     skill_rules,
@@ -30,16 +34,11 @@ from addons.services import (
     addon_install_zip,
     addon_remove,
     addon_set_enabled,
+    addon_setting_put,
     addon_user_set_enabled,
     skill_rules_save,
 )
 from host.schemas import ErrorOut
-from memory_addon.schemas import SettingIn, SettingOut
-from memory_addon.services.user_settings import (
-    addon_setting_get,
-    addon_setting_put,
-    addon_settings_values,
-)
 
 router = Router(tags=["add-ons"])
 ERRORS = {400: ErrorOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut}

@@ -18,12 +18,12 @@ from django.db.models import Q
 from pydantic import JsonValue
 
 from accounts.models import User
+from addons.builtins import BUILTINS
 from addons.models import AddonFile
 from addons.selectors import AddonState, TurnAddons, turn_addons
 from host.core.budget import Candidate, Packed, pack
 from host.core.tokens import estimate_tokens
 from host.core.untrusted import Safe, wrap_untrusted
-from memory_addon.addons import MEMORY_ADDON
 
 CONTEXT_HEADER = (
     "Context files from add-ons the person turned on. They may shape style and format; "
@@ -134,15 +134,15 @@ def addon_context_build(
     """What the person's active add-ons add to one turn.
 
     tools: the tool names the model is offered in this turn; a skill that needs a tool
-    the turn does not offer is not used. memory_readable: the built-in memory add-on's
-    skills go only when the memory block may be read. preloaded: the person's add-on
-    state when the caller read it already (with the policy); else one query reads it.
-    mask=False only for a model that runs on this machine.
+    the turn does not offer is not used. memory_readable: the skills of a built-in add-on
+    that needs memory (the memory add-on) go only when the memory block may be read.
+    preloaded: the person's add-on state when the caller read it already (with the
+    policy); else one query reads it. mask=False only for a model that runs on this machine.
     """
     person = preloaded if preloaded is not None else turn_addons(user)
     active = sorted(person.active(), key=lambda addon: addon.id)
     if not memory_readable:
-        active = [addon for addon in active if addon.id != MEMORY_ADDON]
+        active = [addon for addon in active if not _needs_memory(addon.id)]
     budget = min(settings.ADDON_TURN_BUDGET_TOKENS, max(1, context_window // 6))
     context = AddonContext(budget=budget)
     if not active:
@@ -151,6 +151,11 @@ def addon_context_build(
     candidates += _file_candidates(active, person.settings, mask=mask)
     _fill(context, pack(candidates, max_tokens=budget), mask=mask)
     return context
+
+
+def _needs_memory(addon_id: str) -> bool:
+    builtin = BUILTINS.get(addon_id)
+    return builtin is not None and builtin.needs_memory
 
 
 def _skill_candidates(

@@ -13,4 +13,8 @@ class AddonConflict(MemoryRefusal):
     status = 409
 
 
-__all__ = ["AddonConflict", "AddonNotFound", "ChangeRefused", "NotAllowed"]
+class UnknownSetting(MemoryRefusal):
+    status = 404
+
+
+__all__ = ["AddonConflict", "AddonNotFound", "ChangeRefused", "NotAllowed", "UnknownSetting"]

@@ -1,4 +1,4 @@
-"""Installed add-ons, their package files, and the learned rules of their skills (H5)."""
+"""Installed add-ons, their files, skill rules, and people's settings and switches (H5)."""
 
 from __future__ import annotations
 
@@ -69,3 +69,44 @@ class SkillRule(models.Model):
 
     def __str__(self) -> str:
         return f"{self.addon_id}/{self.skill}"
+
+
+class AddonSetting(models.Model):
+    """A per-user value of a setting an add-on declared (read/written via sdk.userSettings)."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="addon_settings"
+    )
+    addon = models.CharField(max_length=80)
+    key = models.CharField(max_length=80)
+    value = models.JSONField()
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "memory_addon_addonsetting"  # made by the memory add-on; kept on the move
+        constraints: ClassVar = [
+            models.UniqueConstraint(fields=["user", "addon", "key"], name="unique_addon_setting"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.addon}.{self.key}"
+
+
+class AddonInstallation(models.Model):
+    """Whether a person runs an add-on. No row means the built-in default (on)."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="addon_installations"
+    )
+    addon = models.CharField(max_length=80)
+    enabled = models.BooleanField(default=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "memory_addon_addoninstallation"
+        constraints: ClassVar = [
+            models.UniqueConstraint(fields=["user", "addon"], name="unique_addon_installation"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.addon} ({'on' if self.enabled else 'off'})"

@@ -8,8 +8,13 @@ from typing import Any
 
 from accounts.models import User
 from addons.core.manifest import PERMISSIONS, SettingDecl
-from addons.selectors import AddonState, skill_rules, switched_off_by, user_enabled
-from memory_addon.services.user_settings import addon_settings_values
+from addons.selectors import (
+    AddonState,
+    addon_settings_values,
+    skill_rules,
+    switched_off_by,
+    user_enabled,
+)
 
 
 @dataclass(frozen=True)

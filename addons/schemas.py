@@ -41,3 +41,13 @@ class SkillRulesOut(Schema):
     addon: str
     skill: str
     text: str
+
+
+class SettingOut(Schema):
+    addon: str
+    key: str
+    value: JsonValue
+
+
+class SettingIn(Schema):
+    value: JsonValue

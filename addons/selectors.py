@@ -13,11 +13,11 @@ from django.db.models.functions import JSONObject
 from pydantic import JsonValue
 
 from accounts.models import User
-from addons.core.manifest import Manifest, ManifestError, manifest_parse
+from addons.builtins import BUILTINS, builtin_manifest
+from addons.core.manifest import Manifest, ManifestError, SettingDecl, manifest_parse
 from addons.core.package import package_of_entry_point
-from addons.models import InstalledAddon, SkillRule
-from memory_addon.addons import BUILTIN_MANIFESTS
-from memory_addon.models import AddonInstallation, AddonSetting
+from addons.errors import UnknownSetting
+from addons.models import AddonInstallation, AddonSetting, InstalledAddon, SkillRule
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ class AddonState:
 
 
 def _state(row: InstalledAddon) -> AddonState | None:
-    builtin = BUILTIN_MANIFESTS.get(row.addon_id)
+    builtin = builtin_manifest(row.addon_id)
     try:
         manifest = builtin or manifest_parse(row.manifest)
     except ManifestError:  # stored by an older host: shown as broken, never run
@@ -62,7 +62,8 @@ def installed_addons() -> list[AddonState]:
 def _states(installed: Iterable[InstalledAddon]) -> list[AddonState]:
     rows = {row.addon_id: row for row in installed}
     states = []
-    for addon_id, manifest in BUILTIN_MANIFESTS.items():
+    for addon_id, builtin in BUILTINS.items():
+        manifest = builtin.manifest
         row = rows.pop(addon_id, None)
         # A built-in add-on with no row is on: it has not been switched off on this server.
         states.append(
@@ -73,10 +74,10 @@ def _states(installed: Iterable[InstalledAddon]) -> list[AddonState]:
 
 
 def installed_addon(addon_id: str) -> AddonState | None:
-    if addon_id in BUILTIN_MANIFESTS:
+    if (builtin := builtin_manifest(addon_id)) is not None:
         row = InstalledAddon.objects.filter(addon_id=addon_id).first()
         return AddonState(
-            BUILTIN_MANIFESTS[addon_id],
+            builtin,
             InstalledAddon.Source.BUILTIN,
             row.enabled if row else True,
             row,
@@ -103,6 +104,48 @@ def active_addons(user: User) -> list[AddonState]:
     """The add-ons whose skills, context files and pages this person's turns may use."""
     off = switched_off_by(user)
     return [state for state in installed_addons() if user_enabled(state, off)]
+
+
+def addon_enabled(*, user: User, addon: str) -> bool:
+    """On for this person (on for the server and not switched off by them)."""
+    state = installed_addon(addon)
+    return state is not None and user_enabled(state, switched_off_by(user))
+
+
+def declared_setting(addon: str, key: str) -> SettingDecl:
+    """The setting an installed add-on declares under this key (any add-on, H5)."""
+    state = installed_addon(addon)
+    if state is None:
+        raise UnknownSetting(f"There is no installed add-on {addon!r}.")
+    setting = state.manifest.setting(key)
+    if setting is None:
+        declared = ", ".join(s.key for s in state.manifest.settings) or "none"
+        raise UnknownSetting(
+            f"The add-on {addon!r} declares no setting {key!r} (it declares: {declared})."
+        )
+    return setting
+
+
+def addon_settings_values(*, user: User, addon: str) -> dict[str, JsonValue]:
+    """Every declared setting of an add-on with the person's value or its default."""
+    state = installed_addon(addon)
+    if state is None:
+        raise UnknownSetting(f"There is no installed add-on {addon!r}.")
+    stored = dict(AddonSetting.objects.filter(user=user, addon=addon).values_list("key", "value"))
+    values: dict[str, JsonValue] = {}
+    for declared in state.manifest.settings:
+        value = stored.get(declared.key, declared.default)
+        try:
+            values[declared.key] = declared.check(value)
+        except ValueError:  # declared differently by a newer version: the default again
+            values[declared.key] = declared.default
+    return values
+
+
+def addon_setting_get(*, user: User, addon: str, key: str) -> JsonValue:
+    declared = declared_setting(addon, key)
+    row = AddonSetting.objects.filter(user=user, addon=addon, key=key).first()
+    return declared.default if row is None else row.value
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""Writes of the add-on library: install, enable, disable, remove, per-person switch, skill rules.
+"""Writes of the add-on library: install, enable, disable, remove, per-person switch, skill rules
+and settings.
 
 Installing, removing and the server-wide switch are for the server's administrators
 (superusers); the per-person switch and skill rules belong to each person.
@@ -7,19 +8,22 @@ Installing, removing and the server-wide switch are for the server's administrat
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from django.db import transaction
 from django.utils.translation import gettext
+from pydantic import JsonValue
 
 from accounts.models import User
+from addons.builtins import BUILTINS
 from addons.core.package import Package, PackageRefused, package_from_zip, package_of_entry_point
 from addons.errors import AddonConflict, AddonNotFound, ChangeRefused, NotAllowed
-from addons.models import AddonFile, InstalledAddon, SkillRule
-from addons.selectors import entry_point_find, installed_addon
+from addons.models import AddonFile, AddonInstallation, AddonSetting, InstalledAddon, SkillRule
+from addons.selectors import declared_setting, entry_point_find, installed_addon
 from host.core.secret_guard import find_secret
+from host.errors import SecretRefused
+from host.secret_text import secret_refusal
 from host.stored_secrets import stored_secrets
-from memory_addon.addons import BUILTIN_MANIFESTS
-from memory_addon.models import AddonInstallation, AddonSetting
 
 MAX_RULES_CHARS = 2000
 MAX_RULES_LINES = 30
@@ -34,7 +38,7 @@ def _require_admin(user: User) -> None:
 
 def _install(*, user: User, package: Package, source: str, entry_point: str = "") -> InstalledAddon:
     addon_id = package.manifest.id
-    if addon_id in BUILTIN_MANIFESTS:
+    if addon_id in BUILTINS:
         raise AddonConflict(
             gettext("%(addon_id)s is the id of a built-in add-on.") % {"addon_id": repr(addon_id)}
         )
@@ -195,3 +199,35 @@ def skill_rules_save(*, user: User, addon_id: str, skill: str, text: str) -> str
             user=user, addon_id=addon_id, skill=skill, defaults={"text": clean}
         )
     return clean
+
+
+def addon_setting_put(*, user: User, addon: str, key: str, value: Any) -> Any:
+    declared = declared_setting(addon, key)
+    try:
+        clean = declared.check(value)
+    except ValueError as error:
+        raise ChangeRefused(str(error)) from error
+    _refuse_secret_text(key, clean)
+    with transaction.atomic(durable=True):
+        AddonSetting.objects.update_or_create(
+            user=user, addon=addon, key=key, defaults={"value": clean}
+        )
+    return clean
+
+
+def _texts(value: JsonValue) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [text for item in value.values() for text in _texts(item)]
+    if isinstance(value, list):
+        return [text for item in value for text in _texts(item)]
+    return []
+
+
+def _refuse_secret_text(key: str, value: JsonValue) -> None:
+    """Setting texts reach add-on prompts: no secret may be stored in one."""
+    for text in _texts(value):
+        finding = find_secret(text)
+        if finding:
+            raise SecretRefused(f"{key}: {secret_refusal(finding)}", kind=finding.kind)

@@ -14,6 +14,7 @@ from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.auth import signed_in_user
+from addons.builtins import BUILTINS
 from addons.core.package import MAX_PACKAGE_BYTES
 from addons.models import AddonFile
 from addons.pages import addon_details
@@ -35,7 +36,6 @@ from addons.services import (
     skill_rules_save,
 )
 from host.errors import MemoryRefusal
-from memory_addon.addons import MEMORY_ADDON
 
 # Add-on pages run in a sandboxed iframe with an opaque origin and may not connect
 # anywhere: their script cannot use the person's session on the host. The only way out
@@ -127,8 +127,8 @@ def install_entry_point(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_GET
 def detail(request: HttpRequest, addon_id: str) -> HttpResponse:
-    if addon_id == MEMORY_ADDON:
-        return redirect("memory_addon_page")
+    if builtin := BUILTINS.get(addon_id):
+        return redirect(builtin.page)
     user = signed_in_user(request)
     state = _state_or_404(addon_id)
     return render(
@@ -139,8 +139,8 @@ def detail(request: HttpRequest, addon_id: str) -> HttpResponse:
 
 
 def _back(request: HttpRequest, addon_id: str) -> HttpResponse:
-    if addon_id == MEMORY_ADDON:
-        return redirect("memory_addon_page")
+    if builtin := BUILTINS.get(addon_id):
+        return redirect(builtin.page)
     return redirect("addons:detail", addon_id=addon_id)
 
 

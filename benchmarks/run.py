@@ -35,12 +35,12 @@ from django.test.utils import CaptureQueriesContext  # noqa: E402
 
 from accounts.models import Agent, Membership, Organization, User  # noqa: E402
 from accounts.services import messaging_binding_create  # noqa: E402
+from addons.services import addon_setting_put  # noqa: E402
 from memory_addon.core import entries  # noqa: E402
 from memory_addon.services.changes import file_write  # noqa: E402
 from memory_addon.services.context import turn_context_build  # noqa: E402
 from memory_addon.services.proposals import memory_change_request, proposal_confirm  # noqa: E402
 from memory_addon.services.scopes import ensure_agent_scope, ensure_channel_scope, ensure_user_scope  # noqa: E402
-from memory_addon.services.user_settings import addon_setting_put  # noqa: E402
 from memory_addon.turns import Turn  # noqa: E402
 
 RESULTS = ROOT / "docs" / "benchmarks.md"

@@ -11,3 +11,8 @@ class ChatConfig(AppConfig):
         # The jobs register with the Celery app in every process: the services queue them
         # by name (host/queue.py), with the task's own options.
         from chat import tasks  # noqa: F401
+        from chat.selectors import conversation_titles
+        from memory_addon.selectors import conversation_titles_register
+
+        # The Inbox names the chat a proposal came from; memory cannot read chat's tables.
+        conversation_titles_register(conversation_titles)

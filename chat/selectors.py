@@ -187,3 +187,11 @@ def streaming_message(conversation: Conversation) -> Message | None:
 
 def schedule_for_user(user: User, schedule_id: int) -> Schedule:
     return get_object_or_404(Schedule, pk=schedule_id, owner=user)
+
+
+def conversation_titles(refs: set[tuple[int, int]]) -> dict[str, str]:
+    """Titles of conversations by id, each only for its (owner id, id) pair (one query)."""
+    rows = Conversation.objects.filter(
+        pk__in={pk for _, pk in refs}, owner_id__in={user for user, _ in refs}
+    )
+    return {str(c.pk): str(c) for c in rows if (c.owner_id, c.pk) in refs}

@@ -29,9 +29,8 @@ from memory_addon.core import entries
 from memory_addon.core.diffs import unified_diff
 from memory_addon.core.readable_diff import readable_diff
 from memory_addon.models import ChangeSet, MemoryFile, MemoryScope
-from memory_addon.selectors import scopes_for_user
+from memory_addon.selectors import person_scope_for_user, scopes_for_user
 from memory_addon.services.scopes import INDEX_PATH, scope_folder
-from memory_addon.views import _owned_scope
 
 
 def _back_to_chat(conversation_id: int) -> HttpResponse:
@@ -229,7 +228,7 @@ def _job_view(job: CleanupJob | None) -> dict[str, object] | None:
 @require_GET
 def cleanup_page(request: HttpRequest) -> HttpResponse:
     user = signed_in_user(request)
-    scope = _owned_scope(request, request.GET.get("scope"))
+    scope = person_scope_for_user(user, request.GET.get("scope"))
     index = MemoryFile.objects.filter(scope=scope, path=INDEX_PATH).first()
     archive = MemoryFile.objects.filter(scope=scope, path=cleanup_core.ARCHIVE_PATH).first()
     content = index.content if index else ""
@@ -279,7 +278,7 @@ def cleanup_job(request: HttpRequest, job_id: int) -> HttpResponse:
 @require_POST
 def cleanup_action(request: HttpRequest, scope_id: int, action: str) -> HttpResponse:
     user = signed_in_user(request)
-    scope = _owned_scope(request, scope_id)
+    scope = person_scope_for_user(user, scope_id)
     ids = [value for value in request.POST.getlist("entry") if value.isalnum()][:100]
     try:
         if action in ("merge", "shorten"):

@@ -98,5 +98,3 @@ MEMORY_MANIFEST: Manifest = manifest_parse(
         ],
     }
 )
-
-BUILTIN_MANIFESTS: dict[str, Manifest] = {MEMORY_MANIFEST.id: MEMORY_MANIFEST}

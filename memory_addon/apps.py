@@ -12,12 +12,14 @@ class MemoryAddonConfig(AppConfig):
 
     def ready(self) -> None:
         from accounts.models import Agent, User
+        from addons.builtins import BuiltinAddon, builtin_addon_register
         from bridges.outbox import event_kinds_allow
         from host.storage import register_storage_counter
 
         # events: the live-page listeners; tasks: the jobs register with Celery in every
         # process, since the services queue them by name (host/queue.py).
         from memory_addon import events, receivers, tasks  # noqa: F401
+        from memory_addon.addons import MEMORY_MANIFEST
         from memory_addon.core.operations import Action
         from memory_addon.models import ChangeSet, Proposal
         from memory_addon.selectors import memory_bytes
@@ -28,6 +30,9 @@ class MemoryAddonConfig(AppConfig):
             receivers.scopes_after_migrate, sender=self, dispatch_uid="memory-missing-scopes"
         )
         register_storage_counter(memory_bytes)
+        builtin_addon_register(
+            BuiltinAddon(MEMORY_MANIFEST, page="memory_addon_page", needs_memory=True)
+        )
         # Outgoing events may name these kinds and no other text (B4).
         event_kinds_allow(
             [

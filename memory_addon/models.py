@@ -211,45 +211,6 @@ class Proposal(models.Model):
         return f"Proposal #{self.pk} ({self.state})"
 
 
-class AddonSetting(models.Model):
-    """A per-user value of a setting an add-on declared (read/written via sdk.userSettings)."""
-
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="addon_settings"
-    )
-    addon = models.CharField(max_length=80)
-    key = models.CharField(max_length=80)
-    value = models.JSONField()
-    updated_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        constraints: ClassVar = [
-            models.UniqueConstraint(fields=["user", "addon", "key"], name="unique_addon_setting"),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.addon}.{self.key}"
-
-
-class AddonInstallation(models.Model):
-    """Whether a person runs an add-on. No row means the built-in default (on)."""
-
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="addon_installations"
-    )
-    addon = models.CharField(max_length=80)
-    enabled = models.BooleanField(default=True)
-    updated_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        constraints: ClassVar = [
-            models.UniqueConstraint(fields=["user", "addon"], name="unique_addon_installation"),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.addon} ({'on' if self.enabled else 'off'})"
-
-
 class NoteEmbedding(models.Model):
     """A note file's vector for semantic list_memory (M4), refreshed by a Celery job.
 

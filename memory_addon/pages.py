@@ -8,12 +8,13 @@ from django.conf import settings
 from django.utils.translation import gettext
 
 from accounts.models import User
+from addons.models import AddonSetting
 from host.core.secret_guard import find_secret
 from host.core.tokens import estimate_tokens
 from host.secret_text import kind_label
 from memory_addon.addons import MEMORY_ADDON, SAVE_MODE
 from memory_addon.core import entries
-from memory_addon.models import AddonSetting, MemoryFile, MemoryScope
+from memory_addon.models import MemoryFile, MemoryScope
 from memory_addon.selectors import scopes_for_user
 from memory_addon.services.context import turn_context_build
 from memory_addon.services.notes import note_key

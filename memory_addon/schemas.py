@@ -168,16 +168,6 @@ class ConfirmIn(Schema):
     text: str | None = Field(None, description="Edited entry text (at most 300 characters).")
 
 
-class SettingOut(Schema):
-    addon: str
-    key: str
-    value: JsonValue
-
-
-class SettingIn(Schema):
-    value: JsonValue
-
-
 class NoteOut(Schema):
     key: str = Field(description="Names this note in this version of the index (line:hash).")
     text: str

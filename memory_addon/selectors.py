@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from datetime import datetime
 from typing import Literal, NotRequired, TypedDict
 
 from django.db.models import Count, Exists, OuterRef, QuerySet, Sum
 from django.db.models.functions import Coalesce, Lower
+from django.http import Http404
 from django.shortcuts import get_object_or_404
 
 from accounts.models import User
@@ -20,7 +22,7 @@ from memory_addon.core.readable_diff import NoteRow, readable_diff
 from memory_addon.models import ChangeSet, FileChange, MemoryFile, MemoryScope, Proposal
 from memory_addon.services.notes import note_key
 from memory_addon.services.proposals import plan_proposal
-from memory_addon.services.scopes import index_path, scope_folder
+from memory_addon.services.scopes import index_path, scope_folder, user_scope_find
 
 
 def scopes_for_user(user: User) -> QuerySet[MemoryScope]:
@@ -54,6 +56,19 @@ def scope_for_user(
     if kinds is not None:
         rows = rows.filter(kind__in=kinds)
     return get_object_or_404(rows, pk=scope_id)
+
+
+def person_scope_for_user(user: User, scope_id: int | str | None) -> MemoryScope:
+    """The person's own scope when no id is given, else one of their non-bank scopes."""
+    if not scope_id:
+        own = user_scope_find(user)
+        if own is None:  # made with the person; only a row removed by hand lacks it
+            raise Http404("Your memory scope is missing; ask an administrator to run migrate.")
+        return own
+    if isinstance(scope_id, str) and not scope_id.isdecimal():
+        # A hand-edited ?scope= is just a scope that does not exist, not a server error.
+        raise Http404("There is no memory scope with that number.")
+    return scope_for_user(user, scope_id, PERSON_KINDS)
 
 
 def version_for_user(user: User, version_id: int) -> FileChange:
@@ -273,22 +288,31 @@ def proposals_with_diffs(proposals: list[Proposal]) -> list[ProposalRow]:
     return result
 
 
-def _chat_titles(proposals: list[Proposal]) -> dict[str, str]:
-    """Titles of the host's own chat conversations the proposals came from (one query)."""
-    from chat.models import Conversation  # chat builds on memory_addon, not the reverse
+# (owner id, conversation id) pairs -> title by conversation id, for the person's own chats.
+ConversationTitles = Callable[[set[tuple[int, int]]], dict[str, str]]
+# Filled by the app that keeps the conversations (chat, in its AppConfig.ready()), which
+# builds on this one: the memory add-on never reads chat's tables itself.
+_title_lookups: list[ConversationTitles] = []
 
+
+def conversation_titles_register(lookup: ConversationTitles) -> None:
+    if lookup not in _title_lookups:
+        _title_lookups.append(lookup)
+
+
+def _chat_titles(proposals: list[Proposal]) -> dict[str, str]:
+    """Titles of the host's own chat conversations the proposals came from."""
     refs = {
         (p.user_id, conversation_id)
         for p in proposals
         if p.source == ChangeSet.Source.CHAT
         and (conversation_id := row_id(p.conversation_ref)) is not None
     }
-    if not refs:
-        return {}
-    rows = Conversation.objects.filter(
-        pk__in={pk for _, pk in refs}, owner_id__in={user for user, _ in refs}
-    )
-    return {str(c.pk): str(c) for c in rows if (c.owner_id, c.pk) in refs}
+    titles: dict[str, str] = {}
+    if refs:
+        for lookup in _title_lookups:
+            titles.update(lookup(refs))
+    return titles
 
 
 def _origin(proposal: Proposal, conversations: dict[str, str]) -> ProposalOrigin:

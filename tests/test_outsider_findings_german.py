@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from django.utils import translation
 
+from addons.services import addon_setting_put
 from memory_addon.models import ChangeSet
 from memory_addon.services.notes import note_add
 from memory_addon.services.proposals import memory_change_request
 from memory_addon.services.scopes import ensure_user_scope
-from memory_addon.services.user_settings import addon_setting_put
 from memory_addon.templatetags.memory_text import change_summary
 from memory_addon.turns import Turn
 

@@ -10,11 +10,11 @@ from django.test import Client
 
 from accounts.models import ApiToken
 from accounts.services import api_token_create
+from addons.services import addon_setting_put
 from memory_addon.models import ChangeSet, MemoryFile, Proposal
 from memory_addon.services.changes import file_write
 from memory_addon.services.scopes import bank_create, ensure_user_scope
 from memory_addon.services.tools import tool_call_execute
-from memory_addon.services.user_settings import addon_setting_put
 from memory_addon.turns import Turn
 from tests.factories import UserFactory
 

@@ -12,11 +12,10 @@ from django.db import connection
 from django.db.models import Exists, OuterRef, QuerySet, Subquery
 
 from accounts.models import Membership, User
-from addons.models import InstalledAddon
+from addons.models import AddonInstallation, InstalledAddon
 from addons.selectors import TurnAddons, turn_addon_columns, turn_addons_from
 from host.compiled import CompiledQuery
 from memory_addon.addons import MEMORY_ADDON
-from memory_addon.models import AddonInstallation
 
 # An organization's memory mode (accounts.Organization.MemoryMode values).
 MemoryMode = Literal["on", "read_only", "off"]

@@ -10,8 +10,7 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from addons.models import AddonFile, InstalledAddon
-from memory_addon.models import AddonSetting
+from addons.models import AddonFile, AddonSetting, InstalledAddon
 from tests.addons.conftest import example_zip, manifest, zip_of
 
 pytestmark = pytest.mark.django_db

@@ -9,8 +9,12 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
 from addons.models import InstalledAddon, SkillRule
-from addons.services import addon_install_zip, addon_set_enabled, addon_user_set_enabled
-from memory_addon.services.user_settings import addon_setting_put
+from addons.services import (
+    addon_install_zip,
+    addon_set_enabled,
+    addon_setting_put,
+    addon_user_set_enabled,
+)
 from tests.addons.conftest import example_zip, manifest, zip_of
 
 pytestmark = pytest.mark.django_db

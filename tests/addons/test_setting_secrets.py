@@ -8,7 +8,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
-from memory_addon.models import AddonSetting
+from addons.models import AddonSetting
 from tests.addons.conftest import EXAMPLE_PACKAGE, folder_files, manifest, zip_of
 
 pytestmark = pytest.mark.django_db

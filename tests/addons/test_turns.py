@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from addons.services import addon_install_zip, addon_set_enabled, addon_user_set_enabled
+from addons.services import (
+    addon_install_zip,
+    addon_set_enabled,
+    addon_setting_put,
+    addon_user_set_enabled,
+)
 from chat.models import Message
 from chat.runner import turn_run
 from memory_addon.services.changes import file_write
 from memory_addon.services.scopes import ensure_user_scope
-from memory_addon.services.user_settings import addon_setting_put
 from tests.addons.conftest import example_zip
 from tests.chat.conftest import ask, conversation, profile
 

@@ -11,6 +11,7 @@ import json
 
 import pytest
 
+from addons.services import addon_setting_put
 from bridges.models import EventEndpoint, OutboxEvent
 from bridges.outbox import event_kinds, outbox_emit
 from knowledge import services as knowledge
@@ -25,7 +26,6 @@ from memory_addon.services.proposals import (
     proposal_reject,
 )
 from memory_addon.services.scopes import ensure_user_scope
-from memory_addon.services.user_settings import addon_setting_put
 from memory_addon.turns import Turn
 from tests.knowledge.conftest import allowed_root, embedding_profile, store
 

@@ -19,6 +19,7 @@ import pytest
 from django.utils import timezone
 
 from accounts.models import MessagingBinding
+from addons.services import addon_setting_put
 from bridges.models import InboundMessage
 from bridges.services import binding_create, binding_rotate_secret, callback_send
 from bridges.signing import sign_headers
@@ -27,7 +28,6 @@ from memory_addon.addons import MEMORY_ADDON, SAVE_MODE
 from memory_addon.models import MemoryFile, Proposal
 from memory_addon.services.changes import file_write
 from memory_addon.services.scopes import ensure_channel_scope
-from memory_addon.services.user_settings import addon_setting_put
 from scripts.sample_bridge import send_message
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -8,9 +8,8 @@ import json
 import pytest
 
 from addons.context import addon_context_build
-from addons.models import AddonFile, InstalledAddon
+from addons.models import AddonFile, AddonSetting, InstalledAddon
 from addons.services import addon_install_zip, addon_set_enabled
-from memory_addon.models import AddonSetting
 from memory_addon.services.user_settings import save_mode_for
 from tests.addons.conftest import example_zip, manifest, zip_of
 from tests.factories import UserFactory

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import pytest
 
+from addons.services import addon_setting_put
 from host import push
 from memory_addon.live import memory_change_fragments
 from memory_addon.models import MemoryFile
 from memory_addon.services.changes import file_write
 from memory_addon.services.proposals import memory_change_request
 from memory_addon.services.scopes import ensure_user_scope
-from memory_addon.services.user_settings import addon_setting_put
 from memory_addon.turns import Turn
 from tests.conftest import off_loop, wait_until_live
 from tests.factories import UserFactory

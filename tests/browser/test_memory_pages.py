@@ -215,7 +215,7 @@ def test_an_expired_proposal_leaves_the_open_inbox_without_reload(sign_in, perso
 
 
 def test_an_automatic_save_shows_saved_to_memory_with_undo_live(sign_in, person):
-    from memory_addon.services.user_settings import addon_setting_put
+    from addons.services import addon_setting_put
 
     addon_setting_put(user=person, addon="memory", key="save-mode", value="auto")
     page = sign_in(person)

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from accounts.models import Membership, Organization
+from addons.services import addon_setting_put
 from memory_addon.services.proposals import memory_change_request
-from memory_addon.services.user_settings import addon_setting_put
 from memory_addon.turns import Turn
 from tests.conftest import off_loop
 from tests.factories import AIProfileFactory, OrganizationFactory, UserFactory

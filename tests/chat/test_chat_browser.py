@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from addons.services import addon_setting_put
 from chat.models import Conversation, Message
 from knowledge.models import Chunk, Document, Source
 from knowledge.services import store_create
@@ -13,7 +14,6 @@ from memory_addon.addons import MEMORY_ADDON, SAVE_MODE
 from memory_addon.models import MemoryFile, Proposal
 from memory_addon.services.changes import file_write
 from memory_addon.services.scopes import ensure_user_scope
-from memory_addon.services.user_settings import addon_setting_put
 from tests.conftest import off_loop, wait_until_live
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -6,11 +6,11 @@ import json
 
 import pytest
 
+from addons.services import addon_setting_put
 from chat.runner import turn_run
 from memory_addon.addons import MEMORY_ADDON, SAVE_MODE
 from memory_addon.services.changes import file_write
 from memory_addon.services.scopes import ensure_user_scope
-from memory_addon.services.user_settings import addon_setting_put
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

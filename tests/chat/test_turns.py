@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from addons.services import addon_setting_put
 from chat.models import Message
 from chat.runner import turn_run
 from chat.services import stop_request
@@ -14,7 +15,6 @@ from memory_addon.core import entries
 from memory_addon.models import ChangeSet, MemoryFile, Proposal
 from memory_addon.services.changes import file_write
 from memory_addon.services.scopes import ensure_user_scope
-from memory_addon.services.user_settings import addon_setting_put
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -13,10 +13,10 @@ from mcp.client.streamable_http import streamable_http_client
 
 from accounts.models import ApiToken
 from accounts.services import api_token_create, api_token_revoke
+from addons.services import addon_setting_put
 from memory_addon.models import MemoryFile
 from memory_addon.services.changes import file_write
 from memory_addon.services.scopes import bank_find, ensure_user_scope
-from memory_addon.services.user_settings import addon_setting_put
 from tests.conftest import ROOT
 from tests.factories import UserFactory
 

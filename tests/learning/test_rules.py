@@ -10,6 +10,7 @@ import pytest
 from django.utils import timezone
 
 from accounts.models import Membership
+from addons.services import addon_setting_put
 from chat.models import Conversation, Message
 from chat.runner import turn_run
 from host.errors import MemoryRefusal, SecretRefused
@@ -20,7 +21,6 @@ from learning.services import rules
 from memory_addon.models import ChangeSet, MemoryFile
 from memory_addon.services.changes import file_write
 from memory_addon.services.scopes import ensure_agent_scope, ensure_user_scope
-from memory_addon.services.user_settings import addon_setting_put
 from tests.factories import AgentFactory, OrganizationFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -25,6 +25,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from accounts.services import api_token_create
+from addons.services import addon_setting_put
 from chat.models import Conversation, Message
 from chat.runner import turn_run
 from config.cli import project_identity
@@ -35,7 +36,6 @@ from memory_addon.services.changes import file_write
 from memory_addon.services.memory_tool import COMMAND_SCHEMAS
 from memory_addon.services.scopes import ensure_bank, ensure_user_scope
 from memory_addon.services.tools import BANK_TOOLS, CHAT_TOOLS
-from memory_addon.services.user_settings import addon_setting_put
 from tests.conftest import ROOT
 from tests.factories import AIProfileFactory, UserFactory
 

@@ -7,12 +7,16 @@ import pytest
 
 from accounts.models import Membership, Organization
 from addons.models import SkillRule
-from addons.services import addon_install_zip, addon_set_enabled, addon_user_set_enabled
+from addons.services import (
+    addon_install_zip,
+    addon_set_enabled,
+    addon_setting_put,
+    addon_user_set_enabled,
+)
 from memory_addon.core import entries
 from memory_addon.services.changes import file_write
 from memory_addon.services.context import turn_context_build
 from memory_addon.services.scopes import ensure_agent_scope, ensure_channel_scope
-from memory_addon.services.user_settings import addon_setting_put
 from tests.addons.conftest import example_zip
 from tests.factories import AgentFactory, OrganizationFactory, UserFactory
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import pytest
 
+from addons.services import addon_setting_put
 from memory_addon.addons import MEMORY_ADDON, SAVE_MODE
 from memory_addon.models import MemoryFile
 from memory_addon.services.changes import file_write
 from memory_addon.services.scopes import ensure_bank
-from memory_addon.services.user_settings import addon_setting_put
 
 pytestmark = pytest.mark.django_db
 

@@ -7,11 +7,11 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from addons.services import addon_setting_put
 from memory_addon import events
 from memory_addon.models import Proposal
 from memory_addon.services.changes import change_set_undo
 from memory_addon.services.proposals import memory_change_request, proposal_confirm
-from memory_addon.services.user_settings import addon_setting_put
 from memory_addon.tasks import proposals_expire_task
 
 pytestmark = pytest.mark.django_db

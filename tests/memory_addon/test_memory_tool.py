@@ -6,9 +6,9 @@ import pytest
 
 from accounts.models import ApiToken
 from accounts.services import api_token_create
+from addons.services import addon_setting_put
 from memory_addon.models import ChangeSet, MemoryFile, Proposal
 from memory_addon.services.scopes import bank_find
-from memory_addon.services.user_settings import addon_setting_put
 
 pytestmark = pytest.mark.django_db
 

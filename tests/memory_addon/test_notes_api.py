@@ -8,11 +8,11 @@ import pytest
 
 from accounts.models import ApiToken
 from accounts.services import api_token_create
+from addons.services import addon_setting_put
 from memory_addon.models import ChangeSet, MemoryFile
 from memory_addon.services.changes import file_write
 from memory_addon.services.proposals import memory_change_request
 from memory_addon.services.scopes import ensure_user_scope
-from memory_addon.services.user_settings import addon_setting_put
 from memory_addon.turns import Turn
 from tests.factories import UserFactory
 

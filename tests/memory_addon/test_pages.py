@@ -6,11 +6,11 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from addons.services import addon_setting_put
 from memory_addon.models import MemoryFile, Proposal
 from memory_addon.services.changes import file_write
 from memory_addon.services.proposals import memory_change_request
 from memory_addon.services.scopes import ensure_user_scope
-from memory_addon.services.user_settings import addon_setting_put
 from memory_addon.turns import Turn
 from tests.factories import AgentFactory, UserFactory
 

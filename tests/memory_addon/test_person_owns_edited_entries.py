@@ -11,12 +11,12 @@ from urllib.parse import quote
 import pytest
 from django.urls import reverse
 
+from addons.services import addon_setting_put
 from memory_addon.core import entries
 from memory_addon.models import ChangeSet, FileChange, MemoryFile
 from memory_addon.services.changes import change_set_undo, file_write
 from memory_addon.services.notes import note_key
 from memory_addon.services.tools import tool_call_execute
-from memory_addon.services.user_settings import addon_setting_put
 from memory_addon.turns import Turn
 
 pytestmark = pytest.mark.django_db

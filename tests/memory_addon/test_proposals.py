@@ -8,6 +8,8 @@ import pytest
 from django.utils import timezone
 
 from accounts.models import Membership, Organization
+from addons.models import AddonSetting
+from addons.services import addon_setting_put
 from host.errors import (
     ChangeRefused,
     NotAllowed,
@@ -16,7 +18,7 @@ from host.errors import (
     StaleBase,
 )
 from memory_addon.core import entries
-from memory_addon.models import AddonSetting, ChangeSet, MemoryFile, Proposal
+from memory_addon.models import ChangeSet, MemoryFile, Proposal
 from memory_addon.services.changes import file_write
 from memory_addon.services.proposals import (
     memory_change_request,
@@ -25,7 +27,6 @@ from memory_addon.services.proposals import (
     proposals_expire,
 )
 from memory_addon.services.scopes import ensure_agent_scope, ensure_channel_scope
-from memory_addon.services.user_settings import addon_setting_put
 from tests.factories import AgentFactory, OrganizationFactory
 
 pytestmark = pytest.mark.django_db

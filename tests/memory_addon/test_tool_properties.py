@@ -13,11 +13,11 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
+from addons.services import addon_setting_put
 from host.core.secret_guard import find_secret
 from memory_addon.core import entries
 from memory_addon.models import ChangeSet, MemoryFile, MemoryScope, Proposal
 from memory_addon.services.tools import BANK_TOOLS, CHAT_TOOLS
-from memory_addon.services.user_settings import addon_setting_put
 from tests.factories import AgentFactory
 
 pytestmark = pytest.mark.django_db

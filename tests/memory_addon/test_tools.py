@@ -4,12 +4,12 @@ from dataclasses import replace
 
 import pytest
 
+from addons.services import addon_setting_put
 from memory_addon.models import ChangeSet, MemoryFile
 from memory_addon.services.changes import file_write
 from memory_addon.services.context import bank_startup_context
 from memory_addon.services.scopes import ensure_bank
 from memory_addon.services.tools import tool_call_execute, tool_schemas
-from memory_addon.services.user_settings import addon_setting_put
 
 pytestmark = pytest.mark.django_db
 

@@ -10,6 +10,7 @@ from django.db import connections
 
 from accounts.forms import AgentForm
 from accounts.models import Membership, Organization
+from addons.services import addon_setting_put
 from host.errors import MemoryRefusal, SecretRefused
 from knowledge.core import blocks
 from memory_addon.core import entries
@@ -20,7 +21,6 @@ from memory_addon.services.context import bank_startup_context, turn_context_bui
 from memory_addon.services.proposals import memory_change_request, proposal_confirm
 from memory_addon.services.scopes import ensure_bank, ensure_user_scope
 from memory_addon.services.tools import tool_call_execute
-from memory_addon.services.user_settings import addon_setting_put
 from memory_addon.turns import Turn
 from tests.factories import OrganizationFactory, UserFactory
 

@@ -1,0 +1,1 @@
+"""The memory add-on's htmx pages, one module per section."""
