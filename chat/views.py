@@ -33,6 +33,7 @@ from chat.selectors import (
 from host import filestore
 from host.core.ids import row_id, row_ids
 from host.errors import MemoryRefusal
+from host.htmx import HtmxHttpRequest
 from memory_addon.core.entries import MAX_ENTRY_CHARS
 from memory_addon.pages import saving_off_reason
 from memory_addon.services.context import memory_readable
@@ -40,10 +41,6 @@ from memory_addon.services.policy import policy_for
 from memory_addon.turns import Turn
 
 LIST_LIMIT = 100
-
-
-def _htmx(request: HttpRequest) -> bool:
-    return bool(getattr(request, "htmx", False))
 
 
 def _page_context(request: HttpRequest, conversation: Conversation | None) -> dict[str, Any]:
@@ -91,9 +88,9 @@ def _page_context(request: HttpRequest, conversation: Conversation | None) -> di
 
 @login_required
 @require_GET
-def chat_home(request: HttpRequest) -> HttpResponse:
+def chat_home(request: HtmxHttpRequest) -> HttpResponse:
     context = _page_context(request, None)
-    if _htmx(request) and request.GET.get("partial") == "list":
+    if request.htmx and request.GET.get("partial") == "list":
         return render(request, "chat/page.html#conversation_list", context)
     return render(request, "chat/page.html", context)
 
@@ -128,7 +125,7 @@ def conversation_page(request: HttpRequest, conversation_id: int) -> HttpRespons
 
 @login_required
 @require_POST
-def message_send(request: HttpRequest, conversation_id: int) -> HttpResponse:
+def message_send(request: HtmxHttpRequest, conversation_id: int) -> HttpResponse:
     user = signed_in_user(request)
     conversation = conversation_for_user(user, conversation_id)
     try:
@@ -136,13 +133,13 @@ def message_send(request: HttpRequest, conversation_id: int) -> HttpResponse:
             user=user, conversation=conversation, text=request.POST.get("text", "")
         )
     except MemoryRefusal as refusal:
-        if _htmx(request):
+        if request.htmx:
             return render(
                 request, "chat/_composer_error.html", {"error": refusal.message}, status=200
             )
         messages.error(request, refusal.message)
         return redirect("chat_conversation", conversation_id=conversation.pk)
-    if _htmx(request):
+    if request.htmx:
         user_message = conversation.messages.filter(role=Message.Role.USER).last()
         rows = [m for m in (user_message, answer) if m is not None]
         return render(
@@ -183,10 +180,10 @@ def _back(conversation: Conversation) -> HttpResponse:
 
 @login_required
 @require_POST
-def message_stop(request: HttpRequest, message_id: int) -> HttpResponse:
+def message_stop(request: HtmxHttpRequest, message_id: int) -> HttpResponse:
     message = message_for_user(signed_in_user(request), message_id)
     services.message_stop(message=message)
-    if _htmx(request):
+    if request.htmx:
         return HttpResponse(status=204)
     return _back(message.conversation)
 

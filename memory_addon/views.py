@@ -22,6 +22,7 @@ from host import filestore
 from host.core.ids import row_id, row_ids
 from host.core.markdown import render_markdown
 from host.errors import LimitExceeded, MemoryRefusal, StaleBase
+from host.htmx import HtmxHttpRequest
 from memory_addon.addons import MEMORY_ADDON
 from memory_addon.core import entries
 from memory_addon.core.diffs import unified_diff
@@ -370,10 +371,10 @@ def version_restore_page(request: HttpRequest, version_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def change_set_undo_page(request: HttpRequest, change_set_id: int) -> HttpResponse:
+def change_set_undo_page(request: HtmxHttpRequest, change_set_id: int) -> HttpResponse:
     user = signed_in_user(request)
     change_set = change_set_for_user(user, change_set_id)
-    if getattr(request, "htmx", False):
+    if request.htmx:
         # From a live notice: the answer replaces the notice and the page stays.
         try:
             undo = change_set_undo(user=user, change_set=change_set, source=ChangeSet.Source.PAGE)
@@ -490,11 +491,11 @@ def file_page(request: HttpRequest, scope_id: int) -> HttpResponse:
 
 @login_required
 @require_GET
-def inbox_page(request: HttpRequest) -> HttpResponse:
+def inbox_page(request: HtmxHttpRequest) -> HttpResponse:
     return _inbox_render(request, {})
 
 
-def _inbox_render(request: HttpRequest, extra: dict[str, Any]) -> HttpResponse:
+def _inbox_render(request: HtmxHttpRequest, extra: dict[str, Any]) -> HttpResponse:
     """The Inbox, or only its body (notice, bulk buttons, cards) for an htmx request."""
     user = signed_in_user(request)
     context = {
@@ -505,7 +506,7 @@ def _inbox_render(request: HttpRequest, extra: dict[str, Any]) -> HttpResponse:
     }
     # Only the bulk buttons swap the body; an htmx GET (a page catching up after its
     # socket dropped) takes the whole page.
-    partial = request.method == "POST" and bool(getattr(request, "htmx", False))
+    partial = request.method == "POST" and bool(request.htmx)
     template = "memory/inbox.html#inbox_body" if partial else "memory/inbox.html"
     return render(request, template, context)
 
@@ -516,7 +517,7 @@ def _posted_ids(request: HttpRequest, name: str) -> list[int]:
 
 @login_required
 @require_POST
-def inbox_decide_all(request: HttpRequest) -> HttpResponse:
+def inbox_decide_all(request: HtmxHttpRequest) -> HttpResponse:
     """Confirm all / Reject all: the cards the page showed, as one step with one Undo."""
     user = signed_in_user(request)
     decision = request.POST.get("decision", "")
@@ -550,7 +551,7 @@ def inbox_decide_all(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def inbox_undo_all(request: HttpRequest) -> HttpResponse:
+def inbox_undo_all(request: HtmxHttpRequest) -> HttpResponse:
     """Undo of a Confirm all (its change sets, together) or a Reject all (they wait again)."""
     user = signed_in_user(request)
     error = ""
