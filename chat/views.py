@@ -10,7 +10,6 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
-from django.urls import reverse
 from django.utils.text import slugify
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -270,10 +269,6 @@ def conversation_export(request: HttpRequest, conversation_id: int) -> HttpRespo
         data=conversation_markdown(conversation).encode(),
         content_type="text/markdown; charset=utf-8",
     )
-
-
-def conversation_url(conversation: Conversation) -> str:
-    return reverse("chat_conversation", args=[conversation.pk])
 
 
 # --- Scheduled runs (H9) -----------------------------------------------------
