@@ -189,8 +189,3 @@ def api_token_find(token: str) -> ApiToken | None:
         ApiToken.objects.filter(pk=row.pk).update(last_used_at=now)
         row.last_used_at = now
     return row
-
-
-def api_token_user(token: str) -> User | None:
-    row = api_token_find(token)
-    return row.user if row else None

@@ -192,17 +192,6 @@ def run_collection(
     return store, lists
 
 
-def score_runs(
-    collection: Collection, lists: Lists, rankings: list[list[int]]
-) -> tuple[float, float]:
-    ndcgs, recalls = [], []
-    for (_, relevant), ranking in zip(collection.cases, rankings, strict=True):
-        found = [lists.label_of[i] for i in ranking]
-        ndcgs.append(ndcg(found, relevant))
-        recalls.append(recall(found, relevant))
-    return float(np.mean(ndcgs)), float(np.mean(recalls))
-
-
 def fused(lists: Lists, method: str, keyword_weight: float) -> list[list[int]]:
     return [
         fusion.fuse_weighted(

@@ -144,15 +144,17 @@ def _detect_secrets() -> Detector:
     return run
 
 
-def _credsweeper(ml_threshold: object) -> Detector:
+def _credsweeper(ml: bool) -> Detector:
     logging.getLogger("credsweeper").setLevel(logging.ERROR)
     from credsweeper.app import CredSweeper
+    from credsweeper.common.constants import ThresholdPreset
     from credsweeper.file_handler.string_content_provider import StringContentProvider
 
     def run(texts: list[str]) -> list[bool]:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            sweeper = CredSweeper(ml_threshold=ml_threshold)  # type: ignore[arg-type]
+            # A threshold of 0 switches the ML filter off.
+            sweeper = CredSweeper(ml_threshold=ThresholdPreset.medium if ml else 0)
             candidates = []
             for i, text in enumerate(texts):
                 provider = StringContentProvider(lines=text.split("\n"), file_path=f"case{i}.md")
@@ -169,8 +171,8 @@ def detectors() -> list[tuple[str, Callable[[], Detector]]]:
     return [
         ("ours (host.core.secret_guard)", lambda: ours),
         ("detect-secrets 1.5.0, all plugins, default filters", _detect_secrets),
-        ("CredSweeper, rules only (ML off)", lambda: _credsweeper(0)),
-        ("CredSweeper, rules + ML (medium)", lambda: _credsweeper("medium")),
+        ("CredSweeper, rules only (ML off)", lambda: _credsweeper(ml=False)),
+        ("CredSweeper, rules + ML (medium)", lambda: _credsweeper(ml=True)),
     ]
 
 

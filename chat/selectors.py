@@ -181,10 +181,6 @@ def message_view(
     return message_views(message.conversation, [message], policy, rule_cards=rule_cards)[0]
 
 
-def streaming_message(conversation: Conversation) -> Message | None:
-    return conversation.messages.filter(state=Message.State.STREAMING).first()
-
-
 def schedule_for_user(user: User, schedule_id: int) -> Schedule:
     return get_object_or_404(Schedule, pk=schedule_id, owner=user)
 

@@ -10,7 +10,6 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
-from django.urls import reverse
 from django.utils.text import slugify
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -33,6 +32,7 @@ from chat.selectors import (
 from host import filestore
 from host.core.ids import row_id, row_ids
 from host.errors import MemoryRefusal
+from host.htmx import HtmxHttpRequest
 from memory_addon.core.entries import MAX_ENTRY_CHARS
 from memory_addon.pages import saving_off_reason
 from memory_addon.services.context import memory_readable
@@ -40,10 +40,6 @@ from memory_addon.services.policy import policy_for
 from memory_addon.turns import Turn
 
 LIST_LIMIT = 100
-
-
-def _htmx(request: HttpRequest) -> bool:
-    return bool(getattr(request, "htmx", False))
 
 
 def _page_context(request: HttpRequest, conversation: Conversation | None) -> dict[str, Any]:
@@ -91,9 +87,9 @@ def _page_context(request: HttpRequest, conversation: Conversation | None) -> di
 
 @login_required
 @require_GET
-def chat_home(request: HttpRequest) -> HttpResponse:
+def chat_home(request: HtmxHttpRequest) -> HttpResponse:
     context = _page_context(request, None)
-    if _htmx(request) and request.GET.get("partial") == "list":
+    if request.htmx and request.GET.get("partial") == "list":
         return render(request, "chat/page.html#conversation_list", context)
     return render(request, "chat/page.html", context)
 
@@ -128,7 +124,7 @@ def conversation_page(request: HttpRequest, conversation_id: int) -> HttpRespons
 
 @login_required
 @require_POST
-def message_send(request: HttpRequest, conversation_id: int) -> HttpResponse:
+def message_send(request: HtmxHttpRequest, conversation_id: int) -> HttpResponse:
     user = signed_in_user(request)
     conversation = conversation_for_user(user, conversation_id)
     try:
@@ -136,13 +132,13 @@ def message_send(request: HttpRequest, conversation_id: int) -> HttpResponse:
             user=user, conversation=conversation, text=request.POST.get("text", "")
         )
     except MemoryRefusal as refusal:
-        if _htmx(request):
+        if request.htmx:
             return render(
                 request, "chat/_composer_error.html", {"error": refusal.message}, status=200
             )
         messages.error(request, refusal.message)
         return redirect("chat_conversation", conversation_id=conversation.pk)
-    if _htmx(request):
+    if request.htmx:
         user_message = conversation.messages.filter(role=Message.Role.USER).last()
         rows = [m for m in (user_message, answer) if m is not None]
         return render(
@@ -183,10 +179,10 @@ def _back(conversation: Conversation) -> HttpResponse:
 
 @login_required
 @require_POST
-def message_stop(request: HttpRequest, message_id: int) -> HttpResponse:
+def message_stop(request: HtmxHttpRequest, message_id: int) -> HttpResponse:
     message = message_for_user(signed_in_user(request), message_id)
     services.message_stop(message=message)
-    if _htmx(request):
+    if request.htmx:
         return HttpResponse(status=204)
     return _back(message.conversation)
 
@@ -273,10 +269,6 @@ def conversation_export(request: HttpRequest, conversation_id: int) -> HttpRespo
         data=conversation_markdown(conversation).encode(),
         content_type="text/markdown; charset=utf-8",
     )
-
-
-def conversation_url(conversation: Conversation) -> str:
-    return reverse("chat_conversation", args=[conversation.pk])
 
 
 # --- Scheduled runs (H9) -----------------------------------------------------

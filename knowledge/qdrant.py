@@ -243,12 +243,6 @@ def source_points_delete(store: Store, source_id: int) -> None:
         logger.warning("Deleting the Qdrant points of source %s failed", source_id)
 
 
-def point_count(store: Store) -> int:
-    release_db_connection()
-    with _bounded():
-        return int(client(store).count(store.qdrant_collection, exact=True).count)
-
-
 def vector_scored(
     store: Store, vector: list[float], source_ids: list[int], limit: int
 ) -> list[tuple[int, float]]:

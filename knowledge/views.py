@@ -18,6 +18,7 @@ from accounts.auth import signed_in_user
 from host.core.ids import row_id
 from host.embeddings import EmbeddingUnavailable
 from host.errors import MemoryRefusal
+from host.htmx import HtmxHttpRequest
 from knowledge import selectors, services
 from knowledge.core.formats import TEXT_NAMES
 from knowledge.forms import FolderSourceForm, SearchForm, StoreForm, UploadForm
@@ -180,10 +181,9 @@ def _upload_context() -> dict[str, Any]:
 
 @login_required
 @require_POST
-def source_upload(request: HttpRequest, store_id: int) -> HttpResponse:
+def source_upload(request: HtmxHttpRequest, store_id: int) -> HttpResponse:
     store = _store(request, store_id)
     form = UploadForm(request.POST, request.FILES)
-    htmx = request.headers.get("HX-Request") == "true"
     if form.is_valid():
         try:
             source, _job = services.source_add_upload(
@@ -195,10 +195,10 @@ def source_upload(request: HttpRequest, store_id: int) -> HttpResponse:
             messages.success(
                 request, _("Checking the uploaded files: %(names)s") % {"names": source.label}
             )
-            if htmx:
+            if request.htmx:
                 return HttpResponseClientRedirect(reverse("knowledge_store", args=[store.pk]))
             return redirect("knowledge_store", store_id=store.pk)
-    if htmx:
+    if request.htmx:
         return render(
             request,
             "knowledge/_upload.html",

@@ -13,6 +13,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from accounts.auth import signed_in_user
 from host.errors import MemoryRefusal
+from host.htmx import HtmxHttpRequest
 from memory_addon.core.diffs import unified_diff
 from memory_addon.core.readable_diff import readable_diff
 from memory_addon.live import notice_context
@@ -82,10 +83,10 @@ def version_restore_page(request: HttpRequest, version_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def change_set_undo_page(request: HttpRequest, change_set_id: int) -> HttpResponse:
+def change_set_undo_page(request: HtmxHttpRequest, change_set_id: int) -> HttpResponse:
     user = signed_in_user(request)
     change_set = change_set_for_user(user, change_set_id)
-    if getattr(request, "htmx", False):
+    if request.htmx:
         # From a live notice: the answer replaces the notice and the page stays.
         try:
             undo = change_set_undo(user=user, change_set=change_set, source=ChangeSet.Source.PAGE)

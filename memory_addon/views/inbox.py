@@ -17,6 +17,7 @@ from django.views.decorators.http import require_GET, require_POST
 from accounts.auth import signed_in_user
 from host.core.ids import row_ids
 from host.errors import MemoryRefusal
+from host.htmx import HtmxHttpRequest
 from memory_addon.core.entries import MAX_ENTRY_CHARS
 from memory_addon.models import ChangeSet
 from memory_addon.pages import banners_for
@@ -32,11 +33,11 @@ from memory_addon.services.proposals import (
 
 @login_required
 @require_GET
-def inbox_page(request: HttpRequest) -> HttpResponse:
+def inbox_page(request: HtmxHttpRequest) -> HttpResponse:
     return _inbox_render(request, {})
 
 
-def _inbox_render(request: HttpRequest, extra: dict[str, Any]) -> HttpResponse:
+def _inbox_render(request: HtmxHttpRequest, extra: dict[str, Any]) -> HttpResponse:
     """The Inbox, or only its body (notice, bulk buttons, cards) for an htmx request."""
     user = signed_in_user(request)
     context = {
@@ -47,7 +48,7 @@ def _inbox_render(request: HttpRequest, extra: dict[str, Any]) -> HttpResponse:
     }
     # Only the bulk buttons swap the body; an htmx GET (a page catching up after its
     # socket dropped) takes the whole page.
-    partial = request.method == "POST" and bool(getattr(request, "htmx", False))
+    partial = request.method == "POST" and bool(request.htmx)
     template = "memory/inbox.html#inbox_body" if partial else "memory/inbox.html"
     return render(request, template, context)
 
@@ -58,7 +59,7 @@ def _posted_ids(request: HttpRequest, name: str) -> list[int]:
 
 @login_required
 @require_POST
-def inbox_decide_all(request: HttpRequest) -> HttpResponse:
+def inbox_decide_all(request: HtmxHttpRequest) -> HttpResponse:
     """Confirm all / Reject all: the cards the page showed, as one step with one Undo."""
     user = signed_in_user(request)
     decision = request.POST.get("decision", "")
@@ -92,7 +93,7 @@ def inbox_decide_all(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def inbox_undo_all(request: HttpRequest) -> HttpResponse:
+def inbox_undo_all(request: HtmxHttpRequest) -> HttpResponse:
     """Undo of a Confirm all (its change sets, together) or a Reject all (they wait again)."""
     user = signed_in_user(request)
     error = ""

@@ -1,0 +1,92 @@
+"""A turn's memory block, the tool schemas and one tool call."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest
+from ninja import Router
+
+from accounts.auth import signed_in_user, token_scope
+from accounts.models import User
+from accounts.selectors import agent_for_user, binding_for_user
+from accounts.token_access import tool_refusal
+from addons.context import addon_context_build
+from host.errors import NotAllowed
+from memory_addon.api.responses import ERRORS
+from memory_addon.schemas import (
+    AddonsSentOut,
+    SentAlongOut,
+    ToolCallIn,
+    ToolCallOut,
+    TurnContextOut,
+    TurnIn,
+)
+from memory_addon.services.context import turn_context_build
+from memory_addon.services.policy import policy_for
+from memory_addon.services.tools import ToolSchema, tool_call_execute, tool_schemas
+from memory_addon.turns import Turn
+
+# Mounted on the package's router, whose "memory" tag its operations take.
+router = Router()
+
+
+def turn_from(user: User, data: TurnIn) -> Turn:
+    agent = agent_for_user(user, data.agent_id) if data.agent_id else None
+    binding = binding_for_user(user, data.binding_id) if data.binding_id else None
+    return Turn(
+        user=user,
+        agent=agent,
+        binding=binding,
+        run_kind=data.run_kind,
+        conversation_ref=data.conversation_ref,
+        message_ref=data.message_ref,
+        memory_off=data.memory_off,
+        context_window=data.context_window,
+        project_key=data.project_key,
+    )
+
+
+@router.post(
+    "/turn-context",
+    response={200: TurnContextOut, **ERRORS},
+    summary="Build the memory block for a turn",
+)
+def turn_context(request: HttpRequest, payload: TurnIn) -> TurnContextOut:
+    turn = turn_from(signed_in_user(request), payload)
+    # One query for the policy and the add-on state, one for the scopes' indexes.
+    policy = policy_for(turn.user, with_addons=True)
+    context = turn_context_build(turn, policy)
+    # A caller of this endpoint offers the memory tools unless memory is off for the turn.
+    offered = set() if context.reason_off else {t["function"]["name"] for t in tool_schemas()}
+    addons = addon_context_build(
+        user=turn.user,
+        context_window=turn.context_window,
+        tools=offered,
+        memory_readable=not context.reason_off,
+        preloaded=policy.addons,
+    )
+    return TurnContextOut(
+        block=context.block,
+        hash=context.block_hash,
+        sent_along=SentAlongOut.model_validate(context.sent_along()),
+        memory_off_reason=context.reason_off,
+        addons_block="\n\n".join(b for b in (addons.skills_block, addons.files_block) if b),
+        addons=AddonsSentOut.model_validate(addons.sent_along()),
+    )
+
+
+@router.get("/tools", summary="Tool schemas in OpenAI function-calling format")
+def tools(request: HttpRequest, bank: bool = False) -> list[ToolSchema]:
+    signed_in_user(request)
+    return tool_schemas(bank=bank)
+
+
+@router.post(
+    "/tools/call", response={200: ToolCallOut, **ERRORS}, summary="Execute one tool call for a turn"
+)
+def tool_call(request: HttpRequest, payload: ToolCallIn) -> ToolCallOut:
+    refusal = tool_refusal(token_scope(request), payload.name, bank=bool(payload.turn.project_key))
+    if refusal:
+        raise NotAllowed(refusal)
+    turn = turn_from(signed_in_user(request), payload.turn)
+    result = tool_call_execute(turn=turn, name=payload.name, arguments=payload.arguments)
+    return ToolCallOut(ok=result.ok, output=result.output)
