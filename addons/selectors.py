@@ -100,12 +100,6 @@ def user_enabled(state: AddonState, switched_off: set[str]) -> bool:
     return not (state.manifest.user_toggle and state.id in switched_off)
 
 
-def active_addons(user: User) -> list[AddonState]:
-    """The add-ons whose skills, context files and pages this person's turns may use."""
-    off = switched_off_by(user)
-    return [state for state in installed_addons() if user_enabled(state, off)]
-
-
 def addon_enabled(*, user: User, addon: str) -> bool:
     """On for this person (on for the server and not switched off by them)."""
     state = installed_addon(addon)
