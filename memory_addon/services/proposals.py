@@ -13,7 +13,6 @@ from django.db.models import Q
 from django.utils import timezone
 
 from accounts.models import User
-from bridges.outbox import proposal_created_event, proposal_resolved_event
 from host.core.secret_guard import find_secret
 from host.core.untrusted import normalise_untrusted
 from host.errors import (
@@ -48,7 +47,14 @@ from memory_addon.services.scopes import (
     index_path,
 )
 from memory_addon.services.user_settings import save_mode_for
-from memory_addon.signals import proposal_added, proposal_removed, proposals_counted, send_on_commit
+from memory_addon.signals import (
+    proposal_added,
+    proposal_created,
+    proposal_removed,
+    proposal_resolved,
+    proposals_counted,
+    send_on_commit,
+)
 from memory_addon.turns import Turn
 
 ACTIONS: tuple[ModelAction, ...] = ("add", "replace", "remove", "write_topic", "delete_topic")
@@ -489,7 +495,8 @@ def _proposal_create(
     )
     _count_changed_on_commit(turn.user)
     send_on_commit(proposal_added, user_id=turn.user.pk, proposal_id=proposal.pk)
-    proposal_created_event(
+    proposal_created.send(
+        sender=Proposal,
         user_id=turn.user.pk,
         proposal_id=proposal.pk,
         scope_id=scope.pk,
@@ -510,8 +517,11 @@ def _expire_beyond_cap(user: User) -> None:
         )
         for proposal_id in oldest:
             send_on_commit(proposal_removed, user_id=user.pk, proposal_id=proposal_id)
-            proposal_resolved_event(
-                user_id=user.pk, proposal_id=proposal_id, state=Proposal.State.EXPIRED
+            proposal_resolved.send(
+                sender=Proposal,
+                user_id=user.pk,
+                proposal_id=proposal_id,
+                state=Proposal.State.EXPIRED,
             )
 
 
@@ -620,7 +630,9 @@ def proposal_confirm(
             locked.save(update_fields=["state", "decided_at"])
             _count_changed_on_commit(user)
             send_on_commit(proposal_removed, user_id=user.pk, proposal_id=locked.pk)
-            proposal_resolved_event(user_id=user.pk, proposal_id=locked.pk, state=locked.state)
+            proposal_resolved.send(
+                sender=Proposal, user_id=user.pk, proposal_id=locked.pk, state=locked.state
+            )
             expired = True
         else:
             change_set = _confirm_locked(user, locked, edited_text)
@@ -639,7 +651,8 @@ def _confirm_locked(user: User, locked: Proposal, edited_text: str | None) -> Ch
     locked.save(update_fields=["state", "decided_at", "change_set"])
     _count_changed_on_commit(user)
     send_on_commit(proposal_removed, user_id=user.pk, proposal_id=locked.pk)
-    proposal_resolved_event(
+    proposal_resolved.send(
+        sender=Proposal,
         user_id=user.pk,
         proposal_id=locked.pk,
         state=locked.state,
@@ -692,7 +705,9 @@ def _reject_locked(user: User, locked: Proposal) -> None:
     locked.save(update_fields=["state", "decided_at"])
     _count_changed_on_commit(user)
     send_on_commit(proposal_removed, user_id=user.pk, proposal_id=locked.pk)
-    proposal_resolved_event(user_id=user.pk, proposal_id=locked.pk, state=locked.state)
+    proposal_resolved.send(
+        sender=Proposal, user_id=user.pk, proposal_id=locked.pk, state=locked.state
+    )
 
 
 @dataclass(frozen=True)
@@ -765,7 +780,8 @@ def proposals_reopen(*, user: User, proposal_ids: Sequence[int]) -> list[Proposa
             row.state, row.decided_at = Proposal.State.PENDING, None
             row.save(update_fields=["state", "decided_at"])
             send_on_commit(proposal_added, user_id=user.pk, proposal_id=row.pk)
-            proposal_created_event(
+            proposal_created.send(
+                sender=Proposal,
                 user_id=user.pk,
                 proposal_id=row.pk,
                 scope_id=row.scope_id,
@@ -788,7 +804,10 @@ def proposals_expire() -> int:
             _count_changed_on_commit(user)
         for proposal_id, user_id in expiring:
             send_on_commit(proposal_removed, user_id=user_id, proposal_id=proposal_id)
-            proposal_resolved_event(
-                user_id=user_id, proposal_id=proposal_id, state=Proposal.State.EXPIRED
+            proposal_resolved.send(
+                sender=Proposal,
+                user_id=user_id,
+                proposal_id=proposal_id,
+                state=Proposal.State.EXPIRED,
             )
     return count
