@@ -27,15 +27,16 @@ from chat import events
 from chat.models import Conversation, Message
 from chat.selectors import message_html
 from chat.services import stop_requested
+from chat.signals import answer_completed
 from host import model_client as client
 from host.core.secret_guard import mask_outbound
 from host.core.storable import storable, storable_value
 from host.core.tokens import estimate_tokens
 from host.outbound import OutboundRefused, check_outbound_url, release_db_connection
 from host.stored_secrets import stored_secrets
-from learning.services.references import reference_block_build
 from memory_addon.services.context import turn_context_build
 from memory_addon.services.policy import Policy, policy_for
+from memory_addon.services.references import reference_block_build
 from memory_addon.services.tools import ToolResult, ToolSchema, tool_call_execute, tool_schemas
 from memory_addon.turns import Turn, run_kind_of
 
@@ -558,17 +559,14 @@ def turn_run(*, message_id: int) -> None:
         policy=streamer.policy,
     )
     if end.state == Message.State.COMPLETE:
-        _learn_after(message)
+        _announce_complete(message)
 
 
-def _learn_after(message: Message) -> None:
-    """Rule learning (M13) looks at the person's message once the answer is complete."""
-    from learning.services.rules import rule_check_after_answer
-
-    try:
-        rule_check_after_answer(answer_id=message.pk)
-    except Exception:  # learning never turns a finished answer into a failure
-        logger.exception("The rule check after answer %s failed", message.pk)
+def _announce_complete(message: Message) -> None:
+    """Rule learning (M13) listens: it looks at the person's message once the answer is
+    complete. A listener's failure never turns a finished answer into a failure (Django
+    logs it, with its traceback, under django.dispatch)."""
+    answer_completed.send_robust(sender=Message, answer_id=message.pk)
 
 
 def _answer(message: Message, streamer: _Streamer, usage: dict[str, int]) -> _End:
