@@ -144,7 +144,7 @@ def _setup(base_url: str) -> tuple[User, Conversation]:
 @contextmanager
 def _learning_timed(durations: list[float]) -> Iterator[None]:
     """Times the rule check that runs after an answer is stored and shown (M13)."""
-    original = runner._learn_after
+    original = runner._announce_complete
 
     def timed(message: Message) -> None:
         start = time.perf_counter()
@@ -153,11 +153,11 @@ def _learning_timed(durations: list[float]) -> Iterator[None]:
         finally:
             durations.append((time.perf_counter() - start) * 1000)
 
-    runner._learn_after = timed
+    runner._announce_complete = timed
     try:
         yield
     finally:
-        runner._learn_after = original
+        runner._announce_complete = original
 
 
 def _through_app(

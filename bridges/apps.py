@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import get_args
+
 from django.apps import AppConfig
 
 
@@ -10,8 +12,30 @@ class BridgesConfig(AppConfig):
     def ready(self) -> None:
         # The jobs register with the Celery app in every process: the services queue them
         # by name (host/queue.py), with the task's own options.
-        from bridges import tasks  # noqa: F401
+        from bridges import outbox, tasks  # noqa: F401
         from bridges.selectors import endpoint_secrets_of
         from host.stored_secrets import register_stored_secrets
+        from knowledge import signals as knowledge_signals
+        from memory_addon import signals as memory_signals
+        from memory_addon.core.operations import Action
+        from memory_addon.models import ChangeSet, Proposal
 
         register_stored_secrets(endpoint_secrets_of)
+        # B4: the outbox hears the changes inside their transaction; memory and knowledge
+        # never name bridges.
+        for signal, receiver in (
+            (memory_signals.change_set_written, outbox.memory_changed_event),
+            (memory_signals.proposal_created, outbox.proposal_created_event),
+            (memory_signals.proposal_resolved, outbox.proposal_resolved_event),
+            (knowledge_signals.knowledge_indexed, outbox.knowledge_indexed_event),
+        ):
+            signal.connect(receiver, dispatch_uid=f"bridges-outbox-{receiver.__name__}")
+        # Outgoing events may name these kinds and no other text (B4).
+        outbox.event_kinds_allow(
+            [
+                *ChangeSet.Origin.values,
+                *ChangeSet.Source.values,
+                *Proposal.State.values,
+                *(name for part in get_args(Action) for name in get_args(part)),
+            ]
+        )

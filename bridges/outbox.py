@@ -1,6 +1,7 @@
 """Outgoing events (B4): written to the outbox in the change's own transaction, sent later.
 
-`outbox_emit` is called by the memory and knowledge services inside their transaction,
+The memory and knowledge services send signals inside their transaction and the
+receivers at the end of this module call `outbox_emit` (connected in bridges/apps.py),
 so a rolled-back change leaves no event and a committed one always has its event. A
 Celery task then delivers each endpoint's events one at a time in sequence order
 (a lease on the endpoint row keeps a second sender out), with Standard Webhooks
@@ -36,8 +37,8 @@ KNOWLEDGE_INDEXED = EventEndpoint.EventType.KNOWLEDGE_INDEXED
 
 
 # What an event may say in words: kinds the host itself names, never text a person or
-# the model wrote (a reason, a summary, a file name, a note). The apps whose services
-# emit events add their kinds (origins, sources, states) when they start.
+# the model wrote (a reason, a summary, a file name, a note). The kinds of the apps whose
+# services announce events (origins, sources, states) are added when bridges starts.
 _EVENT_KINDS: set[str] = {"applied", "undone", "restored"}
 
 
@@ -274,12 +275,13 @@ def endpoints_sweep() -> int:
     return len(ids)
 
 
-# --- The events, as the services call them (inside their transaction) --------------
+# --- The receivers of the services' signals (run inside their transaction) ---------
 
 _ACTIONS = {"undo": "undone", "restore": "restored"}
 
 
 def memory_changed_event(
+    sender: object,
     *,
     user_id: int,
     change_set_id: int,
@@ -287,6 +289,7 @@ def memory_changed_event(
     origin: str,
     source: str,
     file_count: int,
+    **_signal: object,
 ) -> None:
     """A change set was applied, undone (origin undo) or restored (origin restore)."""
     outbox_emit(
@@ -304,7 +307,14 @@ def memory_changed_event(
 
 
 def proposal_created_event(
-    *, user_id: int, proposal_id: int, scope_id: int, action: str, source: str
+    sender: object,
+    *,
+    user_id: int,
+    proposal_id: int,
+    scope_id: int,
+    action: str,
+    source: str,
+    **_signal: object,
 ) -> None:
     outbox_emit(
         user_id=user_id,
@@ -319,7 +329,13 @@ def proposal_created_event(
 
 
 def proposal_resolved_event(
-    *, user_id: int, proposal_id: int, state: str, change_set_id: int | None = None
+    sender: object,
+    *,
+    user_id: int,
+    proposal_id: int,
+    state: str,
+    change_set_id: int | None = None,
+    **_signal: object,
 ) -> None:
     outbox_emit(
         user_id=user_id,
@@ -329,7 +345,14 @@ def proposal_resolved_event(
 
 
 def knowledge_indexed_event(
-    *, user_id: int, store_id: int, source_id: int, job_id: int, counts: dict[str, object]
+    sender: object,
+    *,
+    user_id: int,
+    store_id: int,
+    source_id: int,
+    job_id: int,
+    counts: dict[str, object],
+    **_signal: object,
 ) -> None:
     outbox_emit(
         user_id=user_id,

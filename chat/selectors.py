@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from django.db.models import Exists, OuterRef, Q, QuerySet
@@ -10,15 +11,9 @@ from django.shortcuts import get_object_or_404
 
 from accounts.models import Agent, AIProfile, User
 from chat.models import Conversation, Message, Schedule
+from chat.under_messages import under_messages
 from host.core.markdown import render_markdown
 from knowledge.models import Store
-from learning.models import RuleSuggestion
-from learning.selectors import (
-    RuleCard,
-    learning_off_reason,
-    rule_cards_for,
-    rule_detection_off_reason,
-)
 from memory_addon.models import ChangeSet, Proposal
 from memory_addon.selectors import ProposalRow, proposals_with_diffs
 from memory_addon.services.policy import Policy
@@ -81,7 +76,7 @@ class MessageView:
     saved: list[ChangeSet] = field(default_factory=list)
     decided: list[Proposal] = field(default_factory=list)
     # Rule learning (M13): cards under an answer, "Remember as rule…" under own messages.
-    rules: list[RuleCard] = field(default_factory=list)
+    rules: Sequence[object] = field(default_factory=list)
     learning_reason: str = ""
     rule_folder: str = ""
 
@@ -139,19 +134,8 @@ def message_views(
         )
     pending = proposals_with_diffs([p for p in proposals if p.state == Proposal.State.PENDING])
     ref_of = {p.pk: p.message_ref for p in proposals}
-    learning_reason = learning_off_reason(conversation.owner, conversation, policy)
-    cards = rule_cards_for(conversation.owner_id, [m.pk for m in messages]) if rule_cards else {}
-    detected = any(
-        c.suggestion.origin == RuleSuggestion.Origin.DETECTED for row in cards.values() for c in row
-    )
-    if detected and (
-        learning_reason or rule_detection_off_reason(conversation.owner, conversation, policy)
-    ):
-        # A card that waits from before stays silent while detection is off (M13).
-        cards = {
-            key: [c for c in row if c.suggestion.origin != RuleSuggestion.Origin.DETECTED]
-            for key, row in cards.items()
-        }
+    # Learning fills this in (chat/under_messages.py): the chat never imports it.
+    learning = under_messages(conversation, messages, policy, with_cards=rule_cards)
     rule_folder = "Memory/agents/" + conversation.agent.slug if conversation.agent else "Memory"
     views = []
     for message in messages:
@@ -167,8 +151,8 @@ def message_views(
                     for p in proposals
                     if p.message_ref == key and p.state != Proposal.State.PENDING
                 ],
-                rules=cards.get(message.pk, []),
-                learning_reason=learning_reason,
+                rules=learning.cards.get(message.pk, []),
+                learning_reason=learning.off_reason,
                 rule_folder=rule_folder,
             )
         )

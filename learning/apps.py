@@ -10,4 +10,11 @@ class LearningConfig(AppConfig):
     def ready(self) -> None:
         # The jobs register with the Celery app in every process: the services queue them
         # by name (host/queue.py), with the task's own options.
-        from learning import tasks  # noqa: F401
+        from chat.signals import answer_completed
+        from chat.under_messages import under_messages_register
+        from learning import receivers, tasks  # noqa: F401
+        from learning.selectors import rules_under_messages
+
+        # The chat never names learning: learning hears its answers and fills its cards.
+        answer_completed.connect(receivers.answer_completed, dispatch_uid="learning-rule-check")
+        under_messages_register(rules_under_messages)

@@ -1,4 +1,4 @@
-"""Rule suggestions and daily limits (M13), approved reference files (M14), clean-up jobs (M12)."""
+"""Rule suggestions and daily limits (M13), clean-up jobs (M12)."""
 
 from __future__ import annotations
 
@@ -101,42 +101,6 @@ class LearningDay(models.Model):
 
     def __str__(self) -> str:
         return f"{self.day}: {self.calls} calls, {self.cards} cards"
-
-
-class ReferenceFile(models.Model):
-    """Another tool's rule file the person approved to be sent as reference data."""
-
-    class Origin(models.TextChoices):
-        UPLOAD = "upload", "Uploaded"
-        FOLDER = "folder", "Server folder"
-
-    owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="approved_reference_files"
-    )
-    name = models.CharField(max_length=255)
-    tool = models.CharField(max_length=80, blank=True)
-    origin = models.CharField(max_length=16, choices=Origin.choices)
-    # For a folder file: its absolute path under a folder an admin allowed.
-    path = models.CharField(max_length=1024, blank=True)
-    # The uploaded text (an upload has no other copy); empty for folder files.
-    content = models.TextField(blank=True)
-    approved_sha256 = models.CharField(max_length=64, blank=True)
-    approved_at = models.DateTimeField(null=True, blank=True)
-    send = models.BooleanField(default=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering: ClassVar = ["name", "id"]
-        constraints: ClassVar = [
-            models.UniqueConstraint(
-                fields=["owner", "path"],
-                condition=Q(origin="folder"),
-                name="one_reference_per_folder_file",
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return self.name
 
 
 class CleanupJob(models.Model):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -12,9 +13,10 @@ from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
 from accounts.models import User
-from chat.models import Conversation
-from learning.models import CleanupJob, ReferenceFile, RuleSuggestion
-from memory_addon.models import MemoryScope
+from chat.models import Conversation, Message
+from chat.under_messages import UnderMessages
+from learning.models import CleanupJob, RuleSuggestion
+from memory_addon.models import MemoryScope, ReferenceFile
 from memory_addon.services.policy import Policy, kill_switch_on, policy_for
 from memory_addon.services.scopes import scope_folder
 from memory_addon.services.user_settings import save_mode_for
@@ -132,6 +134,31 @@ def rule_cards_for(user_id: int, message_ids: list[int]) -> dict[int, list[RuleC
             RuleCard(row, target_folder(row), undo_open(row), until.isoformat())
         )
     return cards
+
+
+def rules_under_messages(
+    conversation: Conversation,
+    messages: Sequence[Message],
+    policy: Policy | None,
+    *,
+    with_cards: bool,
+) -> UnderMessages:
+    """The rule cards and the off reason the chat shows under its messages (registered in
+    learning/apps.py). with_cards=False when none can exist yet (an answer being written)."""
+    learning_reason = learning_off_reason(conversation.owner, conversation, policy)
+    cards = rule_cards_for(conversation.owner_id, [m.pk for m in messages]) if with_cards else {}
+    detected = any(
+        c.suggestion.origin == RuleSuggestion.Origin.DETECTED for row in cards.values() for c in row
+    )
+    if detected and (
+        learning_reason or rule_detection_off_reason(conversation.owner, conversation, policy)
+    ):
+        # A card that waits from before stays silent while detection is off (M13).
+        cards = {
+            key: [c for c in row if c.suggestion.origin != RuleSuggestion.Origin.DETECTED]
+            for key, row in cards.items()
+        }
+    return UnderMessages(cards=cards, off_reason=learning_reason)
 
 
 def reference_for_user(user: User, reference_id: int) -> ReferenceFile:

@@ -21,15 +21,16 @@ from chat.selectors import message_for_user
 from host.errors import ChangeRefused, LimitExceeded, MemoryRefusal
 from knowledge.services import granted_folders
 from learning.core import cleanup as cleanup_core
-from learning.models import CleanupJob, ReferenceFile
+from learning.models import CleanupJob
 from learning.selectors import cleanup_job_for_user, reference_for_user, suggestion_for_user
 from learning.services import cleanup as cleanup_service
-from learning.services import references, rules
+from learning.services import rules
 from memory_addon.core import entries
 from memory_addon.core.diffs import unified_diff
 from memory_addon.core.readable_diff import readable_diff
-from memory_addon.models import ChangeSet, MemoryFile, MemoryScope
+from memory_addon.models import ChangeSet, MemoryFile, MemoryScope, ReferenceFile
 from memory_addon.selectors import person_scope_for_user, scopes_for_user
+from memory_addon.services import references
 from memory_addon.services.scopes import INDEX_PATH, scope_folder
 
 

@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-from typing import get_args
-
 from django.apps import AppConfig
 from django.db.models.signals import post_migrate, post_save
 
@@ -13,15 +11,12 @@ class MemoryAddonConfig(AppConfig):
     def ready(self) -> None:
         from accounts.models import Agent, User
         from addons.builtins import BuiltinAddon, builtin_addon_register
-        from bridges.outbox import event_kinds_allow
         from host.storage import register_storage_counter
 
         # events: the live-page listeners; tasks: the jobs register with Celery in every
         # process, since the services queue them by name (host/queue.py).
         from memory_addon import events, receivers, tasks  # noqa: F401
         from memory_addon.addons import MEMORY_MANIFEST
-        from memory_addon.core.operations import Action
-        from memory_addon.models import ChangeSet, Proposal
         from memory_addon.selectors import memory_bytes
 
         post_save.connect(receivers.user_created, sender=User, dispatch_uid="memory-user-scope")
@@ -32,13 +27,4 @@ class MemoryAddonConfig(AppConfig):
         register_storage_counter(memory_bytes)
         builtin_addon_register(
             BuiltinAddon(MEMORY_MANIFEST, page="memory_addon_page", needs_memory=True)
-        )
-        # Outgoing events may name these kinds and no other text (B4).
-        event_kinds_allow(
-            [
-                *ChangeSet.Origin.values,
-                *ChangeSet.Source.values,
-                *Proposal.State.values,
-                *(name for part in get_args(Action) for name in get_args(part)),
-            ]
         )

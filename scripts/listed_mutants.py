@@ -31,7 +31,7 @@ M = [
     ),
     (
         "proposal lifetime 24 days",
-        "memory_addon/services/proposals.py",
+        "memory_addon/services/proposals/requests.py",
         "timedelta(hours=settings.MEMORY_PROPOSAL_TTL_HOURS)",
         "timedelta(days=settings.MEMORY_PROPOSAL_TTL_HOURS)",
         ["tests/memory_addon/test_proposals.py"],
@@ -63,7 +63,7 @@ M = [
     ),
     (
         "revert_change reaches another user's change set",
-        "memory_addon/services/proposals.py",
+        "memory_addon/services/proposals/requests.py",
         "            user=turn.user,\n            scope_id__in=readable,\n",
         "",
         ["tests/memory_addon/test_trust.py", "tests/memory_addon/test_tools.py"],
@@ -113,7 +113,7 @@ M = [
     ),
     (
         "agent widens ask into auto",
-        "memory_addon/services/proposals.py",
+        "memory_addon/services/proposals/requests.py",
         '    auto = save_mode == "auto" and turn.binding is None\n    why_waiting',
         '    auto = (save_mode == "auto" or turn.agent is not None) and turn.binding is None\n    why_waiting',
         ["tests/memory_addon/test_proposals.py"],

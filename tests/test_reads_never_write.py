@@ -26,8 +26,8 @@ from chat.schedules import schedule_create
 from chat.services import conversation_create
 from knowledge.models import Job, Source
 from knowledge.services import store_create
-from learning.models import CleanupJob, ReferenceFile, RuleSuggestion
-from memory_addon.models import ChangeSet, FileChange
+from learning.models import CleanupJob, RuleSuggestion
+from memory_addon.models import ChangeSet, FileChange, ReferenceFile
 from memory_addon.services.changes import file_write
 from memory_addon.services.proposals import memory_change_request
 from memory_addon.services.scopes import ensure_agent_scope, user_scope_find

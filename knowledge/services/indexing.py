@@ -14,7 +14,6 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from bridges.outbox import knowledge_indexed_event
 from host.embeddings import (
     BATCH_SIZE,
     Embedder,
@@ -32,6 +31,7 @@ from knowledge.services.extracted import _kept_pages
 from knowledge.services.jobs import _beat, _claim, _finish, _Lost, _ours, _Stop
 from knowledge.services.stores import _ensure_vector_index, _points_delete_on_commit
 from knowledge.services.uploads import _upload_fetch
+from knowledge.signals import knowledge_indexed
 
 logger = logging.getLogger(__name__)
 # Chunks staged per INSERT when no model embeds them (about 1.6 MB of text at most).
@@ -253,7 +253,8 @@ def _commit(job: Job, source: Source, rows: list[dict[str, Any]], outcome: dict[
         }
         _finish(job, Job.State.SUCCEEDED, progress=100, problems=problems, counts=counts)
         # B4: written in the commit that makes the new index visible.
-        knowledge_indexed_event(
+        knowledge_indexed.send(
+            sender=Job,
             user_id=job.store.owner_id,
             store_id=job.store_id,
             source_id=locked.pk,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import time
 
 from django.conf import settings
 from django.db import transaction
@@ -14,10 +13,11 @@ from accounts.models import AIProfile, User
 from host import model_client as client
 from host.core.secret_guard import mask_outbound
 from host.errors import ChangeRefused, NotAllowed
-from host.outbound import OutboundRefused, check_outbound_url, release_db_connection
+from host.outbound import OutboundRefused
 from host.queue import queue_job_on_commit
 from learning.core import cleanup
 from learning.models import CleanupJob
+from learning.services.model_call import model_call_once
 from memory_addon.core import entries
 from memory_addon.models import ChangeSet, MemoryFile, MemoryScope, content_hash
 from memory_addon.services.changes import ABSENT, FileWrite, change_set_apply
@@ -88,25 +88,8 @@ def cleanup_run(*, job_id: int) -> str:
         messages = cleanup.shorten_messages([mask_outbound(t) for t in sent])
     profile = _profile(job.user)
     limit = float(settings.CLEANUP_TIMEOUT_SECONDS)
-    endpoint = client.Endpoint(
-        base_url=profile.base_url,
-        model=profile.model,
-        api_key=profile.api_key,
-        connect_timeout=min(float(settings.CHAT_CONNECT_TIMEOUT_SECONDS), limit),
-        read_timeout=limit,
-        max_retries=0,
-    )
-    release_db_connection()
-    started = time.monotonic()
     try:
-        check_outbound_url(endpoint.base_url)
-        result = client.stream_round(
-            endpoint,
-            messages=messages,
-            tools=None,
-            on_delta=lambda _delta: None,
-            should_stop=lambda: time.monotonic() - started > limit,
-        )
+        result, _took = model_call_once(profile=profile, messages=messages, limit=limit)
     except (client.ModelError, OutboundRefused) as error:
         _finish(job_id, CleanupJob.State.REFUSED, error=f"The AI call failed: {error}")
         return CleanupJob.State.REFUSED

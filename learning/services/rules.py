@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import time
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -17,13 +16,14 @@ from host import model_client as client
 from host.core.secret_guard import find_secret, mask_outbound
 from host.core.untrusted import normalise_untrusted
 from host.errors import ChangeRefused, NotAllowed, ProposalClosed, SecretRefused
-from host.outbound import OutboundRefused, check_outbound_url, release_db_connection
+from host.outbound import OutboundRefused
 from host.queue import queue_job_on_commit
 from host.secret_text import secret_refusal
 from learning.core.detection import detection_messages, parse_detection
 from learning.core.rule_filter import check
 from learning.models import LearningDay, RuleSuggestion
 from learning.selectors import learning_off_reason, rule_detection_off_reason, undo_open
+from learning.services.model_call import model_call_once
 from memory_addon.core import entries
 from memory_addon.core.operations import Operation
 from memory_addon.models import ChangeSet
@@ -119,30 +119,13 @@ def rule_detect(*, suggestion_id: int) -> str:
         _end(suggestion_id, RuleSuggestion.State.DROPPED, "The conversation has no AI profile.")
         return RuleSuggestion.State.DROPPED
     limit = float(settings.LEARNING_DETECT_TIMEOUT_SECONDS)
-    endpoint = client.Endpoint(
-        base_url=profile.base_url,
-        model=profile.model,
-        api_key=profile.api_key,
-        connect_timeout=min(float(settings.CHAT_CONNECT_TIMEOUT_SECONDS), limit),
-        read_timeout=limit,
-        max_retries=0,
-    )
     messages = detection_messages(mask_outbound(text))
-    release_db_connection()
-    started = time.monotonic()
     try:
-        check_outbound_url(endpoint.base_url)
-        result = client.stream_round(
-            endpoint,
-            messages=messages,
-            tools=None,
-            on_delta=lambda _delta: None,
-            should_stop=lambda: time.monotonic() - started > limit,
-        )
+        result, took = model_call_once(profile=profile, messages=messages, limit=limit)
     except (client.ModelError, OutboundRefused) as error:
         _end(suggestion_id, RuleSuggestion.State.DROPPED, f"The detection call failed: {error}")
         return RuleSuggestion.State.DROPPED
-    if result.stopped or time.monotonic() - started > limit:
+    if result.stopped or took > limit:
         _end(
             suggestion_id,
             RuleSuggestion.State.DROPPED,

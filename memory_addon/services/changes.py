@@ -13,7 +13,6 @@ from django.utils import timezone
 from django.utils.translation import gettext
 
 from accounts.models import Agent, User
-from bridges.outbox import memory_changed_event
 from host.core.secret_guard import find_secret
 from host.errors import (
     ChangeRefused,
@@ -32,7 +31,7 @@ from memory_addon.models import ChangeSet, FileChange, MemoryFile, MemoryScope, 
 from memory_addon.services.locks import memory_lock
 from memory_addon.services.note_search import note_embeddings_refresh_on_commit
 from memory_addon.services.scopes import index_path
-from memory_addon.signals import memory_changed, send_on_commit
+from memory_addon.signals import change_set_written, memory_changed, send_on_commit
 
 ABSENT = ""  # the base hash of a file that does not exist
 
@@ -283,7 +282,8 @@ def _announce_on_commit(
     """The live push and the note-search refresh after commit; the outbox event now."""
     send_on_commit(memory_changed, user_id=user.pk, change_set_id=change_set.pk)
     # B4: the event is written in this transaction, so no change goes without it.
-    memory_changed_event(
+    change_set_written.send(
+        sender=ChangeSet,
         user_id=scope.owner_id or user.pk,
         change_set_id=change_set.pk,
         scope_id=scope.pk,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import Any
 
 from django.conf import settings
 from django.db.models import OuterRef, Q, Subquery
@@ -13,6 +13,7 @@ from django.utils.translation import gettext
 from accounts.models import User
 from host.compiled import CompiledQuery
 from host.core.budget import Candidate, pack
+from host.core.secret_guard import mask_outbound
 from host.core.tokens import estimate_tokens
 from host.core.untrusted import Safe, untrusted_text, wrap_untrusted
 from memory_addon.core import entries
@@ -38,21 +39,38 @@ class SentItem:
     text: str
 
 
-class SentItemRow(TypedDict):
-    origin: str
-    scope: str
-    kind: str
-    entry_id: str
-    tokens: int
+@dataclass(frozen=True)
+class SentAlong:
+    """What a turn's memory block carried: the one record the API shows (SentAlongOut
+    reads its attributes) and the chat stores with the answer (`stored`)."""
 
-
-class SentAlong(TypedDict):
-    """What a turn's memory block carried, as the chat stores it and the API shows it."""
-
-    items: list[SentItemRow]
+    items: list[SentItem]
     omitted: int
     tokens: int
+    budget: int
     hash: str
+    off: str  # why memory was not read ("" when it was)
+
+    def stored(self, *, mask: bool) -> dict[str, Any]:
+        """As the chat keeps it with the answer: each item's text as the model got it
+        (masked unless the model runs here), cut to 160 characters."""
+        return {
+            "items": [
+                {
+                    "origin": item.origin,
+                    "scope": item.scope,
+                    "kind": item.kind,
+                    "tokens": item.tokens,
+                    "text": (mask_outbound(item.text) if mask else item.text)[:160],
+                }
+                for item in self.items
+            ],
+            "omitted": self.omitted,
+            "tokens": self.tokens,
+            "budget": self.budget,
+            "hash": self.hash,
+            "off": self.off,
+        }
 
 
 @dataclass
@@ -66,21 +84,14 @@ class TurnContext:
     reason_off: str = ""
 
     def sent_along(self) -> SentAlong:
-        return {
-            "items": [
-                {
-                    "origin": item.origin,
-                    "scope": item.scope,
-                    "kind": item.kind,
-                    "entry_id": item.entry_id,
-                    "tokens": item.tokens,
-                }
-                for item in self.sent
-            ],
-            "omitted": self.omitted,
-            "tokens": self.tokens,
-            "hash": self.block_hash,
-        }
+        return SentAlong(
+            items=self.sent,
+            omitted=self.omitted,
+            tokens=self.tokens,
+            budget=self.budget,
+            hash=self.block_hash,
+            off=self.reason_off,
+        )
 
 
 def neutralize(text: str) -> str:
@@ -282,6 +293,7 @@ def bank_agent_view(user: User, scope: MemoryScope | None) -> BankAgentView:
 
 __all__ = [
     "BankAgentView",
+    "SentAlong",
     "TurnContext",
     "bank_agent_view",
     "bank_startup_context",

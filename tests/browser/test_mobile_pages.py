@@ -13,10 +13,10 @@ from chat.schedules import schedule_create
 from chat.services import conversation_create
 from knowledge.models import Chunk, Document, Source
 from knowledge.services import store_create
-from learning.services.references import reference_upload
 from memory_addon.models import ChangeSet, FileChange
 from memory_addon.services.notes import note_add
 from memory_addon.services.proposals import memory_change_request
+from memory_addon.services.references import reference_upload
 from memory_addon.services.scopes import ensure_agent_scope, ensure_user_scope
 from memory_addon.turns import Turn
 from tests.conftest import off_loop

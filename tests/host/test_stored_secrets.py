@@ -10,9 +10,9 @@ import pytest
 from addons.services import skill_rules_save
 from bridges.services import binding_create, endpoint_create
 from host.errors import ChangeRefused, SecretRefused
-from learning.services.references import reference_upload
 from memory_addon.addons import MEMORY_ADDON
 from memory_addon.services.changes import file_write
+from memory_addon.services.references import reference_upload
 from memory_addon.services.scopes import ensure_user_scope
 from tests.factories import AIProfileFactory
 

@@ -118,7 +118,7 @@ def test_a_failure_inside_the_final_commit_keeps_the_previous_index(store, index
     def broken_event(**_kwargs: object) -> None:
         raise RuntimeError("the outbox is unavailable")
 
-    monkeypatch.setattr(indexing, "knowledge_indexed_event", broken_event)
+    monkeypatch.setattr(indexing.knowledge_indexed, "send", broken_event)
     index_job = services.scan_confirm(scan_job=update)
     with pytest.raises(RuntimeError, match="outbox"):
         services.index_run(index_job.pk)

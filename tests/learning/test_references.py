@@ -10,8 +10,8 @@ from chat.models import Message
 from chat.runner import turn_run
 from host.errors import ChangeRefused, LimitExceeded, SecretRefused, StaleBase
 from knowledge.models import FolderGrant
-from learning.models import ReferenceFile
-from learning.services import references
+from memory_addon.models import ReferenceFile
+from memory_addon.services import references
 from memory_addon.services.changes import file_write
 from memory_addon.services.scopes import ensure_user_scope
 from tests.factories import OrganizationFactory, UserFactory

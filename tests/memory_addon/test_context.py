@@ -41,7 +41,7 @@ def test_the_block_has_the_header_and_the_persons_notes(turn, scope, user):
     assert context.block.startswith("<memory>")
     assert "read the topic file that matches the request" in context.block
     assert "- home: lives in Rome -> home.md" in context.block
-    assert context.sent_along()["items"][0]["origin"] == "user"
+    assert context.sent_along().items[0].origin == "user"
 
 
 def test_a_large_item_is_skipped_and_a_smaller_later_one_is_still_sent(turn, scope, user, settings):

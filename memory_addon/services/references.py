@@ -25,8 +25,8 @@ from host.stored_secrets import stored_secrets
 from knowledge.core import scanning
 from knowledge.core.extract import Unreadable
 from knowledge.services import granted_folders
-from learning.core import reference
-from learning.models import ReferenceFile
+from memory_addon.core import reference
+from memory_addon.models import ReferenceFile
 from memory_addon.services.policy import Policy, kill_switch_on, policy_for
 
 MAX_FILES_PER_PERSON = 20

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from host.core.tokens import estimate_tokens
-from learning.core.reference import clean, cut_at_boundary, name_problem, pack, render, tool_for
+from memory_addon.core.reference import clean, cut_at_boundary, name_problem, pack, render, tool_for
 
 
 @pytest.mark.parametrize(

@@ -1,11 +1,12 @@
-"""Every model-initiated change goes through memory_change_request (M8, M9, M10)."""
+"""The model's requests: every model-initiated change goes through memory_change_request
+(M8, M9, M10), which refuses it, proposes it or saves it."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Final, Literal
+from typing import Literal
 
 from django.conf import settings
 from django.db import transaction
@@ -13,26 +14,16 @@ from django.db.models import Q
 from django.utils import timezone
 
 from accounts.models import User
-from bridges.outbox import proposal_created_event, proposal_resolved_event
 from host.core.secret_guard import find_secret
 from host.core.untrusted import normalise_untrusted
-from host.errors import (
-    ChangeRefused,
-    LimitExceeded,
-    MemoryRefusal,
-    NotAllowed,
-    ProposalClosed,
-    SecretRefused,
-    StaleBase,
-)
+from host.errors import ChangeRefused, LimitExceeded, NotAllowed, SecretRefused
 from host.secret_text import secret_refusal
 from host.stored_secrets import stored_secrets
 from memory_addon.addons import SaveMode
 from memory_addon.core import entries
 from memory_addon.core.operations import ModelAction, Operation, text_argument
-from memory_addon.models import ChangeSet, FileChange, MemoryFile, MemoryScope, Proposal
+from memory_addon.models import ChangeSet, MemoryFile, MemoryScope, Proposal
 from memory_addon.services.changes import (
-    ABSENT,
     FileWrite,
     change_set_apply,
     change_set_undo_locked,
@@ -41,6 +32,14 @@ from memory_addon.services.changes import (
 from memory_addon.services.context import readable_scopes
 from memory_addon.services.locks import memory_lock
 from memory_addon.services.policy import kill_switch_on, policy_for
+from memory_addon.services.proposals.decisions import _count_changed_on_commit
+from memory_addon.services.proposals.planning import (
+    REVERT,
+    _summary,
+    _writes_topic,
+    entry_fingerprint,
+    plan_writes,
+)
 from memory_addon.services.scopes import (
     ensure_agent_scope,
     ensure_channel_scope,
@@ -48,12 +47,16 @@ from memory_addon.services.scopes import (
     index_path,
 )
 from memory_addon.services.user_settings import save_mode_for
-from memory_addon.signals import proposal_added, proposal_removed, proposals_counted, send_on_commit
+from memory_addon.signals import (
+    proposal_added,
+    proposal_created,
+    proposal_removed,
+    proposal_resolved,
+    send_on_commit,
+)
 from memory_addon.turns import Turn
 
 ACTIONS: tuple[ModelAction, ...] = ("add", "replace", "remove", "write_topic", "delete_topic")
-# Not a model action: a revert_change that waits for the person becomes this operation.
-REVERT: Final = "revert"
 
 
 @dataclass(frozen=True)
@@ -136,123 +139,6 @@ def _normalize_operation(raw: Mapping[str, object]) -> Operation:
         if not op["topic_content"].strip():
             raise ChangeRefused("topic_content is empty; use delete_topic to remove a topic.")
     return op
-
-
-def plan_writes(
-    scope: MemoryScope,
-    op: Operation,
-    *,
-    origin: str,
-    source: str,
-    scope_files: dict[str, MemoryFile] | None = None,
-) -> tuple[list[FileWrite], dict[str, str]]:
-    """The file writes an operation means, against the files as they are now.
-
-    `scope_files` (path → file of this scope) saves the query when the caller has them.
-    """
-    if op["action"] == REVERT:
-        return _plan_revert(op)
-    index = index_path(scope)
-    paths = [index] if op["action"] in ("add", "replace", "remove") else []
-    if _writes_topic(op):
-        paths.append(op["topic"])
-    if scope_files is None:
-        scope_files = {f.path: f for f in MemoryFile.objects.filter(scope=scope, path__in=paths)}
-    files = {path: scope_files[path] for path in paths if path in scope_files}
-    bases = {path: files[path].sha256 if path in files else ABSENT for path in paths}
-    writes: list[FileWrite] = []
-    if op["action"] in ("add", "replace", "remove"):
-        current = files[index].content if index in files else ""
-        block = None
-        if op["action"] != "remove":
-            block = entries.render_entry(
-                op["text"],
-                entry_id=op["entry_id"],
-                origin=origin,
-                created=op["created"],
-                source=source,
-            )
-        try:
-            if op["action"] == "add":
-                new_index = entries.append_entry(current, block or "")
-            else:
-                new_index = entries.replace_entry(current, op["entry_id"], block)
-        except entries.EntryRefused as error:
-            raise ChangeRefused(str(error)) from error
-        writes.append(FileWrite(index, new_index))
-    if op.get("topic") and op.get("topic_content") is not None:
-        writes.append(FileWrite(op["topic"], op["topic_content"]))
-    if op["action"] == "delete_topic":
-        if op["topic"] not in files:
-            raise ChangeRefused(f"There is no topic file {op['topic']}.")
-        writes.append(FileWrite(op["topic"], None))
-    return writes, bases
-
-
-def _writes_topic(op: Operation) -> bool:
-    return bool(op.get("topic")) and (
-        op.get("topic_content") is not None or op["action"] == "delete_topic"
-    )
-
-
-def _plan_revert(op: Operation) -> tuple[list[FileWrite], dict[str, str]]:
-    changes = list(FileChange.objects.filter(change_set_id=op["change_id"]))
-    if not changes:
-        raise ChangeRefused("The change to undo has no file changes left in the history.")
-    return (
-        [FileWrite(change.path, change.before) for change in changes],
-        {change.path: change.after_sha256 for change in changes},
-    )
-
-
-def entry_fingerprint(content: str, entry_id: str) -> str:
-    """Hash of an intact machine entry's text, or "" when the entry is not there."""
-    for item in entries.machine_entries(content):
-        if item.entry_id == entry_id:
-            return entries.sha256_text(item.text)
-    return ""
-
-
-def plan_proposal(
-    scope: MemoryScope,
-    op: Operation,
-    base_hashes: dict[str, str],
-    *,
-    source: str,
-    scope_files: dict[str, MemoryFile] | None = None,
-) -> tuple[list[FileWrite], dict[str, str]]:
-    """A pending proposal planned against the files as they are now.
-
-    Other changes to the same file since the proposal was made do not matter (several
-    proposals on one index must each stay confirmable); only a change to what this
-    proposal touches does: the entry it replaces or removes, or its topic file.
-    """
-    if op["action"] == REVERT:
-        return plan_writes(scope, op, origin=ChangeSet.Origin.ASSISTANT, source=source)
-    if scope_files is None:
-        paths = [index_path(scope)] + ([op["topic"]] if _writes_topic(op) else [])
-        scope_files = {f.path: f for f in MemoryFile.objects.filter(scope=scope, path__in=paths)}
-    way_forward = (
-        "Nothing was saved. Reject this proposal and ask the assistant again if it is still "
-        "needed, or edit the file yourself."
-    )
-    if _writes_topic(op):
-        topic_now = scope_files[op["topic"]].sha256 if op["topic"] in scope_files else ABSENT
-        if op["topic"] in base_hashes and base_hashes[op["topic"]] != topic_now:
-            raise StaleBase(
-                f"{op['topic']} changed since this was proposed. {way_forward}", path=op["topic"]
-            )
-    if op["action"] in ("replace", "remove"):
-        index = scope_files.get(index_path(scope))
-        now = entry_fingerprint(index.content if index else "", op["entry_id"])
-        if not now or now != op.get("entry_sha256", now):
-            raise StaleBase(
-                f"The note this proposal changes was edited or removed since. {way_forward}",
-                path=index_path(scope),
-            )
-    return plan_writes(
-        scope, op, origin=ChangeSet.Origin.ASSISTANT, source=source, scope_files=scope_files
-    )
 
 
 class _DryRun(Exception):
@@ -489,7 +375,8 @@ def _proposal_create(
     )
     _count_changed_on_commit(turn.user)
     send_on_commit(proposal_added, user_id=turn.user.pk, proposal_id=proposal.pk)
-    proposal_created_event(
+    proposal_created.send(
+        sender=Proposal,
         user_id=turn.user.pk,
         proposal_id=proposal.pk,
         scope_id=scope.pk,
@@ -510,8 +397,11 @@ def _expire_beyond_cap(user: User) -> None:
         )
         for proposal_id in oldest:
             send_on_commit(proposal_removed, user_id=user.pk, proposal_id=proposal_id)
-            proposal_resolved_event(
-                user_id=user.pk, proposal_id=proposal_id, state=Proposal.State.EXPIRED
+            proposal_resolved.send(
+                sender=Proposal,
+                user_id=user.pk,
+                proposal_id=proposal_id,
+                state=Proposal.State.EXPIRED,
             )
 
 
@@ -583,212 +473,3 @@ def memory_revert_request(*, turn: Turn, change_id: int) -> Outcome:
         "the person confirms it.",
         proposal=proposal,
     )
-
-
-def _summary(op: Operation) -> str:
-    return {
-        "add": "Added a note",
-        "replace": "Replaced a note",
-        "remove": "Removed a note",
-        "write_topic": f"Wrote {op.get('topic')}",
-        "delete_topic": f"Deleted {op.get('topic')}",
-        REVERT: f"Undid change #{op.get('change_id')}",
-    }[op["action"]]
-
-
-def _count_changed_on_commit(user: User) -> None:
-    pending = Proposal.objects.filter(user=user, state=Proposal.State.PENDING).count()
-    send_on_commit(proposals_counted, user_id=user.pk, pending_count=pending)
-
-
-def proposal_confirm(
-    *, user: User, proposal: Proposal, edited_text: str | None = None
-) -> ChangeSet:
-    """Apply a pending proposal (optionally with the person's edited text) as a change set."""
-    expired = False
-    with transaction.atomic(durable=True):
-        memory_lock(user.pk)
-        locked = (
-            Proposal.objects.select_for_update(of=("self",))
-            .select_related("scope")
-            .get(pk=proposal.pk, user=user)
-        )
-        if locked.state != Proposal.State.PENDING:
-            raise ProposalClosed(f"This proposal is already {locked.state}.")
-        if locked.expires_at <= timezone.now():
-            locked.state, locked.decided_at = Proposal.State.EXPIRED, timezone.now()
-            locked.save(update_fields=["state", "decided_at"])
-            _count_changed_on_commit(user)
-            send_on_commit(proposal_removed, user_id=user.pk, proposal_id=locked.pk)
-            proposal_resolved_event(user_id=user.pk, proposal_id=locked.pk, state=locked.state)
-            expired = True
-        else:
-            change_set = _confirm_locked(user, locked, edited_text)
-    if expired:
-        raise ProposalClosed(
-            "This proposal expired; it was not saved. Ask the assistant to propose it again."
-        )
-    return change_set
-
-
-def _confirm_locked(user: User, locked: Proposal, edited_text: str | None) -> ChangeSet:
-    """Confirm a pending proposal the caller locked (memory_lock, then the row)."""
-    change_set = _apply_proposal(user, locked, edited_text)
-    locked.state, locked.decided_at = Proposal.State.CONFIRMED, timezone.now()
-    locked.change_set = change_set
-    locked.save(update_fields=["state", "decided_at", "change_set"])
-    _count_changed_on_commit(user)
-    send_on_commit(proposal_removed, user_id=user.pk, proposal_id=locked.pk)
-    proposal_resolved_event(
-        user_id=user.pk,
-        proposal_id=locked.pk,
-        state=locked.state,
-        change_set_id=change_set.pk,
-    )
-    return change_set
-
-
-def _apply_proposal(user: User, proposal: Proposal, edited_text: str | None) -> ChangeSet:
-    op: Operation = proposal.operations.copy()  # a JSON column: stored by _proposal_create
-    if edited_text is not None:
-        if op["action"] not in ("add", "replace"):
-            raise ChangeRefused("Only a proposal that adds or replaces an entry has text to edit.")
-        try:
-            op["text"] = entries.validate_entry_text(edited_text)
-        except entries.EntryRefused as error:
-            raise ChangeRefused(str(error)) from error
-    if op["action"] == REVERT:
-        target = ChangeSet.objects.filter(pk=op["change_id"], user=user).first()
-        if target is None:
-            raise ChangeRefused("The change this proposal would undo is no longer in the history.")
-        return change_set_undo_locked(user=user, change_set=target, source=proposal.source)
-    writes, bases = plan_proposal(proposal.scope, op, proposal.base_hashes, source=proposal.source)
-    return change_set_apply(
-        user=user,
-        scope=proposal.scope,
-        writes=writes,
-        origin=ChangeSet.Origin.ASSISTANT,
-        source=proposal.source,
-        machine=True,
-        base_hashes=bases,
-        summary=proposal.reason or _summary(op),
-        conversation_ref=proposal.conversation_ref,
-        message_ref=proposal.message_ref,
-        agent=proposal.agent,
-    )
-
-
-def proposal_reject(*, user: User, proposal: Proposal) -> Proposal:
-    with transaction.atomic(durable=True):
-        locked = Proposal.objects.select_for_update().get(pk=proposal.pk, user=user)
-        if locked.state != Proposal.State.PENDING:
-            raise ProposalClosed(f"This proposal is already {locked.state}.")
-        _reject_locked(user, locked)
-    return locked
-
-
-def _reject_locked(user: User, locked: Proposal) -> None:
-    locked.state, locked.decided_at = Proposal.State.REJECTED, timezone.now()
-    locked.save(update_fields=["state", "decided_at"])
-    _count_changed_on_commit(user)
-    send_on_commit(proposal_removed, user_id=user.pk, proposal_id=locked.pk)
-    proposal_resolved_event(user_id=user.pk, proposal_id=locked.pk, state=locked.state)
-
-
-@dataclass(frozen=True)
-class BulkDecision:
-    """What "Confirm all" or "Reject all" did: one step the person can undo as a whole."""
-
-    decision: Literal["confirm", "reject"]
-    decided: list[Proposal]
-    change_sets: list[ChangeSet]
-    refused: list[tuple[Proposal, str]]  # a proposal that could not be saved, and why
-
-
-def proposals_decide_all(
-    *, user: User, proposal_ids: Sequence[int], decision: Literal["confirm", "reject"]
-) -> BulkDecision:
-    """Confirm or reject the pending proposals the person saw, in one transaction.
-
-    Only the ids the page listed are decided, so a proposal that arrived meanwhile is
-    never confirmed unseen. Another person's, decided or expired proposals are skipped
-    and left as they are. Each confirm goes through the same path as a single card's;
-    one that cannot be applied (its note changed, a cap) is reported and the rest saved.
-    """
-    decided: list[Proposal] = []
-    change_sets: list[ChangeSet] = []
-    refused: list[tuple[Proposal, str]] = []
-    with transaction.atomic(durable=True):
-        memory_lock(user.pk)
-        rows = (
-            Proposal.objects.select_for_update(of=("self",))
-            .select_related("scope")
-            .filter(
-                pk__in=list(proposal_ids),
-                user=user,
-                state=Proposal.State.PENDING,
-                expires_at__gt=timezone.now(),
-            )
-            .order_by("created_at", "id")
-        )
-        for locked in rows:
-            if decision == "reject":
-                _reject_locked(user, locked)
-                decided.append(locked)
-                continue
-            try:
-                # A savepoint: a refused proposal leaves no write and no event behind.
-                with transaction.atomic():
-                    change_sets.append(_confirm_locked(user, locked, None))
-            except MemoryRefusal as refusal:
-                refused.append((locked, refusal.message))
-            else:
-                decided.append(locked)
-    return BulkDecision(decision, decided, change_sets, refused)
-
-
-def proposals_reopen(*, user: User, proposal_ids: Sequence[int]) -> list[Proposal]:
-    """Undo of "Reject all": the rejected proposals wait again, while they have not expired."""
-    with transaction.atomic(durable=True):
-        memory_lock(user.pk)
-        rows = list(
-            Proposal.objects.select_for_update()
-            .filter(
-                pk__in=list(proposal_ids),
-                user=user,
-                state=Proposal.State.REJECTED,
-                expires_at__gt=timezone.now(),
-            )
-            .order_by("created_at", "id")
-        )
-        for row in rows:
-            row.state, row.decided_at = Proposal.State.PENDING, None
-            row.save(update_fields=["state", "decided_at"])
-            send_on_commit(proposal_added, user_id=user.pk, proposal_id=row.pk)
-            proposal_created_event(
-                user_id=user.pk,
-                proposal_id=row.pk,
-                scope_id=row.scope_id,
-                action=str(row.operations.get("action", "")),
-                source=row.source,
-            )
-        if rows:
-            _count_changed_on_commit(user)
-    return rows
-
-
-def proposals_expire() -> int:
-    """Mark pending proposals past their expiry; each affected user's pages are updated."""
-    now = timezone.now()
-    with transaction.atomic(durable=True):
-        due = Proposal.objects.filter(state=Proposal.State.PENDING, expires_at__lte=now)
-        expiring = list(due.values_list("pk", "user_id"))
-        count = due.update(state=Proposal.State.EXPIRED, decided_at=now)
-        for user in User.objects.filter(pk__in={user_id for _, user_id in expiring}):
-            _count_changed_on_commit(user)
-        for proposal_id, user_id in expiring:
-            send_on_commit(proposal_removed, user_id=user_id, proposal_id=proposal_id)
-            proposal_resolved_event(
-                user_id=user_id, proposal_id=proposal_id, state=Proposal.State.EXPIRED
-            )
-    return count

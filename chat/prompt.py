@@ -1,0 +1,248 @@
+"""What one turn sends: the system prompt (memory block, reference files, add-ons,
+excerpts), the trimmed history, the tools, and the Sent along record of it all."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.db import connection
+
+from addons.context import addon_context_build
+from chat.models import Conversation, Message
+from host import model_client as client
+from host.core.secret_guard import mask_outbound
+from host.core.tokens import estimate_tokens
+from host.stored_secrets import stored_secrets
+from memory_addon.services.context import turn_context_build
+from memory_addon.services.policy import Policy, policy_for
+from memory_addon.services.references import reference_block_build
+from memory_addon.services.tools import ToolSchema, tool_schemas
+from memory_addon.turns import Turn, run_kind_of
+
+logger = logging.getLogger(__name__)
+
+SYSTEM = (
+    "You are a helpful assistant. Answer in Markdown. When an answer relies on an excerpt "
+    "from the person's collections, cite its marker such as [R1]."
+)
+NO_TOOLS_NOTE = (
+    "This model has no tool support: it sees the memory block but cannot read topic files "
+    "or propose notes."
+)
+EXCERPT_CHARS = 1500
+
+
+@dataclass
+class Prepared:
+    turn: Turn
+    endpoint: client.Endpoint
+    messages: list[dict[str, Any]]
+    tools: list[ToolSchema] | None
+    sent_along: dict[str, Any] = field(default_factory=dict)
+    citations: list[dict[str, Any]] = field(default_factory=list)
+    policy: Policy | None = None
+
+
+def _endpoint(conversation: Conversation) -> client.Endpoint:
+    profile = conversation.ai_profile
+    if profile is None:
+        raise client.ModelError("refused", "This conversation has no AI profile.")
+    return client.Endpoint(
+        base_url=profile.base_url,
+        model=profile.model,
+        api_key=profile.api_key,
+        connect_timeout=float(settings.CHAT_CONNECT_TIMEOUT_SECONDS),
+        read_timeout=float(settings.CHAT_READ_TIMEOUT_SECONDS),
+        max_retries=settings.CHAT_MAX_RETRIES,
+        max_retry_wait=float(settings.CHAT_RETRY_MAX_WAIT_SECONDS),
+        max_tool_argument_chars=settings.CHAT_MAX_TOOL_ARGUMENT_CHARS,
+        # The answer's own cap ends reading first (the text that arrived is kept).
+        max_content_chars=2 * settings.CHAT_MAX_ANSWER_CHARS + 1_048_576,
+        # The answer's own deadline ends the helper thread's call too.
+        max_seconds=float(settings.CHAT_MAX_ANSWER_SECONDS),
+        runs_locally=profile.runs_locally,
+        known_secrets=stored_secrets(conversation.owner_id),
+    )
+
+
+def _retrieved(
+    conversation: Conversation, turn: Turn, query: str
+) -> tuple[str, list[dict[str, Any]], dict[str, Any]]:
+    from knowledge.retrieval import retrieve
+
+    stores = list(conversation.stores.select_related("ai_profile"))
+    if not stores:
+        return "", [], {}
+    usable = [s for s in stores if s.autonomous_opt_in or not turn.is_background]
+    info: dict[str, Any] = {
+        "stores": [s.name for s in usable],
+        "skipped_stores": [s.name for s in stores if s not in usable],
+    }
+    try:
+        result = retrieve(
+            stores,
+            query,
+            context_window=turn.context_window,
+            autonomous=turn.is_background,
+            mask=not turn.model_local,
+        )
+    except Exception:
+        logger.exception("Retrieval failed for conversation %s", conversation.pk)
+        info["error"] = "The collections could not be searched for this answer."
+        return "", [], info
+    citations = [
+        {
+            "n": number,
+            "marker": excerpt.marker,
+            "path": excerpt.candidate.path,
+            "page": excerpt.candidate.page,
+            "source_id": excerpt.candidate.source_id,
+            "store_id": excerpt.candidate.store_id,
+            "tokens": excerpt.tokens,
+            "text": _as_sent(turn, excerpt.candidate.text)[:EXCERPT_CHARS],
+        }
+        for number, excerpt in enumerate(result.excerpts, start=1)
+    ]
+    info["semantic"] = result.semantic
+    return result.block, citations, info
+
+
+def _as_sent(turn: Turn, text: str) -> str:
+    """A text as the model got it, for Sent along: masked unless the model runs here."""
+    return text if turn.model_local else mask_outbound(text)
+
+
+def _beside[T](work: Callable[[], T]) -> Callable[[], T]:
+    """Start `work` on its own thread (and database connection); the returned call waits
+    for its result. Inside a transaction (tests) it runs in place: another connection
+    would not see the transaction's rows."""
+    if connection.in_atomic_block:
+        result = work()
+        return lambda: result
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["result"] = work()
+        except BaseException as error:  # handed to the waiting thread as is
+            box["error"] = error
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=run, name="chat-beside", daemon=True)
+    thread.start()
+
+    def wait() -> T:
+        thread.join()
+        if "error" in box:
+            raise box["error"]
+        value: T = box["result"]
+        return value
+
+    return wait
+
+
+def prepare(message: Message) -> Prepared:
+    conversation = message.conversation
+    profile = conversation.ai_profile
+    if profile is None:
+        raise client.ModelError("refused", "This conversation has no AI profile.")
+    history = list(
+        conversation.messages.filter(pk__lt=message.pk).exclude(
+            role=Message.Role.ASSISTANT, state__in=[Message.State.FAILED, Message.State.STREAMING]
+        )
+    )
+    current = history.pop() if history and history[-1].role == Message.Role.USER else None
+    if current is None:
+        raise client.ModelError("refused", "There is no message to answer.")
+    turn = Turn(
+        user=conversation.owner,
+        agent=conversation.agent,
+        binding=conversation.binding,
+        run_kind=run_kind_of(conversation.run_kind),
+        conversation_ref=str(conversation.pk),
+        message_ref=str(message.pk),
+        reply_ref_trusted=True,  # the host made both references
+        memory_off=not conversation.memory_on,
+        context_window=profile.context_window,
+        model_local=profile.runs_locally,
+    )
+    # Retrieval (an embeddings call and two searches) runs beside the memory block.
+    retrieval = _beside(lambda: _retrieved(conversation, turn, current.content))
+    # Read once, with the person's add-on state: the context, add-ons and pushes use it.
+    policy = policy_for(conversation.owner, with_addons=True)
+    context = turn_context_build(turn, policy)
+    # Approved reference files (M14) go after the memory block, in their own wrapper.
+    references = reference_block_build(
+        user=conversation.owner, memory_off_reason=context.reason_off, mask=not turn.model_local
+    )
+    retrieved, citations, retrieval_info = retrieval()
+    tools = tool_schemas() if profile.supports_tools and not context.reason_off else None
+    system_parts = [SYSTEM]
+    if not tools:
+        system_parts.append(
+            "You cannot call tools in this conversation: use the memory index lines as they "
+            "are, and if the person asks you to remember something, say that saving is not "
+            "available here."
+        )
+    if conversation.agent and conversation.agent.instructions:
+        system_parts.append(conversation.agent.instructions)
+    # Order (docs/addons.md): skills, the memory block, add-on context files, excerpts.
+    addons = addon_context_build(
+        user=conversation.owner,
+        context_window=profile.context_window,
+        tools={tool["function"]["name"] for tool in tools or []},
+        memory_readable=not context.reason_off,
+        preloaded=policy.addons,
+        mask=not turn.model_local,
+    )
+    if addons.skills_block:
+        system_parts.append(addons.skills_block)
+    if context.block:
+        system_parts.append(context.block)
+    if references.block:
+        system_parts.append(references.block)
+    if addons.files_block:
+        system_parts.append(addons.files_block)
+    if retrieved:
+        system_parts.append(retrieved)
+    system = "\n\n".join(system_parts)
+    # History is trimmed oldest first; the memory block and the current message never are.
+    budget = (
+        profile.context_window
+        - min(settings.CHAT_ANSWER_RESERVE_TOKENS, profile.context_window // 4)
+        - estimate_tokens(system)
+        - estimate_tokens(current.content)
+        - (estimate_tokens(json.dumps(tools)) if tools else 0)
+    )
+    kept: list[Message] = []
+    for old in reversed(history):
+        cost = estimate_tokens(old.content) + 4
+        if cost > budget:
+            break
+        budget -= cost
+        kept.append(old)
+    kept.reverse()
+    trimmed = len(history) - len(kept)
+    messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
+    messages += [{"role": m.role, "content": m.content} for m in kept if m.content]
+    messages.append({"role": "user", "content": current.content})
+    sent_along = {
+        "memory": context.sent_along().stored(mask=not turn.model_local),
+        "excerpts": [
+            {k: c[k] for k in ("marker", "path", "page", "tokens", "store_id")} for c in citations
+        ],
+        "reference_files": references.sent_along(),
+        "addons": addons.sent_along(),
+        "retrieval": retrieval_info,
+        "history": {"sent": len(kept), "trimmed": trimmed},
+        "tools": bool(tools),
+        "tools_note": "" if profile.supports_tools else NO_TOOLS_NOTE,
+    }
+    return Prepared(turn, _endpoint(conversation), messages, tools, sent_along, citations, policy)
