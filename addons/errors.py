@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from host.errors import ChangeRefused, MemoryRefusal, NotAllowed
+from host.errors import ChangeRefused, NotAllowed, Refusal
 
 
-class AddonNotFound(MemoryRefusal):
+class AddonNotFound(Refusal):
     status = 404
 
 
-class AddonConflict(MemoryRefusal):
+class AddonConflict(Refusal):
     status = 409
 
 
-class UnknownSetting(MemoryRefusal):
+class UnknownSetting(Refusal):
     status = 404
 
 

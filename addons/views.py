@@ -35,7 +35,7 @@ from addons.services import (
     addon_user_set_enabled,
     skill_rules_save,
 )
-from host.errors import MemoryRefusal
+from host.errors import Refusal
 
 # Add-on pages run in a sandboxed iframe with an opaque origin and may not connect
 # anywhere: their script cannot use the person's session on the host. The only way out
@@ -97,7 +97,7 @@ def install_upload(request: HttpRequest) -> HttpResponse:
         return redirect("addons:library")
     try:
         row = addon_install_zip(user=signed_in_user(request), data=upload.read())
-    except MemoryRefusal as refusal:
+    except Refusal as refusal:
         messages.error(request, _("Not installed: %(message)s") % {"message": refusal.message})
         return redirect("addons:library")
     messages.success(
@@ -114,7 +114,7 @@ def install_entry_point(request: HttpRequest) -> HttpResponse:
         row = addon_install_entry_point(
             user=signed_in_user(request), name=request.POST.get("name", "")[:200]
         )
-    except MemoryRefusal as refusal:
+    except Refusal as refusal:
         messages.error(request, _("Not installed: %(message)s") % {"message": refusal.message})
         return redirect("addons:library")
     messages.success(
@@ -150,7 +150,7 @@ def set_enabled(request: HttpRequest, addon_id: str) -> HttpResponse:
     enabled = request.POST.get("enabled") == "1"
     try:
         addon_set_enabled(user=signed_in_user(request), addon_id=addon_id, enabled=enabled)
-    except MemoryRefusal as refusal:
+    except Refusal as refusal:
         if refusal.status == 404:
             raise Http404 from None
         messages.error(request, refusal.message)
@@ -170,7 +170,7 @@ def set_enabled_for_me(request: HttpRequest, addon_id: str) -> HttpResponse:
     enabled = request.POST.get("enabled") == "1"
     try:
         addon_user_set_enabled(user=signed_in_user(request), addon_id=addon_id, enabled=enabled)
-    except MemoryRefusal as refusal:
+    except Refusal as refusal:
         if refusal.status == 404:
             raise Http404 from None
         messages.error(request, refusal.message)
@@ -191,7 +191,7 @@ def remove(request: HttpRequest, addon_id: str) -> HttpResponse:
     user = signed_in_user(request)
     try:
         plan = addon_removal_plan(addon_id=addon_id)
-    except MemoryRefusal as refusal:
+    except Refusal as refusal:
         if refusal.status == 404:
             raise Http404 from None
         messages.error(request, refusal.message)
@@ -199,7 +199,7 @@ def remove(request: HttpRequest, addon_id: str) -> HttpResponse:
     if request.method == "POST":
         try:
             addon_remove(user=user, addon_id=addon_id)
-        except MemoryRefusal as refusal:
+        except Refusal as refusal:
             messages.error(request, refusal.message)
             return _back(request, addon_id)
         messages.success(
@@ -230,7 +230,7 @@ def rules_save(request: HttpRequest, addon_id: str, skill: str) -> HttpResponse:
             skill=skill,
             text=request.POST.get("text", "")[:8000],
         )
-    except MemoryRefusal as refusal:
+    except Refusal as refusal:
         if refusal.status == 404:
             raise Http404 from None
         messages.error(request, _("Rules not saved: %(message)s") % {"message": refusal.message})

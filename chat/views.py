@@ -31,7 +31,7 @@ from chat.selectors import (
 )
 from host import filestore
 from host.core.ids import row_id, row_ids
-from host.errors import MemoryRefusal
+from host.errors import Refusal
 from host.htmx import HtmxHttpRequest
 from memory_addon.core.entries import MAX_ENTRY_CHARS
 from memory_addon.pages import saving_off_reason
@@ -109,7 +109,7 @@ def chat_new(request: HttpRequest) -> HttpResponse:
         text = request.POST.get("text", "")
         if text.strip():
             services.message_send(user=user, conversation=conversation, text=text)
-    except MemoryRefusal as refusal:
+    except Refusal as refusal:
         messages.error(request, refusal.message)
         return redirect("chat")
     return redirect("chat_conversation", conversation_id=conversation.pk)
@@ -131,7 +131,7 @@ def message_send(request: HtmxHttpRequest, conversation_id: int) -> HttpResponse
         answer = services.message_send(
             user=user, conversation=conversation, text=request.POST.get("text", "")
         )
-    except MemoryRefusal as refusal:
+    except Refusal as refusal:
         if request.htmx:
             return render(
                 request, "chat/_composer_error.html", {"error": refusal.message}, status=200
@@ -194,7 +194,7 @@ def answer_regenerate(request: HttpRequest, conversation_id: int) -> HttpRespons
     conversation = conversation_for_user(user, conversation_id)
     try:
         services.answer_regenerate(user=user, conversation=conversation)
-    except MemoryRefusal as refusal:
+    except Refusal as refusal:
         messages.error(request, refusal.message)
     return _back(conversation)
 
@@ -208,7 +208,7 @@ def last_message_edit(request: HttpRequest, conversation_id: int) -> HttpRespons
         services.last_message_edit(
             user=user, conversation=conversation, text=request.POST.get("text", "")
         )
-    except MemoryRefusal as refusal:
+    except Refusal as refusal:
         messages.error(request, refusal.message)
     return _back(conversation)
 
@@ -227,7 +227,7 @@ def conversation_settings(request: HttpRequest, conversation_id: int) -> HttpRes
             store_ids=row_ids(request.POST.getlist("stores")),
             memory_on=request.POST.get("memory_on") == "on",
         )
-    except MemoryRefusal as refusal:
+    except Refusal as refusal:
         messages.error(request, refusal.message)
     else:
         messages.success(request, _("Saved. The next answer uses these settings."))
@@ -240,7 +240,7 @@ def conversation_rename(request: HttpRequest, conversation_id: int) -> HttpRespo
     conversation = conversation_for_user(signed_in_user(request), conversation_id)
     try:
         services.conversation_rename(conversation=conversation, title=request.POST.get("title", ""))
-    except MemoryRefusal as refusal:
+    except Refusal as refusal:
         messages.error(request, refusal.message)
     return _back(conversation)
 
@@ -291,8 +291,8 @@ def schedules_page(request: HttpRequest) -> HttpResponse:
                 every_minutes=row_id(request.POST.get("every_minutes")),
                 daily_at=time.fromisoformat(daily) if daily else None,
             )
-        except (MemoryRefusal, ValueError) as error:
-            text = error.message if isinstance(error, MemoryRefusal) else _("Give a valid time.")
+        except (Refusal, ValueError) as error:
+            text = error.message if isinstance(error, Refusal) else _("Give a valid time.")
             messages.error(request, text)
         else:
             messages.success(request, _("Schedule created."))

@@ -13,7 +13,7 @@ from accounts.auth import TokenAuth, session_auth
 from accounts.bearer import unauthenticated_response
 from addons.api import router as addons_router
 from chat.api import router as chat_router
-from host.errors import MemoryRefusal
+from host.errors import Refusal
 from knowledge.api import router as knowledge_router
 from memory_addon.api import chats_router
 from memory_addon.api import router as memory_router
@@ -36,8 +36,8 @@ api.add_router("/knowledge", knowledge_router)
 api.add_router("/chat", chat_router)
 
 
-@api.exception_handler(MemoryRefusal)
-def memory_refusal(request: HttpRequest, exc: MemoryRefusal) -> HttpResponse:
+@api.exception_handler(Refusal)
+def refused(request: HttpRequest, exc: Refusal) -> HttpResponse:
     return api.create_response(request, {"detail": exc.message, **exc.details}, status=exc.status)
 
 

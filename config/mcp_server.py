@@ -118,7 +118,7 @@ def tool_run(caller: Caller, name: str, arguments: dict[str, Any]) -> tuple[bool
 
 
 def _search(user: User, arguments: dict[str, Any]) -> tuple[bool, str]:
-    from host.errors import MemoryRefusal
+    from host.errors import Refusal
     from knowledge.models import Store
     from knowledge.retrieval import retrieve
     from memory_addon.services.tools import arguments_refusal
@@ -138,7 +138,7 @@ def _search(user: User, arguments: dict[str, Any]) -> tuple[bool, str]:
         return True, "You have no knowledge collections to search."
     try:
         result = retrieve(found, query, context_window=settings.MCP_CONTEXT_WINDOW)
-    except MemoryRefusal as refusal:
+    except Refusal as refusal:
         return False, f"Refused: {refusal.message}"
     return True, result.block or f"Nothing in your collections matches {query!r}."
 

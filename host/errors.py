@@ -5,8 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 
-class MemoryRefusal(Exception):
-    """A change or read that the rules do not allow; the message is for people and models."""
+class Refusal(Exception):
+    """What the rules do not allow, in any app; the message is for people and models.
+
+    Every app's domain errors derive from it, and the API root maps it to HTTP once.
+    """
 
     status = 400
 
@@ -16,7 +19,7 @@ class MemoryRefusal(Exception):
         self.details = details
 
 
-class ChangeRefused(MemoryRefusal):
+class ChangeRefused(Refusal):
     pass
 
 
@@ -36,19 +39,19 @@ class LimitExceeded(ChangeRefused):
     pass
 
 
-class StaleBase(MemoryRefusal):
+class StaleBase(Refusal):
     """The file changed since the version the change was based on."""
 
     status = 409
 
 
-class NotAllowed(MemoryRefusal):
+class NotAllowed(Refusal):
     """Policy, save mode or rights forbid it."""
 
     status = 403
 
 
-class ProposalClosed(MemoryRefusal):
+class ProposalClosed(Refusal):
     """Confirming or rejecting a proposal that is no longer pending."""
 
     status = 409

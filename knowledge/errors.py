@@ -1,9 +1,9 @@
 from __future__ import annotations
 
-from host.errors import MemoryRefusal
+from host.errors import Refusal
 
 
-class KnowledgeRefusal(MemoryRefusal):
+class KnowledgeRefusal(Refusal):
     """A collection action the rules do not allow; the message says why and what to do."""
 
 

@@ -17,7 +17,7 @@ from django_htmx.http import HttpResponseClientRedirect
 from accounts.auth import signed_in_user
 from host.core.ids import row_id
 from host.embeddings import EmbeddingUnavailable
-from host.errors import MemoryRefusal
+from host.errors import Refusal
 from host.htmx import HtmxHttpRequest
 from knowledge import selectors, services
 from knowledge.core.formats import TEXT_NAMES
@@ -64,7 +64,7 @@ def store_new(request: HttpRequest) -> HttpResponse:
                 qdrant_url=form.cleaned_data["qdrant_url"],
                 qdrant_api_key=form.cleaned_data["qdrant_api_key"],
             )
-        except MemoryRefusal as refusal:
+        except Refusal as refusal:
             form.add_error(None, refusal.message)
         else:
             return redirect("knowledge_store", store_id=store.pk)
@@ -74,7 +74,7 @@ def store_new(request: HttpRequest) -> HttpResponse:
 def _index_problem(store: Store) -> str:
     try:
         services.store_embedder(store)
-    except MemoryRefusal as refusal:
+    except Refusal as refusal:
         return refusal.message
     except EmbeddingUnavailable as error:
         return f"Semantic search is off for now: {error}"
@@ -131,7 +131,7 @@ def store_rebuild(request: HttpRequest, store_id: int) -> HttpResponse:
     store = _store(request, store_id)
     try:
         services.store_rebuild(store=store)
-    except MemoryRefusal as refusal:
+    except Refusal as refusal:
         messages.error(request, refusal.message)
     else:
         messages.success(
@@ -157,7 +157,7 @@ def source_add_folder(request: HttpRequest, store_id: int) -> HttpResponse:
                 max_file_mib=data["max_file_mib"],
                 sync_mode=data["sync_mode"],
             )
-        except MemoryRefusal as refusal:
+        except Refusal as refusal:
             form.add_error("path", refusal.message)
         else:
             messages.success(
@@ -189,7 +189,7 @@ def source_upload(request: HtmxHttpRequest, store_id: int) -> HttpResponse:
             source, _job = services.source_add_upload(
                 store=store, files=form.cleaned_data["documents"]
             )
-        except MemoryRefusal as refusal:
+        except Refusal as refusal:
             form.add_error("documents", refusal.message)
         else:
             messages.success(
@@ -242,7 +242,7 @@ def document_remove(request: HttpRequest, document_id: int) -> HttpResponse:
     store_id = document.source.store_id
     try:
         services.document_remove(document=document)
-    except MemoryRefusal as refusal:
+    except Refusal as refusal:
         messages.error(request, refusal.message)
     else:
         if document.source.kind == Source.Kind.FOLDER:
@@ -283,7 +283,7 @@ def source_action(request: HttpRequest, source_id: int, action: str) -> HttpResp
             messages.success(
                 request, _("Source removed with its excerpts. The original files are untouched.")
             )
-    except MemoryRefusal as refusal:
+    except Refusal as refusal:
         messages.error(request, refusal.message)
     return redirect("knowledge_store", store_id=source.store_id)
 
@@ -305,7 +305,7 @@ def job_action(request: HttpRequest, job_id: int, action: str) -> HttpResponse:
             services.scan_dismiss(scan_job=job)
         elif action == "cancel":
             services.job_cancel(job=job)
-    except MemoryRefusal as refusal:
+    except Refusal as refusal:
         messages.error(request, refusal.message)
     return redirect("knowledge_store", store_id=job.store_id)
 
@@ -329,7 +329,7 @@ def test_search(request: HttpRequest, store_id: int) -> HttpResponse:
                 form.cleaned_data["query"],
                 context_window=form.cleaned_data["context_window"],
             )
-        except MemoryRefusal as refusal:
+        except Refusal as refusal:
             context["search_error"] = refusal.message
         else:
             context["result"] = result

@@ -18,7 +18,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from accounts.auth import signed_in_user
 from chat.selectors import message_for_user
-from host.errors import ChangeRefused, LimitExceeded, MemoryRefusal
+from host.errors import ChangeRefused, LimitExceeded, Refusal
 from knowledge.services import granted_folders
 from learning.core import cleanup as cleanup_core
 from learning.models import CleanupJob
@@ -45,7 +45,7 @@ def rule_save(request: HttpRequest, suggestion_id: int) -> HttpResponse:
     suggestion = suggestion_for_user(user, suggestion_id)
     try:
         rules.rule_save(user=user, suggestion=suggestion, text=request.POST.get("text", ""))
-    except MemoryRefusal as refusal:
+    except Refusal as refusal:
         messages.error(
             request, _("The rule was not saved: %(message)s") % {"message": refusal.message}
         )
@@ -65,7 +65,7 @@ def _card_action(
     suggestion = suggestion_for_user(user, suggestion_id)
     try:
         action(user=user, suggestion=suggestion)
-    except MemoryRefusal as refusal:
+    except Refusal as refusal:
         messages.error(request, refusal.message)
     else:
         messages.success(request, done)
@@ -104,7 +104,7 @@ def remember(request: HttpRequest, message_id: int) -> HttpResponse:
     message = message_for_user(user, message_id)
     try:
         rules.rule_remember(user=user, message=message, text=request.POST.get("text", ""))
-    except MemoryRefusal as refusal:
+    except Refusal as refusal:
         messages.error(
             request, _("The rule was not saved: %(message)s") % {"message": refusal.message}
         )
@@ -154,7 +154,7 @@ def reference_add(request: HttpRequest) -> HttpResponse:
             ref = references.reference_add_folder_file(user=user, path=path)
         else:
             raise ChangeRefused(_("Choose a file to upload, or give the path of an allowed file."))
-    except MemoryRefusal as refusal:
+    except Refusal as refusal:
         messages.error(request, _("Not added: %(message)s") % {"message": refusal.message})
         return redirect("learning_references")
     messages.success(
@@ -171,7 +171,7 @@ def reference_page(request: HttpRequest, reference_id: int) -> HttpResponse:
     if request.method == "POST":
         try:
             references.reference_approve(user=user, ref=ref, sha256=request.POST.get("sha256", ""))
-        except MemoryRefusal as refusal:
+        except Refusal as refusal:
             messages.error(request, _("Not approved: %(message)s") % {"message": refusal.message})
         else:
             messages.success(
@@ -296,7 +296,7 @@ def cleanup_action(request: HttpRequest, scope_id: int, action: str) -> HttpResp
             messages.success(request, _("Deleted from the archive."))
         else:
             raise Http404("No such clean-up step.")
-    except MemoryRefusal as refusal:
+    except Refusal as refusal:
         messages.error(request, refusal.message)
     return redirect(_cleanup_url(scope))
 
@@ -313,6 +313,6 @@ def cleanup_decide(request: HttpRequest, job_id: int, decision: str) -> HttpResp
         else:
             cleanup_service.cleanup_dismiss(user=user, job=job)
             messages.success(request, _("Dismissed; nothing was changed."))
-    except MemoryRefusal as refusal:
+    except Refusal as refusal:
         messages.error(request, refusal.message)
     return redirect(_cleanup_url(job.scope))

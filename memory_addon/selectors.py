@@ -14,7 +14,7 @@ from django.shortcuts import get_object_or_404
 
 from accounts.models import User
 from host.core.ids import row_id
-from host.errors import MemoryRefusal
+from host.errors import Refusal
 from memory_addon.core import entries
 from memory_addon.core.diffs import unified_diff
 from memory_addon.core.operations import Operation
@@ -235,7 +235,7 @@ def proposals_with_diffs(proposals: list[Proposal]) -> list[ProposalRow]:
                 source=proposal.source,
                 scope_files=scope_files,
             )
-        except MemoryRefusal as refusal:
+        except Refusal as refusal:
             diffs: list[FileDiff] = [
                 {
                     "path": "",

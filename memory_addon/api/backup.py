@@ -8,7 +8,7 @@ from ninja import File, Router, Schema, UploadedFile
 
 from accounts.auth import signed_in_user
 from host import filestore
-from host.errors import MemoryRefusal
+from host.errors import Refusal
 from memory_addon.schemas import ErrorOut
 from memory_addon.services.backup import MAX_ARCHIVE_BYTES, memory_export, memory_restore
 
@@ -41,7 +41,7 @@ def export(request: HttpRequest) -> HttpResponseBase:
 )
 def restore(request: HttpRequest, archive: File[UploadedFile]) -> RestoreOut:
     if archive.size and archive.size > MAX_ARCHIVE_BYTES:
-        raise MemoryRefusal("The archive is too large to be a memory export.")
+        raise Refusal("The archive is too large to be a memory export.")
     report = memory_restore(user=signed_in_user(request), archive_bytes=archive.read())
     return RestoreOut(
         added=report.added, kept=report.kept, refused=[list(r) for r in report.refused]

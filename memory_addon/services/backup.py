@@ -2,7 +2,7 @@
 
 Restores read hostile archives: every entry is read in small chunks and stops at
 its declared size and at the largest file memory can hold, every zipfile error is
-a MemoryRefusal (a 400 or a form message), and nothing is restored unless the
+a Refusal (a 400 or a form message), and nothing is restored unless the
 whole archive reads cleanly. Exports name each folder so that no two names are
 equal ignoring case and none holds '..', and the same names map back on restore.
 """
@@ -22,7 +22,7 @@ from django.db import transaction
 
 from accounts.models import Agent, MessagingBinding, User
 from host.core.bounded_zip import ZipRefused, open_zip, read_entry
-from host.errors import MemoryRefusal
+from host.errors import Refusal
 from memory_addon.models import ChangeSet, MemoryFile, MemoryScope
 from memory_addon.services.changes import FileWrite, change_set_apply, clean_path
 from memory_addon.services.scopes import ensure_agent_scope, ensure_channel_scope, ensure_user_scope
@@ -131,9 +131,9 @@ def _max_entry_bytes() -> int:
     )
 
 
-def _refusal(refused: ZipRefused) -> MemoryRefusal:
+def _refusal(refused: ZipRefused) -> Refusal:
     name = refused.name[:200]
-    return MemoryRefusal(
+    return Refusal(
         {
             "not_zip": "This is not a zip file; choose a memory export.",
             "encrypted": f"{name} is encrypted; a memory export never is. Nothing was restored.",
@@ -147,7 +147,7 @@ def _refusal(refused: ZipRefused) -> MemoryRefusal:
 
 
 def _read_archive(archive_bytes: bytes) -> list[tuple[str, bytes]]:
-    """Every file of the archive, or a MemoryRefusal that says why none can be used."""
+    """Every file of the archive, or a Refusal that says why none can be used."""
     try:
         archive = open_zip(archive_bytes)
     except ZipRefused as refused:
@@ -155,13 +155,13 @@ def _read_archive(archive_bytes: bytes) -> list[tuple[str, bytes]]:
     with archive:
         entries = [info for info in archive.infolist() if not info.is_dir()]
         if len(entries) > MAX_ARCHIVE_ENTRIES:
-            raise MemoryRefusal(f"The archive holds more than {MAX_ARCHIVE_ENTRIES} files.")
+            raise Refusal(f"The archive holds more than {MAX_ARCHIVE_ENTRIES} files.")
         if sum(info.file_size for info in entries) > MAX_ARCHIVE_BYTES:
-            raise MemoryRefusal("The archive is too large to be a memory export.")
+            raise Refusal("The archive is too large to be a memory export.")
         limit = _max_entry_bytes()
         for info in entries:
             if info.file_size > limit:
-                raise MemoryRefusal(
+                raise Refusal(
                     f"{info.filename[:200]} is too large to be a memory file (more than "
                     f"{limit // 1024} KiB). Nothing was restored."
                 )
@@ -173,7 +173,7 @@ def _read_archive(archive_bytes: bytes) -> list[tuple[str, bytes]]:
         # PostgreSQL stores no NUL, so no export holds one: refused before any write,
         # not half way through the archive.
         if b"\x00" in data:
-            raise MemoryRefusal(
+            raise Refusal(
                 f"{name[:200]} holds a NUL byte (binary data), which no memory file can "
                 "hold. Nothing was restored."
             )
@@ -212,7 +212,7 @@ def memory_restore(*, user: User, archive_bytes: bytes) -> RestoreReport:
         try:
             path = clean_path(relative)
             text = data.decode("utf-8")
-        except (MemoryRefusal, UnicodeDecodeError) as error:
+        except (Refusal, UnicodeDecodeError) as error:
             report.refused.append((name, getattr(error, "message", "not UTF-8 text")))
             continue
         scope = _slot_scope(user, slot)
@@ -231,7 +231,7 @@ def memory_restore(*, user: User, archive_bytes: bytes) -> RestoreReport:
                     base_hashes={path: ""},
                     summary=f"Restored {path} from an export",
                 )
-        except MemoryRefusal as refusal:
+        except Refusal as refusal:
             report.refused.append((name, refusal.message))
             continue
         report.added.append(name)

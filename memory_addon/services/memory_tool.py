@@ -25,7 +25,7 @@ from django.db import transaction
 from pydantic import JsonValue
 
 from host.core.secret_guard import mask_outbound
-from host.errors import ChangeRefused, MemoryRefusal, NotAllowed
+from host.errors import ChangeRefused, NotAllowed, Refusal
 from memory_addon.models import ChangeSet, MemoryFile, MemoryScope
 from memory_addon.services.changes import FileWrite, change_set_apply, clean_path
 from memory_addon.services.context import memory_readable, neutralize
@@ -310,7 +310,7 @@ def memory_tool_execute(*, turn: Turn, command: ToolArgs) -> MemoryToolResult:
         return MemoryToolResult(False, f"Refused: {problem}")
     try:
         result = handler(turn, command)
-    except MemoryRefusal as refusal:
+    except Refusal as refusal:
         return MemoryToolResult(False, mask_outbound(f"Refused: {refusal.message}"))
     # Everything returned goes to a model: mask what looks like a secret.
     return MemoryToolResult(

@@ -19,7 +19,7 @@ from accounts.models import User
 from host.core.fulltext import snippet
 from host.core.secret_guard import mask_outbound
 from host.core.untrusted import wrap_untrusted
-from host.errors import ChangeRefused, MemoryRefusal, NotAllowed
+from host.errors import ChangeRefused, NotAllowed, Refusal
 from memory_addon.core.operations import json_kind, text_argument
 from memory_addon.core.shown_match import shown_spans
 from memory_addon.models import ChangeSet, MemoryFile, MemoryScope
@@ -484,5 +484,5 @@ def tool_call_execute(*, turn: Turn, name: str, arguments: str | ToolArgs) -> To
     try:
         # Everything a tool returns goes to a model: mask what looks like a secret.
         return ToolResult(True, mask_outbound(handler(turn, arguments)))
-    except MemoryRefusal as refusal:
+    except Refusal as refusal:
         return ToolResult(False, f"Refused: {refusal.message}")

@@ -21,7 +21,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts.auth import signed_in_user
 from host.core.markdown import render_markdown
-from host.errors import MemoryRefusal, StaleBase
+from host.errors import Refusal, StaleBase
 from memory_addon.models import BankSwitch, ChangeSet, MemoryFile, MemoryScope
 from memory_addon.pages import banners_for
 from memory_addon.selectors import bank_for_user, banks_for_user
@@ -127,7 +127,7 @@ def banks_page(request: HttpRequest) -> HttpResponse:
             bank = bank_create(
                 user=user, project_key=form["project_key"], project_name=form["project_name"]
             )
-        except MemoryRefusal as refusal:
+        except Refusal as refusal:
             error = refusal.message
         else:
             messages.success(
@@ -273,7 +273,7 @@ def bank_edit_page(request: HttpRequest, bank_id: int) -> HttpResponse:
             project_key=form["project_key"],
             project_name=form["project_name"],
         )
-    except MemoryRefusal as refusal:
+    except Refusal as refusal:
         extra = {"edit_form": form, "edit_error": refusal.message}
         return _bank_render(request, bank, extra, status=422, path="")
     messages.success(request, _("Saved the bank's name and project key."))
@@ -307,7 +307,7 @@ def bank_file_save(request: HttpRequest, bank_id: int) -> HttpResponse:
             base_sha256=base,
             source=ChangeSet.Source.PAGE,
         )
-    except MemoryRefusal as refusal:
+    except Refusal as refusal:
         conflict = isinstance(refusal, StaleBase)
         extra = {
             "text": text,

@@ -16,7 +16,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from accounts.auth import signed_in_user
 from host import filestore
 from host.core.markdown import render_markdown
-from host.errors import MemoryRefusal, StaleBase
+from host.errors import Refusal, StaleBase
 from memory_addon.core import entries
 from memory_addon.models import ChangeSet, MemoryFile
 from memory_addon.selectors import scope_for_user, scopes_for_user
@@ -47,7 +47,7 @@ def file_page(request: HttpRequest, scope_id: int) -> HttpResponse:
     scope = scope_for_user(user, scope_id)
     try:
         path = clean_path(request.GET.get("path") or request.POST.get("path") or "")
-    except MemoryRefusal as refusal:
+    except Refusal as refusal:
         messages.error(request, refusal.message)
         return redirect("memory_files")
     row = MemoryFile.objects.filter(scope=scope, path=path).first()
@@ -90,7 +90,7 @@ def file_page(request: HttpRequest, scope_id: int) -> HttpResponse:
             )
         except StaleBase:
             context["conflict"] = True
-        except MemoryRefusal as refusal:
+        except Refusal as refusal:
             context["error"] = refusal.message
         else:
             messages.success(request, _("Saved %(path)s.") % {"path": path})
@@ -125,7 +125,7 @@ def memory_restore_upload(request: HttpRequest) -> HttpResponse:
         return redirect("memory_files")
     try:
         report = memory_restore(user=signed_in_user(request), archive_bytes=upload.read())
-    except MemoryRefusal as refusal:
+    except Refusal as refusal:
         messages.error(request, refusal.message)
         return redirect("memory_files")
     messages.success(

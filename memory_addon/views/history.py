@@ -12,7 +12,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.auth import signed_in_user
-from host.errors import MemoryRefusal
+from host.errors import Refusal
 from host.htmx import HtmxHttpRequest
 from memory_addon.core.diffs import unified_diff
 from memory_addon.core.readable_diff import readable_diff
@@ -70,7 +70,7 @@ def version_restore_page(request: HttpRequest, version_id: int) -> HttpResponse:
         )
     try:
         version_restore(user=signed_in_user(request), version=version, source=ChangeSet.Source.PAGE)
-    except MemoryRefusal as refusal:
+    except Refusal as refusal:
         messages.error(request, refusal.message)
     else:
         messages.success(
@@ -90,14 +90,14 @@ def change_set_undo_page(request: HtmxHttpRequest, change_set_id: int) -> HttpRe
         # From a live notice: the answer replaces the notice and the page stays.
         try:
             undo = change_set_undo(user=user, change_set=change_set, source=ChangeSet.Source.PAGE)
-        except MemoryRefusal as refusal:
+        except Refusal as refusal:
             context = {**notice_context(change_set), "undo": False, "error": refusal.message}
         else:
             context = notice_context(undo)
         return render(request, "memory/_live_notice.html", context)
     try:
         change_set_undo(user=user, change_set=change_set, source=ChangeSet.Source.PAGE)
-    except MemoryRefusal as refusal:
+    except Refusal as refusal:
         messages.error(request, refusal.message)
     else:
         messages.success(request, _("Change undone."))

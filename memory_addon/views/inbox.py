@@ -16,7 +16,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from accounts.auth import signed_in_user
 from host.core.ids import row_ids
-from host.errors import MemoryRefusal
+from host.errors import Refusal
 from host.htmx import HtmxHttpRequest
 from memory_addon.core.entries import MAX_ENTRY_CHARS
 from memory_addon.models import ChangeSet
@@ -114,7 +114,7 @@ def inbox_undo_all(request: HtmxHttpRequest) -> HttpResponse:
             undone = change_sets_undo(
                 user=user, change_sets=change_sets, source=ChangeSet.Source.PAGE
             )
-        except MemoryRefusal as refusal:
+        except Refusal as refusal:
             error, text = refusal.message, ""
         else:
             text = ngettext(
@@ -138,7 +138,7 @@ def inbox_decide(request: HttpRequest, proposal_id: int, decision: str) -> HttpR
             edited = request.POST.get("text") if decision == "confirm-edited" else None
             proposal_confirm(user=user, proposal=proposal, edited_text=edited)
             messages.success(request, _("Saved to memory."))
-    except MemoryRefusal as refusal:
+    except Refusal as refusal:
         messages.error(request, refusal.message)
     # The same card sits under a chat answer; it sends people back to where they were.
     back = request.POST.get("next", "")

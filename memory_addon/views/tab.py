@@ -16,7 +16,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from accounts.auth import signed_in_user
 from addons.selectors import addon_enabled
 from host.core.ids import row_id
-from host.errors import LimitExceeded, MemoryRefusal, StaleBase
+from host.errors import LimitExceeded, Refusal, StaleBase
 from memory_addon.addons import MEMORY_ADDON
 from memory_addon.core import entries
 from memory_addon.core.diffs import unified_diff
@@ -105,7 +105,7 @@ def memory_raw_save(request: HttpRequest, scope_id: int) -> HttpResponse:
         context["conflict"] = True
     except LimitExceeded as refusal:
         context["error"] = _over_cap_message(refusal, raw=True)
-    except MemoryRefusal as refusal:
+    except Refusal as refusal:
         context["error"] = refusal.message
     else:
         saved = MemoryFile.objects.get(scope=scope, path=index_path(scope))
@@ -129,7 +129,7 @@ def memory_entry_add(request: HttpRequest, scope_id: int) -> HttpResponse:
             entry_error=_over_cap_message(refusal),
             over_cap={"keep_for": "add", "text": text},
         )
-    except MemoryRefusal as refusal:
+    except Refusal as refusal:
         # The text stays in the field, with the reason beside it.
         return _tab_with(request, scope, entry_text=text, entry_error=refusal.message)
     messages.success(request, _("Note added."))
@@ -195,7 +195,7 @@ def memory_note_edit(request: HttpRequest, scope_id: int) -> HttpResponse:
             edit_error=_over_cap_message(refusal),
             over_cap={"keep_for": f"edit:{key}", "text": request.POST.get("text", "")},
         )
-    except MemoryRefusal as refusal:
+    except Refusal as refusal:
         return _tab_with(
             request,
             scope,
@@ -233,7 +233,7 @@ def memory_clear(request: HttpRequest, scope_id: int) -> HttpResponse:
                 base_sha256=request.POST.get("base_sha256", ""),
                 source=ChangeSet.Source.PAGE,
             )
-        except MemoryRefusal as refusal:
+        except Refusal as refusal:
             messages.error(request, refusal.message)
             return redirect(reverse("memory_clear", args=[scope.pk]))
         messages.success(request, _("This memory is cleared."))

@@ -13,7 +13,7 @@ from accounts.models import Membership
 from addons.services import addon_setting_put
 from chat.models import Conversation, Message
 from chat.runner import turn_run
-from host.errors import MemoryRefusal, SecretRefused
+from host.errors import Refusal, SecretRefused
 from learning.core.detection import SYSTEM
 from learning.models import LearningDay, RuleSuggestion
 from learning.selectors import rule_cards_for
@@ -232,7 +232,7 @@ def test_organization_learning_off_and_the_kill_switch_stop_everything(
     assert detect(answer.pk, django_capture_on_commit_callbacks) is None
     assert "turned rule learning off" in rules.learning_off_reason(person, conversation)
     question = Message.objects.filter(role="user").first()
-    with pytest.raises(MemoryRefusal, match="rule learning off"):
+    with pytest.raises(Refusal, match="rule learning off"):
         rules.rule_remember(user=person, message=question, text="Use tabs.")
     Membership.objects.all().delete()
     settings.MEMORY_AI_MEMORY = "off"
@@ -277,7 +277,7 @@ def test_undo_is_refused_after_30_seconds(
         saved_at=timezone.now() - timedelta(seconds=31)
     )
     saved.refresh_from_db()
-    with pytest.raises(MemoryRefusal, match="30 seconds"):
+    with pytest.raises(Refusal, match="30 seconds"):
         rules.rule_undo(user=person, suggestion=saved)
     assert "British English" in index_text(person)
 
@@ -290,7 +290,7 @@ def test_an_edited_rule_with_a_secret_or_over_300_characters_is_refused(
     suggestion = detect(answer.pk, django_capture_on_commit_callbacks)
     with pytest.raises(SecretRefused):
         rules.rule_save(user=person, suggestion=suggestion, text="db_password=Xk9#mQ2!vL7p")
-    with pytest.raises(MemoryRefusal, match="at most 300"):
+    with pytest.raises(Refusal, match="at most 300"):
         rules.rule_save(user=person, suggestion=suggestion, text="x" * 301)
     suggestion.refresh_from_db()
     assert suggestion.state == "pending"
@@ -320,7 +320,7 @@ def test_remember_as_rule_saves_with_no_ai_call(fake_openai, person, answered):
     assert "Keep answers short." in index_text(person)
     assert fake_openai.chat_requests == []
     other = UserFactory()
-    with pytest.raises(MemoryRefusal):
+    with pytest.raises(Refusal):
         rules.rule_remember(user=other, message=question, text="Mine now.")
 
 
@@ -359,7 +359,7 @@ def test_never_and_the_kill_switch_look_for_no_rule_and_silence_waiting_cards(
     client.force_login(person)
     page = client.get(f"/chat/{conversation.pk}/").content.decode()
     assert f'id="rule-card-{waiting.pk}"' not in page
-    with pytest.raises(MemoryRefusal):
+    with pytest.raises(Refusal):
         rules.rule_save(user=person, suggestion=waiting, text="Use tabs.")
     assert index_text(person) == ""
 

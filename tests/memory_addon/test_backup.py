@@ -144,13 +144,13 @@ def _raw_zip(
 def test_a_stream_longer_than_its_declared_size_is_read_in_bounded_chunks_and_refused(client, user):
     import tracemalloc
 
-    from host.errors import MemoryRefusal
+    from host.errors import Refusal
     from memory_addon.services.backup import memory_restore
 
     bomb = _raw_zip("Memory/bomb.md", b"\0" * (64 * 1024 * 1024), declared_size=10)
     tracemalloc.start()
     try:
-        with pytest.raises(MemoryRefusal) as refused:
+        with pytest.raises(Refusal) as refused:
             memory_restore(user=user, archive_bytes=bomb)
         _, peak = tracemalloc.get_traced_memory()
     finally:

@@ -11,7 +11,7 @@ from django.db import connections
 from accounts.forms import AgentForm
 from accounts.models import Membership, Organization
 from addons.services import addon_setting_put
-from host.errors import MemoryRefusal, SecretRefused
+from host.errors import Refusal, SecretRefused
 from knowledge.core import blocks
 from memory_addon.core import entries
 from memory_addon.models import ChangeSet, MemoryFile, MemoryScope, Proposal
@@ -129,7 +129,7 @@ def test_the_five_note_cap_holds_without_a_trusted_reply_reference(user, fresh_i
             turn=Turn(user=user, message_ref=ref),
             operation={"action": "add", "text": f"- n{i}: note {i} -> n{i}.md"},
         )
-    with pytest.raises(MemoryRefusal, match="At most 5"):
+    with pytest.raises(Refusal, match="At most 5"):
         memory_change_request(
             turn=Turn(user=user, message_ref="client-x" if fresh_ids else ""),
             operation={"action": "add", "text": "- n6: six -> n6.md"},
@@ -241,7 +241,7 @@ def test_a_proposal_whose_entry_changed_says_so_on_its_card(turn, user, scope):
     proposal_confirm(user=user, proposal=first)
     (card,) = [p for p in proposals_with_diffs([second]) if p["id"] == second.pk]
     assert "edited or removed since" in card["diffs"][0]["diff"]
-    with pytest.raises(MemoryRefusal, match="Reject this proposal"):
+    with pytest.raises(Refusal, match="Reject this proposal"):
         proposal_confirm(user=user, proposal=second)
     assert [e.text for e in entries.machine_entries(_index(scope))] == ["- home: Milan -> home.md"]
 

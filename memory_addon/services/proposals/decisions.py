@@ -11,7 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounts.models import User
-from host.errors import ChangeRefused, MemoryRefusal, ProposalClosed
+from host.errors import ChangeRefused, ProposalClosed, Refusal
 from memory_addon.core import entries
 from memory_addon.core.operations import Operation
 from memory_addon.models import ChangeSet, Proposal
@@ -177,7 +177,7 @@ def proposals_decide_all(
                 # A savepoint: a refused proposal leaves no write and no event behind.
                 with transaction.atomic():
                     change_sets.append(_confirm_locked(user, locked, None))
-            except MemoryRefusal as refusal:
+            except Refusal as refusal:
                 refused.append((locked, refusal.message))
             else:
                 decided.append(locked)
