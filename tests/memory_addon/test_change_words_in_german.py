@@ -1,4 +1,4 @@
-"""Outsider pass: the host's own words about memory changes are German on German pages."""
+"""The host's own words about memory changes are German on German pages."""
 
 from __future__ import annotations
 
@@ -75,19 +75,6 @@ def test_the_audit_and_the_memory_tab_say_what_changed_in_german(client, user):
     added = note_add(user=user, scope=scope, text="likes green tea", source="page")
     tab = client.get(f"/memory/?scope={scope.pk}&changed={added.pk}", headers=GERMAN).text
     assert "Notiz zu index.md hinzugefügt." in tab and "Added a note" not in tab
-
-
-@pytest.mark.django_db
-def test_a_schedule_with_an_impossible_time_is_refused_in_german(client, user):
-    client.force_login(user)
-    answer = client.post(
-        "/chat/schedules/",
-        {"name": "Morgens", "prompt": "Hallo", "daily_at": "25:99"},
-        headers=GERMAN,
-        follow=True,
-    )
-    assert "Geben Sie eine gültige Uhrzeit an." in answer.text
-    assert "Give a valid time." not in answer.text
 
 
 @pytest.mark.django_db
