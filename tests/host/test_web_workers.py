@@ -75,7 +75,7 @@ def test_two_web_workers_answer_requests(tmp_path):
 
 
 def test_compose_starts_the_web_server_through_the_per_core_launcher():
-    from tests.test_compose import _config
+    from tests.config.test_compose import _config
 
     command = _config()["services"]["web"]["command"]
     assert command[:3] == ["python", "-m", "host.web"]

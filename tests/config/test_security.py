@@ -15,7 +15,7 @@ from config.asgi import application
 from tests.factories import PASSWORD, UserFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
-TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
 
 
 def test_pages_send_a_content_security_policy_without_inline_script(client, user):
