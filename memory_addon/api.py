@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Annotated
 
 from django.http import Http404, HttpRequest
@@ -70,7 +71,7 @@ from memory_addon.services.changes import (
     version_restore,
 )
 from memory_addon.services.context import (
-    bank_agent_view,
+    bank_status_view,
     turn_context_build,
 )
 from memory_addon.services.memory_tool import COMMAND_SCHEMAS, memory_tool_execute
@@ -473,20 +474,7 @@ class BankStatusOut(Schema):
 
 
 def _bank_status(user: User, project_key: str, scope: MemoryScope | None) -> BankStatusOut:
-    shown = scope or MemoryScope(kind=MemoryScope.Kind.PROJECT, owner=user, project_key=project_key)
-    rows = (
-        list(MemoryFile.objects.filter(scope=scope).values_list("size", flat=True)) if scope else []
-    )
-    agent_view = bank_agent_view(user, scope)
-    return BankStatusOut(
-        project_key=project_key,
-        folder=scope_folder(shown),
-        enabled=shown.enabled,
-        files=len(rows),
-        bytes=sum(rows),
-        startup_context=agent_view.startup_context,
-        memory_off_reason=agent_view.off_reason,
-    )
+    return BankStatusOut(**asdict(bank_status_view(user, project_key, scope)))
 
 
 ProjectKey = Annotated[str, StringConstraints(min_length=1, max_length=128)]
