@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
                 params={"enabled": args.command == "on"},
                 json={"project_key": key, "project_name": name},
             )
-        print(f"project: {name} ({key})")
+        print(f"project: {name} ({key})" if name else f"project: {key}")
         print(f"memory: {'on' if status['enabled'] else 'off'}")
         print(f"files: {status['files']}, {status['bytes']} bytes")
         if args.command == "status":

@@ -251,23 +251,16 @@ def _bank_status(user: User, caller: Caller, arguments: dict[str, Any]) -> tuple
 
 def instructions_for(caller: Caller) -> str:
     """The `instructions` of this caller's session: for a bank, with its startup context."""
-    from memory_addon.services.context import bank_agent_view
-    from memory_addon.services.scopes import bank_find
-
     if not caller.project_key:
         return CHAT_INSTRUCTIONS
-    user = User.objects.get(pk=caller.user_id)
-    scope = bank_find(user, caller.project_key)
-    if scope is None:
-        return f"{BANK_GUIDANCE}\n\n{no_bank_message(caller.project_key)}"
-    view = bank_agent_view(user, scope)
-    if view.off_reason:
-        return f"{BANK_GUIDANCE}\n\nNo startup context: {view.off_reason}"
-    return f"{BANK_GUIDANCE}\n\n{view.startup_context}"
+    startup = startup_resource(caller)
+    if startup is None:
+        startup = no_bank_message(caller.project_key)
+    return f"{BANK_GUIDANCE}\n\n{startup}"
 
 
 def startup_resource(caller: Caller) -> str | None:
-    """The bank's startup context for the resource, or None when there is no bank."""
+    """The bank's startup context (or why there is none), or None when there is no bank."""
     from memory_addon.services.context import bank_agent_view
     from memory_addon.services.scopes import bank_find
 

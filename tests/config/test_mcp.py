@@ -276,7 +276,7 @@ def test_stdio_with_bank_serves_the_bank_of_the_project_folder(
 
     from config.cli import project_identity
 
-    project = tmp_path / "repo"
+    project = tmp_path / "Projekt Ω"  # not Latin-1 safe as a header: sent percent-encoded
     project.mkdir()
     subprocess.run(["git", "init", "-q", str(project)], check=True)
     params = _stdio(live_asgi_server, token, "--bank", "--project", str(project))
@@ -291,7 +291,7 @@ def test_stdio_with_bank_serves_the_bank_of_the_project_folder(
     assert asyncio.run(run()) == BANK_TOOLS
     key, _ = project_identity(project)
     bank = bank_find(person, key)
-    assert bank.project_name == "repo"  # the folder's name came along for the new bank
+    assert bank.project_name == "Projekt Ω"  # the folder's name came along for the new bank
     assert MemoryFile.objects.get(scope=bank, path="MEMORY.md").content == "# Notes\nuse make\n"
 
 
