@@ -22,7 +22,8 @@ BANK_EXACT = frozenset({"/me", "/memory/tools", "/memory/tools/call", "/memory/m
 BANK_PREFIX = "/memory/banks/"
 TOKENS_PREFIX = "/tokens"
 
-READ_TOOLS = frozenset({"context_read", "list_memory", "read_memory", "search"})
+# bank_status reads; its `create` flag is checked against the scope by the MCP server.
+READ_TOOLS = frozenset({"context_read", "list_memory", "read_memory", "search", "bank_status"})
 READ_COMMANDS = frozenset({"view"})
 
 

@@ -1,14 +1,15 @@
-"""Command-line client for project memory banks (M17).
+"""Command-line client for project memory banks (M17), installed as `memory-host`.
 
-    python -m config.cli status|on|off|files|show [path]|path
-    python -m config.cli mcp [--bank] [--project DIR]
+    memory-host status|on|off|files|show [path]|path [--project DIR | --key KEY]
+    memory-host mcp [--bank (--project DIR | --key KEY)]
 
-Talks to the host's REST API with a personal token. `mcp` is an MCP server on
-stdio (B1) that forwards every request to the host's /mcp/ endpoint: the person's
-memory tools and `search`, or with --bank the project bank's file API. The project identity is the
-Git common directory (so linked worktrees share a bank; separate clones do not),
-or the resolved folder outside Git. Settings: MEMORY_HOST_URL (default
-http://127.0.0.1:8000) and MEMORY_HOST_TOKEN (create one under Settings → API tokens).
+Talks to the host's REST API with a personal token, from any folder. `mcp` is an MCP
+server on stdio (B1) that forwards every request to the host's /mcp/ endpoint: the
+person's memory tools and `search`, or with --bank the project bank's file API. The
+project identity is the Git common directory (so linked worktrees share a bank;
+separate clones do not), or the resolved folder outside Git; --key names a bank by the
+key its page shows. Settings: MEMORY_HOST_URL (default http://127.0.0.1:8000) and
+MEMORY_HOST_TOKEN (create one under Settings → API tokens).
 """
 
 from __future__ import annotations
@@ -78,25 +79,53 @@ class Client:
         return response.json()
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="memory", description="Project memory bank client")
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="memory-host", description="Project memory bank client")
     parser.add_argument("command", choices=["status", "on", "off", "files", "show", "path", "mcp"])
     parser.add_argument("path", nargs="?", default="MEMORY.md")
-    parser.add_argument("--project", default=".", help="a folder of the project (default: here)")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--project", help="a folder of the project (default: here)")
+    where.add_argument("--key", help="the project key itself, as the bank's page shows it")
     parser.add_argument(
         "--bank", action="store_true", help="mcp: serve the project bank's tools instead"
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _identity(args: argparse.Namespace) -> tuple[str, str] | str:
+    """(key, name) of the project the arguments name, or the error to print."""
+    if args.key is not None:
+        key = args.key.strip()
+        return (key, "") if key else "--key is empty; give the project key the bank's page shows."
+    if args.command == "mcp" and args.bank and args.project is None:
+        # An MCP client starts the command in a folder of its choosing, not the project's.
+        return "mcp --bank needs --project DIR or --key KEY to name the project."
+    folder = Path(args.project or ".")
+    if not folder.is_dir():
+        return f"--project {folder} is not a folder."
+    return project_identity(folder)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     base = os.environ.get("MEMORY_HOST_URL", "http://127.0.0.1:8000")
     token = os.environ.get("MEMORY_HOST_TOKEN", "")
     if not token:
         print("error: set MEMORY_HOST_TOKEN to a personal API token", file=sys.stderr)
         return 2
-    key, name = project_identity(Path(args.project))
+    if args.command == "mcp" and not args.bank:
+        from config.mcp_stdio import serve_stdio
+
+        return serve_stdio(base_url=base, token=token)
+    identity = _identity(args)
+    if isinstance(identity, str):
+        print(f"error: {identity}", file=sys.stderr)
+        return 2
+    key, name = identity
     if args.command == "mcp":
         from config.mcp_stdio import serve_stdio
 
-        return serve_stdio(base_url=base, token=token, project_key=key if args.bank else "")
+        return serve_stdio(base_url=base, token=token, project_key=key, project_name=name)
     client = Client(base, token)
     params = {"project_key": key}
     if args.command == "status" or args.command in ("on", "off"):
@@ -109,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
                 params={"enabled": args.command == "on"},
                 json={"project_key": key, "project_name": name},
             )
-        print(f"project: {name} ({key})")
+        print(f"project: {name} ({key})" if name else f"project: {key}")
         print(f"memory: {'on' if status['enabled'] else 'off'}")
         print(f"files: {status['files']}, {status['bytes']} bytes")
         if args.command == "status":

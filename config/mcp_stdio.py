@@ -1,8 +1,9 @@
 """MCP on stdio (B1): a local server that forwards to the host's Streamable HTTP endpoint.
 
-Coding agents that start MCP servers as commands run `python -m config.cli mcp`.
+Coding agents that start MCP servers as commands run `memory-host mcp`.
 Nothing is decided here: the host checks the token and runs every tool, so the
-rules are exactly those of /mcp/. No Django in this module.
+rules are exactly those of /mcp/; tools, resources and the host's `instructions`
+(a bank's startup context) pass through. No Django in this module.
 """
 
 from __future__ import annotations
@@ -11,23 +12,30 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
+from urllib.parse import quote
 
 import anyio
 import httpx2
 import mcp_types as types
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.server.context import ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 PROJECT_HEADER = "X-Memory-Project"
+PROJECT_NAME_HEADER = "X-Memory-Project-Name"
 
 
-def proxy_server(*, base_url: str, token: str, project_key: str = "") -> Server[Any]:
+def proxy_server(
+    *, base_url: str, token: str, project_key: str = "", project_name: str = ""
+) -> Server[Any]:
     headers = {"Authorization": f"Bearer {token}"}
     if project_key:
         headers[PROJECT_HEADER] = project_key
+    if project_key and project_name:
+        # Header values are Latin-1: a folder named in any script travels percent-encoded.
+        headers[PROJECT_NAME_HEADER] = quote(project_name)
     url = base_url.rstrip("/") + "/mcp/"
 
     @asynccontextmanager
@@ -50,17 +58,47 @@ def proxy_server(*, base_url: str, token: str, project_key: str = "") -> Server[
         )
         return types.CallToolResult(content=result.content, is_error=result.is_error)
 
-    return Server(
+    async def list_resources(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        listed: types.ListResourcesResult = await ctx.lifespan_context["remote"].list_resources()
+        return types.ListResourcesResult(resources=listed.resources)
+
+    async def read_resource(
+        ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        read: types.ReadResourceResult = await ctx.lifespan_context["remote"].read_resource(
+            str(params.uri)
+        )
+        return types.ReadResourceResult(contents=read.contents)
+
+    async def upstream_instructions(
+        ctx: ServerRequestContext[Any, Any], call_next: CallNext
+    ) -> HandlerResult:
+        # The host's instructions depend on the caller (a bank's startup context); the
+        # lifespan has already connected, so they are known before the client's handshake.
+        result = await call_next(ctx)
+        if ctx.method in ("initialize", "server/discover") and isinstance(result, dict):
+            result["instructions"] = ctx.lifespan_context["remote"].instructions
+        return result
+
+    server: Server[Any] = Server(
         "memory-host",
         version="1",
         lifespan=lifespan,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_read_resource=read_resource,
     )
+    server.middleware.append(upstream_instructions)
+    return server
 
 
-def serve_stdio(*, base_url: str, token: str, project_key: str = "") -> int:
-    server = proxy_server(base_url=base_url, token=token, project_key=project_key)
+def serve_stdio(*, base_url: str, token: str, project_key: str = "", project_name: str = "") -> int:
+    server = proxy_server(
+        base_url=base_url, token=token, project_key=project_key, project_name=project_name
+    )
 
     async def main() -> None:
         async with stdio_server() as (read_stream, write_stream):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Annotated
 
 from django.http import Http404, HttpRequest
@@ -16,9 +17,9 @@ from memory_addon.api.notes import file_content_out
 from memory_addon.api.responses import ERRORS
 from memory_addon.models import MemoryFile, MemoryScope
 from memory_addon.schemas import FileContentOut, FileOut
-from memory_addon.services.context import bank_agent_view
+from memory_addon.services.context import bank_status_view
 from memory_addon.services.memory_tool import COMMAND_SCHEMAS, memory_tool_execute
-from memory_addon.services.scopes import bank_find, bank_set_enabled, scope_folder
+from memory_addon.services.scopes import bank_find, bank_set_enabled
 from memory_addon.turns import Turn
 
 # Mounted on the package's router, whose "memory" tag its operations take.
@@ -41,20 +42,7 @@ class BankStatusOut(Schema):
 
 
 def _bank_status(user: User, project_key: str, scope: MemoryScope | None) -> BankStatusOut:
-    shown = scope or MemoryScope(kind=MemoryScope.Kind.PROJECT, owner=user, project_key=project_key)
-    rows = (
-        list(MemoryFile.objects.filter(scope=scope).values_list("size", flat=True)) if scope else []
-    )
-    agent_view = bank_agent_view(user, scope)
-    return BankStatusOut(
-        project_key=project_key,
-        folder=scope_folder(shown),
-        enabled=shown.enabled,
-        files=len(rows),
-        bytes=sum(rows),
-        startup_context=agent_view.startup_context,
-        memory_off_reason=agent_view.off_reason,
-    )
+    return BankStatusOut(**asdict(bank_status_view(user, project_key, scope)))
 
 
 ProjectKey = Annotated[str, StringConstraints(min_length=1, max_length=128)]

@@ -291,11 +291,43 @@ def bank_agent_view(user: User, scope: MemoryScope | None) -> BankAgentView:
     return BankAgentView(startup_context=bank_startup_context(scope), off_reason="")
 
 
+@dataclass(frozen=True)
+class BankStatus:
+    """A bank as every client reports it: the REST status, `memory-host status`, MCP."""
+
+    project_key: str
+    folder: str
+    enabled: bool
+    files: int
+    bytes: int
+    startup_context: str
+    memory_off_reason: str
+
+
+def bank_status_view(user: User, project_key: str, scope: MemoryScope | None) -> BankStatus:
+    """The state of `scope` (the bank of `project_key`, or None when it has none yet)."""
+    shown = scope or MemoryScope(kind=MemoryScope.Kind.PROJECT, owner=user, project_key=project_key)
+    rows = MemoryFile.objects.filter(scope=scope) if scope else MemoryFile.objects.none()
+    sizes = list(rows.values_list("size", flat=True))
+    agent_view = bank_agent_view(user, scope)
+    return BankStatus(
+        project_key=project_key,
+        folder=scope_folder(shown),
+        enabled=shown.enabled,
+        files=len(sizes),
+        bytes=sum(sizes),
+        startup_context=agent_view.startup_context,
+        memory_off_reason=agent_view.off_reason,
+    )
+
+
 __all__ = [
     "BankAgentView",
+    "BankStatus",
     "SentAlong",
     "TurnContext",
     "bank_agent_view",
     "bank_startup_context",
+    "bank_status_view",
     "turn_context_build",
 ]

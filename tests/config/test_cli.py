@@ -11,6 +11,7 @@ from accounts.services import api_token_create
 from config.cli import project_identity
 from memory_addon.services.tools import tool_call_execute
 from memory_addon.turns import Turn
+from tests.config.console_script import client_env, launcher_code
 from tests.conftest import ROOT
 from tests.factories import UserFactory
 
@@ -133,3 +134,61 @@ def test_the_stdio_proxy_to_a_host_that_is_down_ends_with_one_line(tmp_path):
     assert result.returncode == 1
     assert "Traceback" not in result.stderr, result.stderr
     assert "MCP proxy" in result.stderr and "MEMORY_HOST_URL" in result.stderr
+
+
+LAUNCHES = {
+    "python -m config.cli": ["-m", "config.cli"],
+    "the console script's entry point": ["-c", launcher_code()],
+}
+
+
+def _run_elsewhere(launch, url, token, folder, *args):
+    return subprocess.run(
+        [sys.executable, *launch, *args],
+        cwd=folder,
+        env=client_env(url, token),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("launch", LAUNCHES.values(), ids=LAUNCHES.keys())
+def test_the_client_works_from_any_folder_with_only_the_url_and_token(
+    live_asgi_server, tmp_path, launch
+):
+    _, token = api_token_create(user=UserFactory(), name="cli")
+    project = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    key, _ = project_identity(project)
+
+    def run(*args):
+        result = _run_elsewhere(launch, live_asgi_server.url, token, elsewhere, *args)
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    assert "memory: on" in run("on", "--project", str(project))
+    status = run("status", "--key", key)
+    assert "memory: on" in status and "files: 0" in status
+    assert "Projects/repo" in run("path", "--project", str(project))
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["mcp", "--bank"], ["--project", "--key"]),
+        (["status", "--project", "/no/such/folder"], ["--project /no/such/folder"]),
+        (["files", "--key", " "], ["--key"]),
+    ],
+    ids=["mcp-bank-without-a-project", "project-not-a-folder", "empty-key"],
+)
+def test_a_missing_or_bad_project_is_one_line_naming_the_option(tmp_path, args, named):
+    result = _run_elsewhere(
+        LAUNCHES["python -m config.cli"], "http://127.0.0.1:1", "mh_x", tmp_path, *args
+    )
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: ")
+    assert all(option in result.stderr for option in named), result.stderr
