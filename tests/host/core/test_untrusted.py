@@ -23,7 +23,8 @@ from host.core.untrusted import (
     wrap_untrusted,
 )
 from knowledge.core import blocks
-from learning.core import cleanup, detection, reference
+from learning.core import cleanup, detection
+from memory_addon.core import reference
 from memory_addon.services import context, tools
 from memory_addon.services.context import neutralize as neutralize_note
 
