@@ -601,6 +601,13 @@ WEBHOOK_RETRY_WINDOW_SECONDS = env_int("WEBHOOK_RETRY_WINDOW_SECONDS", 24 * 3600
 # A sender that died mid-delivery loses its claim after this long; then one more try.
 WEBHOOK_LEASE_SECONDS = env_int("WEBHOOK_LEASE_SECONDS", 60)
 WEBHOOK_SWEEP_INTERVAL_SECONDS = env_int("WEBHOOK_SWEEP_INTERVAL_SECONDS", 15)
+# One POST in flight per receiver: a second sender finds it busy and tries again this soon.
+WEBHOOK_BUSY_RETRY_SECONDS = env_float("WEBHOOK_BUSY_RETRY_SECONDS", 2.0)
+# Circuit breaker: after this many failures in a row a receiver is paused (nothing sent,
+# nothing counted) for a cool-down that doubles on each failed probe, up to the cap.
+WEBHOOK_CIRCUIT_FAILURES = env_int("WEBHOOK_CIRCUIT_FAILURES", 5)
+WEBHOOK_CIRCUIT_COOLDOWN_SECONDS = env_float("WEBHOOK_CIRCUIT_COOLDOWN_SECONDS", 30.0)
+WEBHOOK_CIRCUIT_MAX_COOLDOWN_SECONDS = env_float("WEBHOOK_CIRCUIT_MAX_COOLDOWN_SECONDS", 3600.0)
 # A bridge message runs a chat turn: the chat worker's threads.
 CELERY_TASK_ROUTES["bridges.inbound_process"] = {"queue": CHAT_QUEUE}
 # Answers back and outgoing events wait on servers nobody here controls: their own queue
