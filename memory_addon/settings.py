@@ -229,6 +229,9 @@ REQUEST_BODY_MIN_BYTES_PER_SECOND = env_int("REQUEST_BODY_MIN_BYTES_PER_SECOND",
 # in within this time and this size.
 REQUEST_HEADER_TIMEOUT_SECONDS = env_float("REQUEST_HEADER_TIMEOUT_SECONDS", 10.0)
 REQUEST_HEADER_MAX_BYTES = env_int("REQUEST_HEADER_MAX_BYTES", 64 * 1024)
+# Idempotency-Key (memory_addon/host/idempotency.py): a request that held its key this
+# long without an answer (its web worker was killed) lets a retry with the key run.
+IDEMPOTENCY_PENDING_SECONDS = env_int("IDEMPOTENCY_PENDING_SECONDS", 120)
 
 # --- Security defaults -------------------------------------------------------
 SESSION_COOKIE_HTTPONLY = True

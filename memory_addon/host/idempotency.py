@@ -18,6 +18,7 @@ import logging
 from collections.abc import Callable
 from typing import TypedDict
 
+from django.conf import settings
 from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.http.request import RawPostDataException
@@ -31,8 +32,6 @@ FORM_TYPES = frozenset({"application/x-www-form-urlencoded", "multipart/form-dat
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 MAX_KEY_CHARS = 255
 KEEP_SECONDS = 24 * 3600
-# A request that holds its key longer than this (a killed worker) lets a retry run.
-PENDING_SECONDS = 120
 # Bodies larger than this (uploads) are not fingerprinted: the key is ignored for them.
 MAX_FINGERPRINT_BYTES = 1_048_576
 MAX_KEPT_ANSWER_BYTES = 256 * 1024
@@ -117,7 +116,7 @@ def idempotency_middleware(
             "content": b"",
         }
         try:
-            reserved = cache.add(name, pending, timeout=PENDING_SECONDS)
+            reserved = cache.add(name, pending, timeout=settings.IDEMPOTENCY_PENDING_SECONDS)
             kept: Kept | None = None if reserved else cache.get(name)
         except Exception:  # no cache: run the request as if it had no key
             logger.warning("Idempotency cache unavailable; %s ignored", HEADER)
