@@ -80,6 +80,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     # After authentication: a key belongs to the signed-in person or the token's caller.
     "memory_addon.host.idempotency.idempotency_middleware",
+    # Inside it: a request without a database gets a 503 the key layer does not keep.
+    "memory_addon.host.database_unavailable.DatabaseUnavailableMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",

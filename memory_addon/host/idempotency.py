@@ -6,7 +6,8 @@ the `idempotency_key` form field that `{% idempotency_field %}` renders. One key
 to one caller (the signed-in person, or the exact Authorization header of a token
 call), one method and one path; its answer is kept for a day, a failed one too (the
 write may have committed before the failure: a retry with a new key is the caller's
-choice). A key reused with another body is refused, and a second request while the
+choice), except a 503, which says nothing was done (the database was away): it frees
+the key for the retry. A key reused with another body is refused, and a second request while the
 first still runs is told to wait. Without the cache (Redis away) requests run as if no
 key was given.
 """
@@ -144,7 +145,12 @@ def idempotency_middleware(
 
 def _keep(name: str, fingerprint: str, response: HttpResponse) -> None:
     try:
-        if response.streaming or len(response.content) > MAX_KEPT_ANSWER_BYTES:
+        # A 503 says the request was not carried out: the retry with this key must run.
+        if (
+            response.status_code == 503
+            or response.streaming
+            or len(response.content) > MAX_KEPT_ANSWER_BYTES
+        ):
             cache.delete(name)
             return
         kept: Kept = {
