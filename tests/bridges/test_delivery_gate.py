@@ -91,6 +91,8 @@ def test_an_endpoint_failing_n_times_in_a_row_is_paused_and_its_events_wait_unco
     html = page.get("/bridges/events/").content.decode()
     assert "Paused after 3 failed deliveries in a row (The server answered 503.)" in html
     assert timezone.localtime(target.paused_until).strftime("%H:%M:%S") in html
+    german = page.get("/bridges/events/", headers={"Accept-Language": "de"}).content.decode()
+    assert "Pausiert nach 3 fehlgeschlagenen Zustellungen in Folge" in german
 
     # The pause over, one probe goes out; it succeeds: the circuit closes, nothing lost.
     _end_pause()
