@@ -187,6 +187,11 @@ def main() -> None:
     if sys.argv[1:] == ["retrieval"]:  # one section: `python -m benchmarks.run retrieval`
         print(retrieval_run(write_section, machine))
         return
+    from benchmarks.fair_chat_bench import run as fair_chat_run
+
+    if sys.argv[1:] == ["fair-chat"]:  # one section: `python -m benchmarks.run fair-chat`
+        print(fair_chat_run(write_section, machine))
+        return
     context = bench_turn_context()
     proposals = bench_proposals()
     memory_only = sys.argv[1:] == ["memory"]  # `python -m benchmarks.run memory`
@@ -237,6 +242,7 @@ Model-initiated changes, 200 each, one transaction per change, sequential:
     from benchmarks.chat_bench import run as chat_run
 
     print(chat_run(write_section, machine))
+    print(fair_chat_run(write_section, machine))
     from benchmarks.bridges_bench import run as bridges_run
 
     print(bridges_run(write_section, machine))

@@ -6,6 +6,7 @@ from typing import ClassVar
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 from accounts import crypto
 
@@ -164,3 +165,46 @@ class DeliveryAttempt(models.Model):
 
     def __str__(self) -> str:
         return f"Attempt on {self.event_id}: {self.status_code or self.error}"
+
+
+class DeliveryTarget(models.Model):
+    """One outside receiver (an event endpoint or a binding's callback URL): the claim that
+    keeps a single POST in flight to it, and its circuit breaker."""
+
+    endpoint = models.OneToOneField(
+        EventEndpoint,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="delivery_target",
+    )
+    binding = models.OneToOneField(
+        "accounts.MessagingBinding",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="delivery_target",
+    )
+    # Held only while a POST is out; a worker killed mid-call loses it when it runs out.
+    in_flight_until = models.DateTimeField(null=True, blank=True)
+    consecutive_failures = models.PositiveIntegerField(default=0)
+    # Open circuit: nothing is sent before this; the cool-down doubles on each failed probe.
+    paused_until = models.DateTimeField(null=True, blank=True)
+    pause_seconds = models.FloatField(default=0)
+    pause_reason = models.CharField(max_length=500, blank=True)
+
+    class Meta:
+        constraints: ClassVar = [
+            models.CheckConstraint(
+                condition=models.Q(endpoint__isnull=False, binding__isnull=True)
+                | models.Q(endpoint__isnull=True, binding__isnull=False),
+                name="delivery_target_is_one_receiver",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"Delivery target {self.endpoint_id or self.binding_id}"
+
+    @property
+    def is_paused(self) -> bool:
+        return self.paused_until is not None and self.paused_until > timezone.now()

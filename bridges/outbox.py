@@ -24,8 +24,9 @@ from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
 from accounts.models import Membership
+from bridges.delivery_gate import Deferred, gated_post, seconds_until
 from bridges.models import DeliveryAttempt, EventEndpoint, OutboxEvent
-from bridges.outgoing import backoff_seconds, post_signed
+from bridges.outgoing import backoff_seconds
 from host.queue import queue_job, queue_job_on_commit
 
 logger = logging.getLogger(__name__)
@@ -174,10 +175,18 @@ def event_ack(*, event: OutboxEvent, manual: bool, result_ok: bool, **attempt: A
             )
 
 
-def _deliver_one(endpoint: EventEndpoint, event: OutboxEvent) -> bool:
-    """Send one event; True when the sender may go on to the next one."""
+def _deliver_one(endpoint: EventEndpoint, event: OutboxEvent) -> float | None:
+    """Send one event; None when the sender may go on, else the seconds to wait."""
     body = json.dumps(event.payload, separators=(",", ":"), sort_keys=True).encode()
-    result = post_signed(endpoint.url, secret=endpoint.secret, msg_id=event.webhook_id, body=body)
+    result = gated_post(
+        endpoint.url,
+        endpoint_id=endpoint.pk,
+        secret=endpoint.secret,
+        msg_id=event.webhook_id,
+        body=body,
+    )
+    if isinstance(result, Deferred):
+        return seconds_until(result.until)
     # The first try after someone asked for a redelivery is logged as theirs.
     manual = event.attempts == 0 and event.attempts_log.exists()
     event_ack(
@@ -189,7 +198,7 @@ def _deliver_one(endpoint: EventEndpoint, event: OutboxEvent) -> bool:
         duration_ms=result.duration_ms,
     )
     if result.ok:
-        return True
+        return None
     now = timezone.now()
     attempts = event.attempts + 1
     deadline = event.deadline_at or now
@@ -200,11 +209,11 @@ def _deliver_one(endpoint: EventEndpoint, event: OutboxEvent) -> bool:
             last_error=result.error,
             next_attempt_at=now + timedelta(seconds=wait),
         )
-        return False
+        return wait
     OutboxEvent.objects.filter(pk=event.pk).update(
         state=OutboxEvent.State.FAILED, attempts=attempts, last_error=result.error
     )
-    return True  # a failed event no longer holds the line
+    return None  # a failed event no longer holds the line
 
 
 def endpoint_deliver(*, endpoint_id: int) -> int:
@@ -221,13 +230,10 @@ def endpoint_deliver(*, endpoint_id: int) -> int:
                 if event.next_attempt_at and event.next_attempt_at > now:
                     retry_in = (event.next_attempt_at - now).total_seconds()
                     break
-                if _deliver_one(endpoint, event):
-                    sent += 1
-                else:
-                    event.refresh_from_db(fields=["next_attempt_at"])
-                    next_at = event.next_attempt_at or timezone.now()
-                    retry_in = max((next_at - timezone.now()).total_seconds(), 0.0)
+                retry_in = _deliver_one(endpoint, event)
+                if retry_in is not None:
                     break
+                sent += 1
                 _renew_lease(endpoint_id)
         finally:
             _release_lease(endpoint_id)
@@ -262,6 +268,8 @@ def endpoints_sweep() -> int:
     due = (
         EventEndpoint.objects.filter(enabled=True)
         .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
+        # A paused endpoint has its own job queued for when the pause ends.
+        .exclude(delivery_target__paused_until__gt=now)
         .filter(
             Q(events__state=OutboxEvent.State.PENDING)
             & (Q(events__next_attempt_at__isnull=True) | Q(events__next_attempt_at__lte=now))

@@ -16,7 +16,7 @@ RECENT_EVENTS = 20
 def bindings_for(owner: User) -> QuerySet[MessagingBinding]:
     return (
         MessagingBinding.objects.filter(owner=owner, deleted_at__isnull=True)
-        .select_related("agent", "ai_profile")
+        .select_related("agent", "ai_profile", "delivery_target")
         .order_by("-created_at", "-id")
     )
 
@@ -35,7 +35,7 @@ def endpoints_for(owner: User) -> QuerySet[EventEndpoint]:
     admin_of = Q(organization__membership__user=owner, organization__membership__role="admin")
     return (
         EventEndpoint.objects.filter(Q(owner=owner) | admin_of)
-        .select_related("organization")
+        .select_related("organization", "delivery_target")
         .distinct()
         .order_by("-created_at", "-id")
     )

@@ -16,8 +16,9 @@ from django.utils import timezone
 from django.utils.translation import gettext
 
 from accounts.models import Agent, AIProfile, MessagingBinding, Organization, User
+from bridges.delivery_gate import Deferred, gated_post, seconds_until
 from bridges.models import EventEndpoint, InboundMessage
-from bridges.outgoing import backoff_seconds, check_webhook_target, post_signed
+from bridges.outgoing import backoff_seconds, check_webhook_target
 from bridges.signing import new_secret
 from chat.models import Conversation, Message
 from chat.services import answers_in_flight, default_profile
@@ -331,8 +332,9 @@ def callback_send(*, inbound_id: int) -> bool:
     inbound = InboundMessage.objects.select_related("binding").get(pk=inbound_id)
     binding = inbound.binding
     current, *previous = binding.valid_secrets(now)
-    result = post_signed(
+    result = gated_post(
         binding.callback_url,
+        binding_id=binding.pk,
         secret=current,
         msg_id=callback_webhook_id(inbound),
         body=callback_body(inbound),
@@ -342,6 +344,12 @@ def callback_send(*, inbound_id: int) -> bool:
     rows = InboundMessage.objects.filter(
         pk=inbound_id, callback_state=InboundMessage.Callback.PENDING
     )
+    if isinstance(result, Deferred):
+        # Not sent (another answer to this bridge is in flight, or it is paused): not an
+        # attempt; the answer waits its turn.
+        rows.update(callback_next_at=result.until, callback_lease_until=None)
+        queue_job("bridges.callback_send", inbound_id, countdown=seconds_until(result.until))
+        return False
     if result.ok:
         rows.update(
             callback_state=InboundMessage.Callback.DELIVERED,

@@ -82,6 +82,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     # After authentication: a key belongs to the signed-in person or the token's caller.
     "host.idempotency.idempotency_middleware",
+    # Inside it: a request without a database gets a 503 the key layer does not keep.
+    "host.database_unavailable.DatabaseUnavailableMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -231,6 +233,9 @@ REQUEST_BODY_MIN_BYTES_PER_SECOND = env_int("REQUEST_BODY_MIN_BYTES_PER_SECOND",
 # in within this time and this size.
 REQUEST_HEADER_TIMEOUT_SECONDS = env_float("REQUEST_HEADER_TIMEOUT_SECONDS", 10.0)
 REQUEST_HEADER_MAX_BYTES = env_int("REQUEST_HEADER_MAX_BYTES", 64 * 1024)
+# Idempotency-Key (host/idempotency.py): a request that held its key this
+# long without an answer (its web worker was killed) lets a retry with the key run.
+IDEMPOTENCY_PENDING_SECONDS = env_int("IDEMPOTENCY_PENDING_SECONDS", 120)
 
 # --- Security defaults -------------------------------------------------------
 SESSION_COOKIE_HTTPONLY = True
@@ -603,6 +608,13 @@ WEBHOOK_RETRY_WINDOW_SECONDS = env_int("WEBHOOK_RETRY_WINDOW_SECONDS", 24 * 3600
 # A sender that died mid-delivery loses its claim after this long; then one more try.
 WEBHOOK_LEASE_SECONDS = env_int("WEBHOOK_LEASE_SECONDS", 60)
 WEBHOOK_SWEEP_INTERVAL_SECONDS = env_int("WEBHOOK_SWEEP_INTERVAL_SECONDS", 15)
+# One POST in flight per receiver: a second sender finds it busy and tries again this soon.
+WEBHOOK_BUSY_RETRY_SECONDS = env_float("WEBHOOK_BUSY_RETRY_SECONDS", 2.0)
+# Circuit breaker: after this many failures in a row a receiver is paused (nothing sent,
+# nothing counted) for a cool-down that doubles on each failed probe, up to the cap.
+WEBHOOK_CIRCUIT_FAILURES = env_int("WEBHOOK_CIRCUIT_FAILURES", 5)
+WEBHOOK_CIRCUIT_COOLDOWN_SECONDS = env_float("WEBHOOK_CIRCUIT_COOLDOWN_SECONDS", 30.0)
+WEBHOOK_CIRCUIT_MAX_COOLDOWN_SECONDS = env_float("WEBHOOK_CIRCUIT_MAX_COOLDOWN_SECONDS", 3600.0)
 # A bridge message runs a chat turn: the chat worker's threads.
 CELERY_TASK_ROUTES["bridges.inbound_process"] = {"queue": CHAT_QUEUE}
 # Answers back and outgoing events wait on servers nobody here controls: their own queue

@@ -6,7 +6,8 @@ the `idempotency_key` form field that `{% idempotency_field %}` renders. One key
 to one caller (the signed-in person, or the exact Authorization header of a token
 call), one method and one path; its answer is kept for a day, a failed one too (the
 write may have committed before the failure: a retry with a new key is the caller's
-choice). A key reused with another body is refused, and a second request while the
+choice), except a 503, which says nothing was done (the database was away): it frees
+the key for the retry. A key reused with another body is refused, and a second request while the
 first still runs is told to wait. Without the cache (Redis away) requests run as if no
 key was given.
 """
@@ -18,6 +19,7 @@ import logging
 from collections.abc import Callable
 from typing import TypedDict
 
+from django.conf import settings
 from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.http.request import RawPostDataException
@@ -31,8 +33,6 @@ FORM_TYPES = frozenset({"application/x-www-form-urlencoded", "multipart/form-dat
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 MAX_KEY_CHARS = 255
 KEEP_SECONDS = 24 * 3600
-# A request that holds its key longer than this (a killed worker) lets a retry run.
-PENDING_SECONDS = 120
 # Bodies larger than this (uploads) are not fingerprinted: the key is ignored for them.
 MAX_FINGERPRINT_BYTES = 1_048_576
 MAX_KEPT_ANSWER_BYTES = 256 * 1024
@@ -117,7 +117,7 @@ def idempotency_middleware(
             "content": b"",
         }
         try:
-            reserved = cache.add(name, pending, timeout=PENDING_SECONDS)
+            reserved = cache.add(name, pending, timeout=settings.IDEMPOTENCY_PENDING_SECONDS)
             kept: Kept | None = None if reserved else cache.get(name)
         except Exception:  # no cache: run the request as if it had no key
             logger.warning("Idempotency cache unavailable; %s ignored", HEADER)
@@ -145,7 +145,12 @@ def idempotency_middleware(
 
 def _keep(name: str, fingerprint: str, response: HttpResponse) -> None:
     try:
-        if response.streaming or len(response.content) > MAX_KEPT_ANSWER_BYTES:
+        # A 503 says the request was not carried out: the retry with this key must run.
+        if (
+            response.status_code == 503
+            or response.streaming
+            or len(response.content) > MAX_KEPT_ANSWER_BYTES
+        ):
             cache.delete(name)
             return
         kept: Kept = {
