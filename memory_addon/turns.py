@@ -22,6 +22,8 @@ class Turn:
     user: User
     agent: Agent | None = None
     binding: MessagingBinding | None = None
+    # Which external chat of the binding (Conversation.chat_key): its own notes.
+    chat_key: str = ""
     run_kind: RunKind = "interactive"
     conversation_ref: str = ""
     message_ref: str = ""
