@@ -10,12 +10,9 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext_lazy
 
+from memory_addon.turns import chat_key_of
+
 STALLED_AFTER_SECONDS = 30
-
-
-def chat_key_of(chat: str, thread: str) -> str:
-    # Bridges refuse control characters in these ids, so a newline cannot be forged.
-    return f"{chat}\n{thread}" if thread else chat
 
 
 class Conversation(models.Model):

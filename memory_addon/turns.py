@@ -17,6 +17,14 @@ def run_kind_of(value: str) -> RunKind:
     return next((kind for kind in RUN_KINDS if kind == value), "background")
 
 
+def chat_key_of(chat: str, thread: str) -> str:
+    """One external chat (and thread) as the key of its conversation notes.
+
+    Bridges and the API refuse control characters in these ids: the newline is unforgeable.
+    """
+    return f"{chat}\n{thread}" if thread else chat
+
+
 @dataclass(frozen=True)
 class Turn:
     user: User
