@@ -202,8 +202,11 @@ class TelegramRelay(CallbackReceiver):
         if answer.get("chat_id") is None:
             return False  # a message from a Telegram chat always names it
         message: dict[str, Any] = {"chat_id": answer["chat_id"], "text": _answer_text(answer)}
-        if answer.get("thread_id") is not None:
-            message["message_thread_id"] = int(answer["thread_id"])
+        thread = answer.get("thread_id")
+        if thread is not None:
+            if not str(thread).isdecimal():
+                return False  # Telegram's topics are numbered
+            message["message_thread_id"] = int(thread)
         return _platform_post(self.endpoint, message, {})
 
 

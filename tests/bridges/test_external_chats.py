@@ -9,11 +9,13 @@ the platform, which must receive it in the chat and thread the message came from
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
+from django.apps import apps
 from django.utils import timezone
 
 from accounts.models import MessagingBinding
@@ -294,3 +296,35 @@ def test_a_rotated_slack_binding_still_verifies_slack_and_its_answers_carry_both
     finally:
         relay.stop()
     assert [m["text"] for m in slack.posted] == ["Still here.", "Switched."]
+
+
+def test_a_slack_binding_from_before_whsec_answers_keeps_verifying_slack_after_the_migration(
+    live_asgi_server, person, profile, fake_openai, receiver, slack, work
+):
+    binding, _ = binding_create(
+        owner=person,
+        kind="slack",
+        title="Old",
+        secret=SLACK_SIGNING_SECRET,
+        callback_url=receiver.url,
+    )
+    # As such a binding was stored: Slack's signing secret was its only secret.
+    binding.webhook_secret = SLACK_SIGNING_SECRET
+    binding.save(update_fields=["webhook_secret_encrypted"])
+    MessagingBinding.objects.filter(pk=binding.pk).update(platform_secret_encrypted="")
+    migration = importlib.import_module("accounts.migrations.0007_binding_platform_secret")
+    migration.keep_slack_signing_secrets(apps, None)
+    binding.refresh_from_db()
+    assert binding.platform_secret == SLACK_SIGNING_SECRET
+    receiver.secrets[:] = [SLACK_SIGNING_SECRET.encode()]  # what its relay verified with
+    webhook = f"{live_asgi_server.url}/bridges/in/{binding.public_id}/"
+    event = {"type": "message", "channel": "C1", "user": "U1", "text": "hi"}
+    payload = {"type": "event_callback", "event_id": "Ev1", "event": event}
+    assert slack.send_event(webhook, SLACK_SIGNING_SECRET, payload).status_code == 202
+    work()
+    _deliver_all()
+    assert receiver.wait_for(1) and receiver.rejected == 0
+    # Its first rotation gives it a whsec_ secret; Slack's requests still verify.
+    assert binding_rotate_secret(binding=binding).startswith("whsec_")
+    payload = {**payload, "event_id": "Ev2"}
+    assert slack.send_event(webhook, SLACK_SIGNING_SECRET, payload).status_code == 202
