@@ -81,9 +81,19 @@ class VersionOut(Schema):
 class TurnIn(Schema):
     agent_id: int | None = None
     binding_id: int | None = None
-    # Which chat (and thread) of the binding: its own conversation notes (H4, M10).
-    chat_id: str = Field("", max_length=200, pattern=r"^[^\x00-\x1f\x7f]*$")
-    thread_id: str = Field("", max_length=200, pattern=r"^[^\x00-\x1f\x7f]*$")
+    chat_id: str = Field(
+        "",
+        max_length=200,
+        pattern=r"^[^\x00-\x1f\x7f]*$",
+        description="With binding_id: the platform's chat; the turn reads and proposes into "
+        "that chat's conversation notes (none: the binding's first conversation).",
+    )
+    thread_id: str = Field(
+        "",
+        max_length=200,
+        pattern=r"^[^\x00-\x1f\x7f]*$",
+        description="A thread of chat_id, with conversation notes of its own.",
+    )
     run_kind: RunKind = "interactive"
     context_window: int = Field(8192, ge=256, le=10_000_000)
     memory_off: bool = False
