@@ -169,6 +169,9 @@ class MessagingBinding(models.Model):
     )
     enabled = models.BooleanField(default=True)
     webhook_secret_encrypted = models.TextField(editable=False)
+    # Slack signs its requests with the app's own signing secret; the binding's
+    # webhook secret (a `whsec_` one) then signs only the answers back, and rotates.
+    platform_secret_encrypted = models.TextField(blank=True, editable=False)
     previous_secret_encrypted = models.TextField(blank=True, editable=False)
     previous_secret_expires_at = models.DateTimeField(null=True, blank=True)
     deleted_at = models.DateTimeField(null=True, blank=True)
@@ -191,6 +194,20 @@ class MessagingBinding(models.Model):
     @webhook_secret.setter
     def webhook_secret(self, value: str) -> None:
         self.webhook_secret_encrypted = crypto.encrypt(value)
+
+    @property
+    def platform_secret(self) -> str:
+        return (
+            crypto.decrypt(self.platform_secret_encrypted) if self.platform_secret_encrypted else ""
+        )
+
+    @platform_secret.setter
+    def platform_secret(self, value: str) -> None:
+        self.platform_secret_encrypted = crypto.encrypt(value)
+
+    def inbound_secrets(self, now: datetime) -> list[str]:
+        """What the platform's requests are signed with."""
+        return [self.platform_secret] if self.platform_secret_encrypted else self.valid_secrets(now)
 
     def valid_secrets(self, now: datetime) -> list[str]:
         """The current secret, and the previous one while its grace period lasts."""

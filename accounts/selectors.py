@@ -37,8 +37,8 @@ def stored_secrets_of(user_id: int) -> list[str]:
         .exclude(api_key_encrypted="")
         .values_list("api_key_encrypted", flat=True)
     )
-    for current, previous in MessagingBinding.objects.filter(owner_id=user_id).values_list(
-        "webhook_secret_encrypted", "previous_secret_encrypted"
+    for row in MessagingBinding.objects.filter(owner_id=user_id).values_list(
+        "webhook_secret_encrypted", "previous_secret_encrypted", "platform_secret_encrypted"
     ):
-        encrypted += [value for value in (current, previous) if value]
+        encrypted += [value for value in row if value]
     return [crypto.decrypt(value) for value in encrypted]

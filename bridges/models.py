@@ -32,6 +32,11 @@ class InboundMessage(models.Model):
     webhook_id = models.CharField(max_length=200)
     kind = models.CharField(max_length=16)
     sender = models.CharField(max_length=200, blank=True)
+    # The platform's ids: the sender's (Telegram from.id, Slack user), the chat and thread
+    # the message came from, which the answer names so the bridge can route it.
+    sender_id = models.CharField(max_length=200, blank=True, default="")
+    chat_id = models.CharField(max_length=200, blank=True, default="")
+    thread_id = models.CharField(max_length=200, blank=True, default="")
     text = models.TextField()
     state = models.CharField(max_length=16, choices=State.choices, default=State.RECEIVED)
     error = models.CharField(max_length=500, blank=True)

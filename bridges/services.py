@@ -60,8 +60,9 @@ def binding_create(
 ) -> tuple[MessagingBinding, str]:
     """Create a binding and its conversation scope; the secret is returned to show once.
 
-    `secret`: Slack issues its own signing secret, which the person pastes; every other
-    kind gets a new Standard Webhooks secret.
+    Every binding gets a new Standard Webhooks secret: it signs the answers back (and
+    verifies the standard bridge's requests and Telegram's secret token). `secret`: a
+    Slack binding's own signing secret, which the person pastes; it verifies Slack.
     """
     if kind not in MessagingBinding.Kind.values:
         raise BridgeRefused(gettext("Pick a bridge kind: Standard Webhooks, Telegram or Slack."))
@@ -75,7 +76,9 @@ def binding_create(
         raise BridgeRefused(
             "Only a Slack binding takes a pasted signing secret; this one gets its own."
         )
-    secret = secret.strip() or new_secret()
+    if kind == MessagingBinding.Kind.SLACK and not secret.strip():
+        raise BridgeRefused(gettext("Paste your Slack app's signing secret."))
+    signing = new_secret()
     binding = MessagingBinding(
         owner=owner,
         bridge=kind,
@@ -85,12 +88,14 @@ def binding_create(
         agent=agent,
         ai_profile=ai_profile,
     )
-    binding.webhook_secret = secret
+    binding.webhook_secret = signing
+    if kind == MessagingBinding.Kind.SLACK:
+        binding.platform_secret = secret.strip()
     with transaction.atomic(durable=True):
         binding.save()
         # The conversation's notes exist from the start: the scope picker shows them.
         ensure_channel_scope(binding)
-    return binding, secret
+    return binding, signing
 
 
 def binding_rotate_secret(*, binding: MessagingBinding) -> str:
@@ -139,6 +144,10 @@ class Incoming:
     webhook_id: str
     text: str
     sender: str = ""
+    # The platform's ids; "" when the bridge names none (the binding's first conversation).
+    sender_id: str = ""
+    chat_id: str = ""
+    thread_id: str = ""
 
 
 def inbound_accept(*, binding: MessagingBinding, incoming: Incoming) -> tuple[InboundMessage, bool]:
@@ -162,6 +171,9 @@ def inbound_accept(*, binding: MessagingBinding, incoming: Incoming) -> tuple[In
                     webhook_id=incoming.webhook_id,
                     kind=binding.bridge,
                     sender=storable(incoming.sender)[:200],
+                    sender_id=incoming.sender_id,
+                    chat_id=incoming.chat_id,
+                    thread_id=incoming.thread_id,
                     text=text,
                 )
         except IntegrityError:
@@ -175,26 +187,45 @@ def _process_on_commit(inbound_id: int) -> None:
     queue_job_on_commit("bridges.inbound_process", inbound_id)
 
 
-def bridge_conversation(binding: MessagingBinding) -> Conversation:
-    """The chat conversation a binding talks in (one per binding), created on first use."""
-    found = Conversation.objects.filter(binding=binding).order_by("pk").first()
+def bridge_conversation(
+    binding: MessagingBinding, *, chat_id: str = "", thread_id: str = ""
+) -> Conversation:
+    """The conversation of one external chat (and thread) of a binding, made on first use.
+
+    A message that names no chat goes to the binding's first conversation.
+    """
+    lookup = Conversation.objects.filter(
+        binding=binding, external_chat=chat_id, external_thread=thread_id
+    ).order_by("pk")
+    found = lookup.first()
     if found is not None:
         return found
     profile = binding.ai_profile or default_profile(binding.owner)
     if profile is None:
         raise BridgeRefused(gettext("Add an AI profile under Settings so the bridge can answer."))
-    return Conversation.objects.create(
-        owner=binding.owner,
-        ai_profile=profile,
-        agent=binding.agent,
-        binding=binding,
-        title=f"{binding.get_bridge_display()}: {binding.title or 'conversation'}"[:200],
-    )
+    title = f"{binding.get_bridge_display()}: {binding.title or 'conversation'}"
+    if chat_id:
+        title += f" ({chat_id}{' / ' + thread_id if thread_id else ''})"
+    try:
+        with transaction.atomic():
+            return Conversation.objects.create(
+                owner=binding.owner,
+                ai_profile=profile,
+                agent=binding.agent,
+                binding=binding,
+                external_chat=chat_id,
+                external_thread=thread_id,
+                title=title[:200],
+            )
+    except IntegrityError:  # the chat's first two messages arrived together
+        return lookup.get()
 
 
 def _start_turn(inbound: InboundMessage) -> Message:
     with transaction.atomic(durable=True):
-        conversation = bridge_conversation(inbound.binding)
+        conversation = bridge_conversation(
+            inbound.binding, chat_id=inbound.chat_id, thread_id=inbound.thread_id
+        )
         locked = Conversation.objects.select_for_update().get(pk=conversation.pk)
         Message.objects.create(conversation=locked, role=Message.Role.USER, content=inbound.text)
         answer = Message.objects.create(
@@ -305,6 +336,9 @@ def callback_body(inbound: InboundMessage) -> bytes:
         "type": "message.answer",
         "binding": str(inbound.binding.public_id),
         "in_reply_to": inbound.webhook_id,
+        # Where the answer goes: the chat and thread the message came from (null if none).
+        "chat_id": inbound.chat_id or None,
+        "thread_id": inbound.thread_id or None,
         "ok": ok,
         "text": inbound.answer_text,
         "error": "" if ok else inbound.error,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import time
+import unicodedata
 import uuid
 from typing import Any
 
@@ -70,12 +71,41 @@ def _json(body: bytes) -> dict[str, Any]:
     return data
 
 
+def _platform_id(value: object, field: str) -> str:
+    """A chat, thread or sender id as text: a string or a whole number, at most 200
+    characters, no control characters (a chat's key joins two ids with a newline)."""
+    if value is None or value == "":
+        return ""
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise BridgeRefused(f'"{field}" must be a string or a whole number.')
+    # A huge number is refused before it is turned into text (which costs its length).
+    if isinstance(value, int) and abs(value) >= 10**199:
+        raise BridgeRefused(f'"{field}" can have at most 200 characters.')
+    text = str(value)
+    if len(text) > 200:
+        raise BridgeRefused(f'"{field}" can have at most 200 characters.')
+    if any(unicodedata.category(c) == "Cc" for c in text):
+        raise BridgeRefused(f'"{field}" must not contain control characters.')
+    return text
+
+
 def _standard(data: dict[str, Any], webhook_id: str) -> Incoming:
     text = data.get("text")
     if not isinstance(text, str):
         raise BridgeRefused('The body needs a "text" string.')
     sender = data.get("sender")
-    return Incoming(webhook_id, text, sender if isinstance(sender, str) else "")
+    chat_id = _platform_id(data.get("chat_id"), "chat_id")
+    thread_id = _platform_id(data.get("thread_id"), "thread_id")
+    if thread_id and not chat_id:
+        raise BridgeRefused('"thread_id" needs a "chat_id": a thread belongs to a chat.')
+    return Incoming(
+        webhook_id,
+        text,
+        sender if isinstance(sender, str) else "",
+        sender_id=_platform_id(data.get("sender_id"), "sender_id"),
+        chat_id=chat_id,
+        thread_id=thread_id,
+    )
 
 
 def _telegram(data: dict[str, Any]) -> Incoming | None:
@@ -86,12 +116,20 @@ def _telegram(data: dict[str, Any]) -> Incoming | None:
     if not isinstance(message, dict) or not isinstance(message.get("text"), str):
         return None  # stickers, joins, edits without text: acknowledged, nothing to answer
     sender = message.get("from")
-    name = (
-        (sender.get("username") or sender.get("first_name") or "")
-        if isinstance(sender, dict)
-        else ""
+    sender = sender if isinstance(sender, dict) else {}
+    name = sender.get("username") or sender.get("first_name") or ""
+    chat = message.get("chat")
+    chat_id = _platform_id(chat.get("id") if isinstance(chat, dict) else None, "message.chat.id")
+    if not chat_id:
+        raise BridgeRefused("A Telegram message needs message.chat.id.")
+    return Incoming(
+        f"tg_{update_id}",
+        message["text"],
+        name if isinstance(name, str) else "",
+        sender_id=_platform_id(sender.get("id"), "message.from.id"),
+        chat_id=chat_id,
+        thread_id=_platform_id(message.get("message_thread_id"), "message.message_thread_id"),
     )
-    return Incoming(f"tg_{update_id}", message["text"], name if isinstance(name, str) else "")
 
 
 def _slack(data: dict[str, Any]) -> Incoming | None:
@@ -104,13 +142,23 @@ def _slack(data: dict[str, Any]) -> Incoming | None:
     # Our own answers posted by a bot (or edits, joins …) must not start another turn.
     if event.get("bot_id") or event.get("subtype") or not isinstance(event.get("text"), str):
         return None
-    user = event.get("user")
-    return Incoming(event_id, event["text"], user if isinstance(user, str) else "")
+    user = _platform_id(event.get("user"), "event.user")
+    channel = _platform_id(event.get("channel"), "event.channel")
+    if not channel:
+        raise BridgeRefused("A Slack message event needs event.channel.")
+    return Incoming(
+        event_id,
+        event["text"],
+        user,
+        sender_id=user,
+        chat_id=channel,
+        thread_id=_platform_id(event.get("thread_ts"), "event.thread_ts"),
+    )
 
 
 def _verify(binding: MessagingBinding, request: HttpRequest, body: bytes) -> str:
     """Check the request's signature the binding's way; the standard bridge's message id."""
-    candidates = binding.valid_secrets(timezone.now())
+    candidates = binding.inbound_secrets(timezone.now())
     tolerance = settings.BRIDGE_TIMESTAMP_TOLERANCE_SECONDS
     if binding.bridge == MessagingBinding.Kind.TELEGRAM:
         verify_telegram(candidates, request.headers.get("X-Telegram-Bot-Api-Secret-Token"))

@@ -6,8 +6,11 @@ from typing import ClassVar
 
 from django.conf import settings
 from django.db import models
+from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext_lazy
+
+from memory_addon.turns import chat_key_of
 
 STALLED_AFTER_SECONDS = 30
 
@@ -33,6 +36,10 @@ class Conversation(models.Model):
         on_delete=models.SET_NULL,
         related_name="+",
     )
+    # The platform's chat (Telegram chat, Slack channel, standard bridge chat_id) and
+    # thread in it: one conversation each. Both "" for a binding's first conversation.
+    external_chat = models.CharField(max_length=200, blank=True, default="")
+    external_thread = models.CharField(max_length=200, blank=True, default="")
     # The per-request switch of M16: off sends no memory and proposes nothing.
     memory_on = models.BooleanField(default=True)
     run_kind = models.CharField(max_length=16, default="interactive")
@@ -44,9 +51,21 @@ class Conversation(models.Model):
         indexes: ClassVar = [
             models.Index(fields=["owner", "-updated_at"], name="chat_conversation_recent_idx")
         ]
+        constraints: ClassVar = [
+            models.UniqueConstraint(
+                fields=["binding", "external_chat", "external_thread"],
+                condition=Q(binding__isnull=False) & ~Q(external_chat=""),
+                name="one_conversation_per_external_chat",
+            )
+        ]
 
     def __str__(self) -> str:
         return self.title or f"Conversation {self.pk}"
+
+    @property
+    def chat_key(self) -> str:
+        """The external chat as one string: its memory scope's key."""
+        return chat_key_of(self.external_chat, self.external_thread)
 
 
 class Message(models.Model):

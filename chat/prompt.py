@@ -165,6 +165,7 @@ def prepare(message: Message) -> Prepared:
         user=conversation.owner,
         agent=conversation.agent,
         binding=conversation.binding,
+        chat_key=conversation.chat_key,
         run_kind=run_kind_of(conversation.run_kind),
         conversation_ref=str(conversation.pk),
         message_ref=str(message.pk),

@@ -23,14 +23,18 @@ class CompiledQuery:
         self.names = names
         self._compiled: dict[str, tuple[str, tuple[Any, ...], dict[int, str]]] = {}
 
-    def sql(self, **ids: int) -> tuple[str, list[Any]]:
-        """The SQL and its parameters for these ids (one per name given at creation)."""
+    def sql(self, **ids: int | str) -> tuple[str, list[Any]]:
+        """The SQL and its parameters for these ids (one per name given at creation).
+
+        A text parameter is built as `str(sentinel)`: it is found by its text.
+        """
         alias = connection.alias
         if alias not in self._compiled:
             sentinels = {name: _FIRST_SENTINEL - n for n, name in enumerate(self.names)}
             query = self.build(**sentinels).query
             sql, params = query.get_compiler(alias).as_sql()
-            by_value = {value: name for name, value in sentinels.items()}
+            by_value: dict[object, str] = {value: name for name, value in sentinels.items()}
+            by_value |= {str(value): name for name, value in sentinels.items()}
             slots = {i: by_value[value] for i, value in enumerate(params) if value in by_value}
             self._compiled[alias] = (sql, tuple(params), slots)
         sql, template, slots = self._compiled[alias]

@@ -43,6 +43,9 @@ class MemoryScope(models.Model):
         on_delete=models.CASCADE,
         related_name="+",
     )
+    # A conversation scope is one external chat of its binding (its chat and thread id);
+    # "" is the binding's first conversation, from before chats were told apart.
+    chat_key = models.CharField(max_length=401, blank=True, default="")
     project_key = models.CharField(max_length=128, blank=True)
     project_name = models.CharField(max_length=200, blank=True)
     enabled = models.BooleanField(default=True, help_text="For project banks: on/off keeps files.")
@@ -57,7 +60,9 @@ class MemoryScope(models.Model):
                 fields=["agent"], condition=Q(kind="agent"), name="one_scope_per_agent"
             ),
             models.UniqueConstraint(
-                fields=["binding"], condition=Q(kind="channel"), name="one_scope_per_binding"
+                fields=["binding", "chat_key"],
+                condition=Q(kind="channel"),
+                name="one_scope_per_external_chat",
             ),
             models.UniqueConstraint(
                 fields=["owner", "project_key"],

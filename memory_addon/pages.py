@@ -89,7 +89,7 @@ class ScopePage:
 
 def turn_for_scope(user: User, scope: MemoryScope) -> Turn:
     """The turn whose memory block this scope's entries would join."""
-    return Turn(user=user, agent=scope.agent, binding=scope.binding)
+    return Turn(user=user, agent=scope.agent, binding=scope.binding, chat_key=scope.chat_key)
 
 
 def scope_page(user: User, scope: MemoryScope, policy: Policy) -> ScopePage:

@@ -1,10 +1,10 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Literal, Self
 
 from ninja import Schema
-from pydantic import Field, JsonValue
+from pydantic import Field, JsonValue, model_validator
 
 from host.schemas import ErrorOut as ErrorOut
 from memory_addon.core.operations import Operation
@@ -81,12 +81,31 @@ class VersionOut(Schema):
 class TurnIn(Schema):
     agent_id: int | None = None
     binding_id: int | None = None
+    chat_id: str = Field(
+        "",
+        max_length=200,
+        pattern=r"^[^\x00-\x1f\x7f]*$",
+        description="With binding_id: the platform's chat; the turn reads and proposes into "
+        "that chat's conversation notes (none: the binding's first conversation).",
+    )
+    thread_id: str = Field(
+        "",
+        max_length=200,
+        pattern=r"^[^\x00-\x1f\x7f]*$",
+        description="A thread of chat_id, with conversation notes of its own.",
+    )
     run_kind: RunKind = "interactive"
     context_window: int = Field(8192, ge=256, le=10_000_000)
     memory_off: bool = False
     conversation_ref: str = Field("", max_length=200)
     message_ref: str = Field("", max_length=200)
     project_key: str = Field("", max_length=128)
+
+    @model_validator(mode="after")
+    def _thread_in_a_chat(self) -> Self:
+        if self.thread_id and not self.chat_id:
+            raise ValueError("a thread_id needs a chat_id: a thread belongs to a chat")
+        return self
 
 
 class SentItemOut(Schema):

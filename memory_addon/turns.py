@@ -17,11 +17,21 @@ def run_kind_of(value: str) -> RunKind:
     return next((kind for kind in RUN_KINDS if kind == value), "background")
 
 
+def chat_key_of(chat: str, thread: str) -> str:
+    """One external chat (and thread) as the key of its conversation notes.
+
+    Bridges and the API refuse control characters in these ids: the newline is unforgeable.
+    """
+    return f"{chat}\n{thread}" if thread else chat
+
+
 @dataclass(frozen=True)
 class Turn:
     user: User
     agent: Agent | None = None
     binding: MessagingBinding | None = None
+    # Which external chat of the binding (Conversation.chat_key): its own notes.
+    chat_key: str = ""
     run_kind: RunKind = "interactive"
     conversation_ref: str = ""
     message_ref: str = ""

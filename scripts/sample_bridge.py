@@ -5,8 +5,16 @@
 
 Give the binding the callback URL http://127.0.0.1:8765/ (or your --port). The script
 listens there, verifies the answer's Standard Webhooks signature with the same secret,
-prints it and exits. It needs only httpx and standardwebhooks (both installed with the
-host). The tests import CallbackReceiver and send_message from here.
+prints it and exits.
+
+As a relay for a Telegram or Slack binding it keeps listening and posts every verified
+answer into the chat (and thread) the answer names:
+
+    python scripts/sample_bridge.py --relay telegram --secret whsec_... --token <bot token>
+    python scripts/sample_bridge.py --relay slack --secret whsec_... --token xoxb-...
+
+It needs only httpx and standardwebhooks (both installed with the host). The tests
+import CallbackReceiver, TelegramRelay, SlackRelay and send_message from here.
 """
 
 from __future__ import annotations
@@ -17,9 +25,10 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 import httpx
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
@@ -37,13 +46,22 @@ def send_message(
     *,
     msg_id: str | None = None,
     sender: str = "sample-bridge",
+    chat_id: str = "",
+    thread_id: str = "",
     timestamp: int | None = None,
     body: bytes | None = None,
     timeout: float = 10.0,
 ) -> httpx.Response:
     """POST one message the Standard Webhooks way; `body` overrides the JSON body."""
     msg_id = msg_id or f"msg_{uuid.uuid4().hex}"
-    raw = body if body is not None else json.dumps({"text": text, "sender": sender}).encode()
+    # chat_id / thread_id: the chat (and thread) in your app; each gets its own conversation.
+    named = {"chat_id": chat_id, "thread_id": thread_id}
+    message = {
+        "text": text,
+        "sender": sender,
+        **{key: value for key, value in named.items() if value},
+    }
+    raw = body if body is not None else json.dumps(message).encode()
     stamp = int(time.time()) if timestamp is None else timestamp
     signature = _webhook(secret).sign(
         msg_id=msg_id, timestamp=datetime.fromtimestamp(stamp, tz=UTC), data=raw.decode()
@@ -65,9 +83,19 @@ class CallbackReceiver:
     order, `ids` their webhook-ids, `rejected` requests whose signature did not match.
     """
 
-    def __init__(self, secrets: list[str | bytes], *, port: int = 0, status: int = 200) -> None:
+    def __init__(
+        self,
+        secrets: list[str | bytes],
+        *,
+        port: int = 0,
+        status: int = 200,
+        on_answer: Callable[[dict[str, Any]], bool] | None = None,
+    ) -> None:
         self.secrets = secrets
         self.status = status
+        # A relay passes each verified answer on; False answers 502, so the host retries.
+        self.on_answer = on_answer
+        self.relayed: set[str] = set()
         self.received: list[dict[str, Any]] = []
         self.ids: list[str] = []
         self.rejected = 0
@@ -81,7 +109,7 @@ class CallbackReceiver:
         host, port = self._server.server_address[:2]
         return f"http://{host!s}:{port}/"
 
-    def start(self) -> CallbackReceiver:
+    def start(self) -> Self:
         self._thread.start()
         return self
 
@@ -123,13 +151,22 @@ class CallbackReceiver:
                 status = receiver.status
                 if 200 <= status < 300:
                     payload = receiver._verify(body, dict(self.headers.items()))
+                    msg_id = self.headers.get("webhook-id", "")
+                    relay = receiver.on_answer
+                    if payload is None:
+                        status = 401
+                    elif relay is not None and msg_id not in receiver.relayed:
+                        # A repeat of an answer passed on already is acknowledged only.
+                        if relay(payload):
+                            receiver.relayed.add(msg_id)
+                        else:
+                            status = 502
                     with receiver._arrived:
                         if payload is None:
                             receiver.rejected += 1
-                            status = 401
-                        else:
+                        elif status < 300:
                             receiver.received.append(payload)
-                            receiver.ids.append(self.headers.get("webhook-id", ""))
+                            receiver.ids.append(msg_id)
                             receiver._arrived.notify_all()
                 self.send_response(status)
                 self.send_header("Content-Length", "0")
@@ -138,14 +175,93 @@ class CallbackReceiver:
         return Handler
 
 
+def _answer_text(answer: dict[str, Any]) -> str:
+    return str(answer.get("text") or answer.get("error") or "(no answer)")
+
+
+def _platform_post(url: str, message: dict[str, Any], headers: dict[str, str]) -> bool:
+    """True when the platform took the message; both answer `"ok": true` (Slack's refusals
+    come as 200 with `"ok": false`)."""
+    try:
+        reply = httpx.post(url, json=message, headers=headers, timeout=10.0)
+        return reply.status_code == 200 and reply.json().get("ok") is True
+    except (httpx.HTTPError, ValueError):
+        return False
+
+
+class TelegramRelay(CallbackReceiver):
+    """Posts each verified answer with the Bot API's sendMessage into its chat and topic."""
+
+    def __init__(
+        self, secret: str, *, bot_token: str, api: str = "https://api.telegram.org", port: int = 0
+    ) -> None:
+        self.endpoint = f"{api.rstrip('/')}/bot{bot_token}/sendMessage"
+        super().__init__([secret], port=port, on_answer=self._send)
+
+    def _send(self, answer: dict[str, Any]) -> bool:
+        if answer.get("chat_id") is None:
+            return False  # a message from a Telegram chat always names it
+        message: dict[str, Any] = {"chat_id": answer["chat_id"], "text": _answer_text(answer)}
+        thread = answer.get("thread_id")
+        if thread is not None:
+            if not str(thread).isdecimal():
+                return False  # Telegram's topics are numbered
+            message["message_thread_id"] = int(thread)
+        return _platform_post(self.endpoint, message, {})
+
+
+class SlackRelay(CallbackReceiver):
+    """Posts each verified answer with the Web API's chat.postMessage into its channel and
+    thread (a bot token with the chat:write scope)."""
+
+    def __init__(
+        self, secret: str, *, bot_token: str, api: str = "https://slack.com/api", port: int = 0
+    ) -> None:
+        self.endpoint = f"{api.rstrip('/')}/chat.postMessage"
+        self.bot_token = bot_token
+        super().__init__([secret], port=port, on_answer=self._send)
+
+    def _send(self, answer: dict[str, Any]) -> bool:
+        if answer.get("chat_id") is None:
+            return False
+        message: dict[str, Any] = {"channel": answer["chat_id"], "text": _answer_text(answer)}
+        if answer.get("thread_id") is not None:
+            message["thread_ts"] = answer["thread_id"]
+        return _platform_post(self.endpoint, message, {"Authorization": f"Bearer {self.bot_token}"})
+
+
+def _relay(args: argparse.Namespace) -> int:
+    kinds = {"telegram": TelegramRelay, "slack": SlackRelay}
+    relay_type = kinds[args.relay]
+    extra = {"api": args.api} if args.api else {}
+    relay = relay_type(args.secret, bot_token=args.token, port=args.port, **extra).start()
+    print(f"Relaying answers from {relay.url} to {args.relay}; Ctrl-C stops.")
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        relay.stop()
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--webhook", required=True, help="the binding's webhook address")
+    parser.add_argument("--webhook", help="the binding's webhook address")
     parser.add_argument("--secret", required=True, help="the binding's signing secret")
-    parser.add_argument("--text", required=True, help="the message to send")
+    parser.add_argument("--text", help="the message to send")
     parser.add_argument("--port", type=int, default=8765, help="where to receive the answer")
     parser.add_argument("--wait", type=float, default=120.0, help="seconds to wait for it")
+    parser.add_argument("--relay", choices=["telegram", "slack"], help="relay answers to it")
+    parser.add_argument("--token", help="the Telegram bot token or the Slack bot token")
+    parser.add_argument("--api", help="the platform's API base (for a local test server)")
     args = parser.parse_args(argv)
+    if args.relay:
+        if not args.token:
+            parser.error("--relay needs --token")
+        return _relay(args)
+    if not args.webhook or not args.text:
+        parser.error("--webhook and --text are needed to send a message")
     receiver = CallbackReceiver([args.secret], port=args.port).start()
     try:
         response = send_message(args.webhook, args.secret, args.text)

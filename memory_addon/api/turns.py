@@ -23,7 +23,7 @@ from memory_addon.schemas import (
 from memory_addon.services.context import turn_context_build
 from memory_addon.services.policy import policy_for
 from memory_addon.services.tools import ToolSchema, tool_call_execute, tool_schemas
-from memory_addon.turns import Turn
+from memory_addon.turns import Turn, chat_key_of
 
 # Mounted on the package's router, whose "memory" tag its operations take.
 router = Router()
@@ -36,6 +36,7 @@ def turn_from(user: User, data: TurnIn) -> Turn:
         user=user,
         agent=agent,
         binding=binding,
+        chat_key=chat_key_of(data.chat_id, data.thread_id) if binding else "",
         run_kind=data.run_kind,
         conversation_ref=data.conversation_ref,
         message_ref=data.message_ref,

@@ -9,7 +9,6 @@ equal ignoring case and none holds '..', and the same names map back on restore.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import re
 import unicodedata
@@ -25,7 +24,12 @@ from host.core.bounded_zip import ZipRefused, open_zip, read_entry
 from host.errors import Refusal
 from memory_addon.models import ChangeSet, MemoryFile, MemoryScope
 from memory_addon.services.changes import FileWrite, change_set_apply, clean_path
-from memory_addon.services.scopes import ensure_agent_scope, ensure_channel_scope, ensure_user_scope
+from memory_addon.services.scopes import (
+    channel_folder_name,
+    ensure_agent_scope,
+    ensure_channel_scope,
+    ensure_user_scope,
+)
 
 MAX_ARCHIVE_ENTRIES = 1000
 MAX_ARCHIVE_BYTES = 8 * 1024 * 1024  # uncompressed; well above the 1 MiB a person may hold
@@ -63,7 +67,10 @@ def _slots(user: User) -> list[_Slot]:
     scopes = list(MemoryScope.objects.filter(owner=user).order_by("pk"))
     own = next((s for s in scopes if s.kind == MemoryScope.Kind.USER), None)
     by_agent = {s.agent_id: s for s in scopes if s.kind == MemoryScope.Kind.AGENT}
-    by_binding = {s.binding_id: s for s in scopes if s.kind == MemoryScope.Kind.CHANNEL}
+    channels = [s for s in scopes if s.kind == MemoryScope.Kind.CHANNEL]
+    by_binding = {s.binding_id: s for s in channels if not s.chat_key}
+    # A binding's later external chats exist only as scopes: one folder each.
+    per_chat = [s for s in channels if s.chat_key]
     slots = [_Slot("Memory", MemoryScope.Kind.USER, own)]
     for agent in user.agents.order_by("pk"):
         slots.append(
@@ -74,16 +81,21 @@ def _slots(user: User) -> list[_Slot]:
                 agent=agent,
             )
         )
-    for binding in user.messaging_bindings.order_by("pk"):
-        digest = hashlib.sha256(binding.external_id.encode()).hexdigest()[:8]
+    bindings = {binding.pk: binding for binding in user.messaging_bindings.order_by("pk")}
+    for binding in bindings.values():
         slots.append(
             _Slot(
-                f"Memory/channels/{_safe_part(binding.bridge)}-{digest}",
+                f"Memory/channels/{_safe_part(channel_folder_name(binding, ''))}",
                 MemoryScope.Kind.CHANNEL,
                 by_binding.get(binding.pk),
                 binding=binding,
             )
         )
+    for scope in per_chat:
+        found = bindings.get(scope.binding_id or 0)
+        if found is not None:
+            folder = _safe_part(channel_folder_name(found, scope.chat_key))
+            slots.append(_Slot(f"Memory/channels/{folder}", MemoryScope.Kind.CHANNEL, scope))
     for scope in scopes:
         if scope.kind == MemoryScope.Kind.PROJECT:
             name = _safe_part(scope.project_name or scope.project_key[:12])

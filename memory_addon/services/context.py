@@ -107,19 +107,19 @@ class ReadableScope:
     index: str  # the index file's text ("" when there is none yet)
 
 
-def _scope_query(user_id: int, agent_id: int, binding_id: int) -> Any:
+def _scope_query(user_id: int, agent_id: int, binding_id: int, chat_key: int | str) -> Any:
     index = MemoryFile.objects.filter(scope=OuterRef("pk"), path=INDEX_PATH).values("content")
     wanted = (
         Q(kind=MemoryScope.Kind.USER)
         | Q(kind=MemoryScope.Kind.AGENT, agent_id=agent_id)
-        | Q(kind=MemoryScope.Kind.CHANNEL, binding_id=binding_id)
+        | Q(kind=MemoryScope.Kind.CHANNEL, binding_id=binding_id, chat_key=str(chat_key))
     )
     return MemoryScope.objects.filter(wanted, owner_id=user_id).annotate(
         index_text=Subquery(index[:1])
     )
 
 
-_READABLE_SCOPES = CompiledQuery(_scope_query, "user_id", "agent_id", "binding_id")
+_READABLE_SCOPES = CompiledQuery(_scope_query, "user_id", "agent_id", "binding_id", "chat_key")
 _NO_ROW = -1  # an id no row has: the turn has no agent or binding
 
 
@@ -128,6 +128,7 @@ def _readable_scopes_found(turn: Turn) -> dict[str, MemoryScope]:
         user_id=turn.user.pk,
         agent_id=turn.agent.pk if turn.agent else _NO_ROW,
         binding_id=turn.binding.pk if turn.binding else _NO_ROW,
+        chat_key=turn.chat_key,
     )
     return {scope.kind: scope for scope in MemoryScope.objects.raw(sql, params)}
 

@@ -43,8 +43,11 @@ def ensure_agent_scope(agent: Agent) -> MemoryScope:
     return _get_or_create(MemoryScope.Kind.AGENT, owner=agent.owner, agent=agent)
 
 
-def ensure_channel_scope(binding: MessagingBinding) -> MemoryScope:
-    return _get_or_create(MemoryScope.Kind.CHANNEL, owner=binding.owner, binding=binding)
+def ensure_channel_scope(binding: MessagingBinding, chat_key: str = "") -> MemoryScope:
+    """The notes of one external chat of the binding ("" for its first conversation)."""
+    return _get_or_create(
+        MemoryScope.Kind.CHANNEL, owner=binding.owner, binding=binding, chat_key=chat_key
+    )
 
 
 def user_scope_find(user: User) -> MemoryScope | None:
@@ -253,6 +256,14 @@ def bank_delete(*, user: User, scope: MemoryScope) -> None:
         MemoryScope.objects.filter(pk=scope.pk, owner=user).delete()
 
 
+def channel_folder_name(binding: MessagingBinding, chat_key: str) -> str:
+    """`<bridge>-<digest>`, and for a later external chat `-<digest of the chat>` too."""
+    name = f"{binding.bridge}-{hashlib.sha256(binding.external_id.encode()).hexdigest()[:8]}"
+    if chat_key:
+        name += f"-{hashlib.sha256(chat_key.encode()).hexdigest()[:8]}"
+    return name
+
+
 def scope_folder(scope: MemoryScope) -> str:
     """Where the scope's files appear in the person's Files tree."""
     if scope.kind == MemoryScope.Kind.USER:
@@ -260,8 +271,7 @@ def scope_folder(scope: MemoryScope) -> str:
     if scope.kind == MemoryScope.Kind.AGENT and scope.agent:
         return f"Memory/agents/{scope.agent.slug}"
     if scope.kind == MemoryScope.Kind.CHANNEL and scope.binding:
-        digest = hashlib.sha256(scope.binding.external_id.encode()).hexdigest()[:8]
-        return f"Memory/channels/{scope.binding.bridge}-{digest}"
+        return f"Memory/channels/{channel_folder_name(scope.binding, scope.chat_key)}"
     return f"Projects/{scope.project_name or scope.project_key[:12]}"
 
 

@@ -30,8 +30,10 @@ def test_only_slack_bindings_take_a_pasted_secret():
     person = UserFactory()
     with pytest.raises(BridgeRefused, match="Slack"):
         binding_create(owner=person, kind="standard", title="x", secret="a")
-    _, secret = binding_create(owner=person, kind="slack", title="s", secret="slack-secret")
-    assert secret == "slack-secret"
+    binding, secret = binding_create(owner=person, kind="slack", title="s", secret="slack-secret")
+    # Slack's secret verifies Slack; the answers back get a Standard Webhooks one.
+    assert binding.platform_secret == "slack-secret"
+    assert secret.startswith("whsec_") and binding.webhook_secret == secret
 
 
 def test_a_message_of_invisible_characters_only_has_no_text():

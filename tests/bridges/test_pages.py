@@ -7,7 +7,7 @@ from django.test import Client
 
 from accounts.models import MessagingBinding
 from bridges.models import EventEndpoint
-from bridges.services import binding_create
+from bridges.services import Incoming, binding_create, inbound_accept
 from memory_addon.models import MemoryScope
 from tests.factories import UserFactory
 
@@ -150,3 +150,15 @@ def test_reloading_after_creating_a_binding_makes_no_second_one(client_for):
     again = client.get(response.redirect_chain[-1][0]).content.decode()
     assert MessagingBinding.objects.filter(owner=person).count() == 1
     assert secret not in again
+
+
+def test_the_last_deliveries_name_the_chat_and_thread_each_message_came_from(client_for):
+    person = UserFactory()
+    binding, _ = binding_create(owner=person, kind="standard", title="Many chats")
+    inbound_accept(
+        binding=binding, incoming=Incoming("m1", "hi", chat_id="family<b>", thread_id="trips")
+    )
+    inbound_accept(binding=binding, incoming=Incoming("m2", "no chat"))
+    page = client_for(person).get(f"/bridges/messaging/{binding.pk}/deliveries/").content.decode()
+    assert '<code class="chat">family&lt;b&gt; / trips</code>' in page
+    assert page.count('class="chat"') == 1

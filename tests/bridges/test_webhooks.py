@@ -203,19 +203,23 @@ def test_telegram_updates_are_verified_by_the_secret_token(
 ):
     binding, secret = binding_create(owner=person, kind="telegram", title="TG")
     url = f"{live_asgi_server.url}/bridges/in/{binding.public_id}/"
-    update = {"update_id": 77, "message": {"text": "Hallo", "from": {"first_name": "Ada"}}}
+    update = {
+        "update_id": 77,
+        "message": {"text": "Hallo", "chat": {"id": 5}, "from": {"id": 8, "first_name": "Ada"}},
+    }
     header = "X-Telegram-Bot-Api-Secret-Token"
     assert httpx.post(url, json=update).status_code == 401
     assert httpx.post(url, json=update, headers={header: secret + "x"}).status_code == 401
     assert httpx.post(url, json=update, headers={header: secret}).status_code == 202
     assert httpx.post(url, json=update, headers={header: secret}).status_code == 200
     for bad_id in (10**4000, -5):  # a 4000-digit id once made the stored id overflow (500)
-        huge = {"update_id": bad_id, "message": {"text": "x"}}
+        huge = {"update_id": bad_id, "message": {"text": "x", "chat": {"id": 5}}}
         assert httpx.post(url, json=huge, headers={header: secret}).status_code == 400
     sticker = {"update_id": 78, "message": {"sticker": {}}}
     assert httpx.post(url, json=sticker, headers={header: secret}).json()["ignored"] is True
     (row,) = InboundMessage.objects.all()
     assert (row.webhook_id, row.text, row.sender) == ("tg_77", "Hallo", "Ada")
+    assert (row.sender_id, row.chat_id) == ("8", "5")
 
 
 def _slack_post(url: str, secret: str, payload: dict, *, offset: int = 0) -> httpx.Response:
@@ -243,7 +247,7 @@ def test_slack_challenge_and_events_are_verified_by_the_v0_signature(
     event = {
         "type": "event_callback",
         "event_id": "Ev123",
-        "event": {"type": "message", "text": "Hi from Slack", "user": "U1"},
+        "event": {"type": "message", "text": "Hi from Slack", "user": "U1", "channel": "C1"},
     }
     assert _slack_post(url, slack_secret, event, offset=-301).status_code == 401
     assert _slack_post(url, slack_secret, event).status_code == 202
@@ -254,23 +258,24 @@ def test_slack_challenge_and_events_are_verified_by_the_v0_signature(
     assert (row.webhook_id, row.text, row.sender) == ("Ev123", "Hi from Slack", "U1")
 
 
-def test_a_slack_bindings_answers_verify_with_the_signing_secrets_bytes(
+def test_a_slack_bindings_answers_verify_with_its_whsec_secret(
     live_asgi_server, person, profile, fake_openai, receiver, work
 ):
     slack_secret = "8f742231b10e8888abcd99yyyzzz85a5"
-    binding, _ = binding_create(
+    binding, secret = binding_create(
         owner=person,
         kind="slack",
         title="Slack",
         secret=slack_secret,
         callback_url=receiver.url,
     )
-    receiver.secrets[:] = [slack_secret.encode()]  # what the README tells a relay to use
+    assert secret.startswith("whsec_")
+    receiver.secrets[:] = [secret]
     url = f"{live_asgi_server.url}/bridges/in/{binding.public_id}/"
     event = {
         "type": "event_callback",
         "event_id": "Ev200",
-        "event": {"type": "message", "text": "Hi from Slack", "user": "U1"},
+        "event": {"type": "message", "text": "Hi from Slack", "user": "U1", "channel": "C1"},
     }
     fake_openai.chat_replies.append({"content": "Hello, Slack."})
     assert _slack_post(url, slack_secret, event).status_code == 202

@@ -230,6 +230,9 @@ def _fill(user, scope, binding):
         (ensure_agent_scope(upper), "index.md", "Use tabs.\n"),
         (ensure_agent_scope(lower), "index.md", "Use spaces.\n"),
         (ensure_channel_scope(binding), "index.md", "Family chat.\n"),
+        # Later external chats of the same binding, one a thread: a folder each.
+        (ensure_channel_scope(binding, "-1001"), "index.md", "Group chat.\n"),
+        (ensure_channel_scope(binding, "-1001\n7"), "index.md", "Group topic.\n"),
         (ensure_bank(user, "key-one", "../../Memory"), "MEMORY.md", "Bank one.\n"),
         (ensure_bank(user, "key-two", "Same"), "MEMORY.md", "Bank two.\n"),
         (ensure_bank(user, "key-three", "same"), "MEMORY.md", "Bank three.\n"),
@@ -242,7 +245,7 @@ def _fill(user, scope, binding):
 def test_exports_have_no_dot_dot_duplicate_or_case_colliding_names(api, user, scope, binding):
     _fill(user, scope, binding)
     names = zipfile.ZipFile(io.BytesIO(api.get("/api/memory/export").content)).namelist()
-    assert len(names) == 8
+    assert len(names) == 10
     assert len({name.casefold() for name in names}) == len(names)
     assert not any(".." in name.split("/") for name in names)
     assert not any(name.startswith("/") or "\\" in name for name in names)
@@ -255,9 +258,24 @@ def test_every_export_restores_completely(api, user, scope, binding):
     response = api.client.post("/api/memory/restore", {"archive": io.BytesIO(exported)})
     body = response.json()
     assert response.status_code == 200, body
-    assert body["refused"] == [] and body["kept"] == [] and len(body["added"]) == 8
+    assert body["refused"] == [] and body["kept"] == [] and len(body["added"]) == 10
     restored = {
         (row.scope_id, row.path): row.content
         for row in MemoryFile.objects.filter(scope__owner=user)
     }
     assert restored == expected
+
+
+def test_each_external_chat_of_a_binding_exports_to_a_folder_of_its_own(api, user, binding):
+    from memory_addon.services.scopes import ensure_channel_scope, scope_folder
+
+    chats = [ensure_channel_scope(binding, key) for key in ("", "-1001", "-1001\n7")]
+    for number, chat in enumerate(chats):
+        file_write(
+            user=user, scope=chat, path="index.md", content=f"Chat {number}.\n", base_sha256=""
+        )
+    archive = zipfile.ZipFile(io.BytesIO(api.get("/api/memory/export").content))
+    folders = [scope_folder(chat) for chat in chats]
+    assert len(set(folders)) == 3
+    for number, folder in enumerate(folders):
+        assert archive.read(f"{folder}/index.md").decode() == f"Chat {number}.\n"

@@ -98,7 +98,7 @@ def target_scope(turn: Turn, name: str) -> MemoryScope:
     if name == "conversation":
         if not turn.binding:
             raise ChangeRefused("This chat is not a messaging conversation; use scope 'user'.")
-        return ensure_channel_scope(turn.binding)
+        return ensure_channel_scope(turn.binding, turn.chat_key)
     raise ChangeRefused("scope must be one of: user, agent, conversation.")
 
 
