@@ -30,13 +30,14 @@ from pydantic import JsonValue
 from host.core.secret_guard import mask_outbound
 from host.errors import ChangeRefused, NotAllowed, NothingToChange, Refusal
 from memory_addon.core.shown_match import shown_spans
+from memory_addon.core.tool_arguments import arguments_refusal
 from memory_addon.models import ChangeSet, MemoryFile, MemoryScope
 from memory_addon.services.changes import FileWrite, change_set_apply, clean_path
 from memory_addon.services.context import memory_readable, neutralize
 from memory_addon.services.locks import memory_lock
 from memory_addon.services.proposals import memory_change_request
 from memory_addon.services.scopes import INDEX_PATH
-from memory_addon.services.tools import ToolArgs, _bank, arguments_refusal
+from memory_addon.services.tools import ToolArgs, _bank
 from memory_addon.turns import Turn
 
 ROOT = "/memories"
