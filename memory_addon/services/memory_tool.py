@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import cast
 
 from django.db import transaction
+from django.db.models import QuerySet
 from pydantic import JsonValue
 
 from host.core.secret_guard import mask_outbound
@@ -138,17 +139,17 @@ def _row(scope: MemoryScope | None, path: str) -> MemoryFile | None:
     return MemoryFile.objects.filter(scope=scope, path=path).first() if scope and path else None
 
 
-def _under(scope: MemoryScope | None, folder: str) -> list[MemoryFile]:
+def _under(scope: MemoryScope | None, folder: str) -> QuerySet[MemoryFile]:
     """The files inside a folder ("" is the root), at any depth; a folder exists while it
     holds a file, since files are rows and folders only their path prefixes."""
-    if scope is None:
-        return []
     rows = MemoryFile.objects.filter(scope=scope).order_by("path")
-    return list(rows.filter(path__startswith=folder + "/") if folder else rows)
+    if scope is None:
+        return rows.none()
+    return rows.filter(path__startswith=folder + "/") if folder else rows
 
 
 def _exists(scope: MemoryScope | None, path: str) -> bool:
-    return _row(scope, path) is not None or bool(path and _under(scope, path))
+    return _row(scope, path) is not None or bool(path and _under(scope, path).exists())
 
 
 def _file(turn: Turn, given: str) -> tuple[str, MemoryFile]:
@@ -157,7 +158,7 @@ def _file(turn: Turn, given: str) -> tuple[str, MemoryFile]:
     scope = _read_scope(turn)
     row = _row(scope, path)
     if row is None:
-        if not path or _under(scope, path):
+        if not path or _under(scope, path).exists():
             raise ContractError(f"The path {given} is not a file.")
         raise _missing(given)
     return path, row
@@ -210,7 +211,7 @@ def _view(turn: Turn, args: ToolArgs) -> MemoryToolResult:
     scope = _read_scope(turn)
     row = _row(scope, path)
     if row is None:
-        rows = _under(scope, path)
+        rows = list(_under(scope, path).only("path", "size"))
         if path and not rows:
             raise _missing(given)
         return MemoryToolResult(True, _listing(given, path, rows))
@@ -375,7 +376,7 @@ def _delete(turn: Turn, args: ToolArgs) -> MemoryToolResult:
         raise ContractError(f"Cannot delete the {ROOT} directory itself")
     scope = _read_scope(turn)
     row = _row(scope, path)
-    rows = [row] if row else _under(scope, path)
+    rows = [row] if row else list(_under(scope, path).only("path"))
     if not rows:
         raise ContractError(f"The path {given} does not exist")
     return _write(
