@@ -1,6 +1,6 @@
 """Backend for Anthropic's memory tool (B2): view, create, str_replace, insert, delete, rename.
 
-The model addresses files as `/memories/<relative .md path>`. With a project key the
+The model addresses files as `/memories/<relative path>` (.md; in a bank also .txt, .xml). With a project key the
 commands act on that project's bank (M17); without one, on the person's own notes
 (M1). Every write goes through the same services as every other write:
 
@@ -30,6 +30,7 @@ from pydantic import JsonValue
 
 from host.core.secret_guard import mask_outbound
 from host.errors import ChangeRefused, NotAllowed, NothingToChange, Refusal
+from memory_addon.core.paths import BANK_TYPES, MARKDOWN
 from memory_addon.core.shown_match import shown_spans
 from memory_addon.core.tool_arguments import arguments_refusal
 from memory_addon.models import ChangeSet, MemoryFile, MemoryScope
@@ -92,7 +93,7 @@ class ContractError(ChangeRefused):
     existing file): sent without our "Refused:" prefix, so clients see the same text."""
 
 
-def _relative(raw: object) -> str:
+def _relative(raw: object, turn: Turn) -> str:
     """`/memories/a/b.md` → `a/b.md`, a folder `/memories/a/` → `a`, the root → ""."""
     path = str(raw).strip()
     if path.rstrip("/") == ROOT:
@@ -100,10 +101,11 @@ def _relative(raw: object) -> str:
     if not path.startswith(ROOT + "/"):
         raise ChangeRefused(f"Path must start with {ROOT}, got: {path}")
     rest = path[len(ROOT) + 1 :].strip("/")
-    if rest.lower().endswith(".md"):
-        return clean_path(rest)
+    bank = bool(turn.project_key)
+    if rest.lower().endswith(BANK_TYPES if bank else MARKDOWN):
+        return clean_path(rest, bank=bank)
     # A folder: the same rules as a file path inside it.
-    return clean_path(rest + "/x.md").removesuffix("/x.md")
+    return clean_path(rest + "/x.md", bank=bank).removesuffix("/x.md")
 
 
 def _whole(value: object) -> int:
@@ -154,7 +156,7 @@ def _exists(scope: MemoryScope | None, path: str) -> bool:
 
 def _file(turn: Turn, given: str) -> tuple[str, MemoryFile]:
     """The file a str_replace or insert names, with the reference tool's errors."""
-    path = _relative(given)
+    path = _relative(given, turn)
     scope = _read_scope(turn)
     row = _row(scope, path)
     if row is None:
@@ -207,7 +209,7 @@ def _shown(path: str, numbered: str) -> str:
 
 def _view(turn: Turn, args: ToolArgs) -> MemoryToolResult:
     given = str(args["path"])
-    path = _relative(given)
+    path = _relative(given, turn)
     scope = _read_scope(turn)
     row = _row(scope, path)
     if row is None:
@@ -287,10 +289,10 @@ def _bank_apply(
 
 def _create(turn: Turn, args: ToolArgs) -> MemoryToolResult:
     given = str(args["path"])
-    path = _relative(given)
+    path = _relative(given, turn)
     if not path:
         raise ChangeRefused(f"Name a file, for example {ROOT}/notes.md.")
-    clean_path(path)  # a folder-like name is refused by the file rules
+    clean_path(path, bank=bool(turn.project_key))  # a folder-like name is refused here
     scope = _read_scope(turn)
     if _exists(scope, path):
         raise ContractError(f"File {given} already exists")
@@ -371,7 +373,7 @@ def _insert(turn: Turn, args: ToolArgs) -> MemoryToolResult:
 
 def _delete(turn: Turn, args: ToolArgs) -> MemoryToolResult:
     given = str(args["path"])
-    path = _relative(given)
+    path = _relative(given, turn)
     if not path:
         raise ContractError(f"Cannot delete the {ROOT} directory itself")
     scope = _read_scope(turn)
@@ -389,7 +391,7 @@ def _delete(turn: Turn, args: ToolArgs) -> MemoryToolResult:
 
 def _rename(turn: Turn, args: ToolArgs) -> MemoryToolResult:
     old_given, new_given = str(args["old_path"]), str(args["new_path"])
-    old, new = _relative(old_given), _relative(new_given)
+    old, new = _relative(old_given, turn), _relative(new_given, turn)
     if not old:
         raise ContractError(f"Cannot rename the {ROOT} directory itself")
     if not turn.project_key:

@@ -304,7 +304,7 @@ def _bank_row(scope: MemoryScope | None, path: str) -> MemoryFile | None:
 
 def _bank_read(turn: Turn, args: ToolArgs) -> str:
     scope = _bank(turn)
-    path = clean_path(text_argument(args, "path") or BANK_INDEX_PATH)
+    path = clean_path(text_argument(args, "path") or BANK_INDEX_PATH, bank=True)
     row = _bank_row(scope, path)
     if row is None:
         return f"There is no file {path} in this project's memory."
@@ -350,7 +350,7 @@ def _bank_apply(
 
 def _bank_write(turn: Turn, args: ToolArgs) -> str:
     scope = _written_bank(turn)
-    path = clean_path(text_argument(args, "path") or BANK_INDEX_PATH)
+    path = clean_path(text_argument(args, "path") or BANK_INDEX_PATH, bank=True)
     row = _bank_row(scope, path)
     _bank_apply(turn, scope, path, text_argument(args, "content"), row.sha256 if row else ABSENT)
     return f"Wrote {path}."
@@ -358,7 +358,7 @@ def _bank_write(turn: Turn, args: ToolArgs) -> str:
 
 def _bank_edit(turn: Turn, args: ToolArgs) -> str:
     scope = _written_bank(turn)
-    path = clean_path(text_argument(args, "path") or BANK_INDEX_PATH)
+    path = clean_path(text_argument(args, "path") or BANK_INDEX_PATH, bank=True)
     old, new = text_argument(args, "old_string"), text_argument(args, "new_string")
     if not old:
         raise ChangeRefused("old_string is empty; give the exact text to replace.")
@@ -393,7 +393,7 @@ def replace_once(content: str, old: str, new: str, *, field: str, where: str) ->
 
 def _bank_delete(turn: Turn, args: ToolArgs) -> str:
     scope = _written_bank(turn)
-    path = clean_path(text_argument(args, "path"))
+    path = clean_path(text_argument(args, "path"), bank=True)
     row = _bank_row(scope, path)
     if row is None:
         raise ChangeRefused(f"There is no file {path}; nothing was deleted.")

@@ -181,7 +181,7 @@ def test_rename_moves_the_file_in_one_change_set(api, user):
         "/memories/a/../../escape.md",
         "/etc/passwd",
         "memories/a.md",
-        "/memories/notes.txt",
+        "/memories/photo.png",
         "/memories/.hidden.md",
     ],
 )
@@ -189,6 +189,24 @@ def test_path_escapes_and_other_paths_are_refused(api, user, path):
     result = _run(api, command="create", path=path, file_text="x\n")
     assert not result["ok"] and result["output"].startswith("Refused:")
     assert bank_find(user, BANK) is None or _bank_files(user) == {}
+
+
+def test_a_bank_keeps_the_text_types_of_anthropics_examples(api, user):
+    for path in ("/memories/notes.txt", "/memories/plan.xml"):
+        created = _run(api, command="create", path=path, file_text="<step>build</step>\n")
+        assert created["ok"], created
+        shown = _run(api, command="view", path=path)
+        assert "     1\t<step>build</step>" in shown["output"]
+    assert set(_bank_files(user)) == {"notes.txt", "plan.xml"}
+    other = _run(api, command="create", path="/memories/photo.png", file_text="x")
+    assert not other["ok"] and "Only text files ending in .md, .txt, .xml" in other["output"]
+
+
+def test_the_persons_notes_stay_markdown(api, user):
+    addon_setting_put(user=user, addon="memory", key="save-mode", value="auto")
+    result = _run(api, project_key="", command="create", path="/memories/a.txt", file_text="x")
+    assert not result["ok"] and "Only Markdown files ending in .md" in result["output"]
+    assert not MemoryFile.objects.filter(path="a.txt").exists()
 
 
 def test_a_secret_is_refused_and_not_written(api, user):

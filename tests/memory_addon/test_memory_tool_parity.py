@@ -35,7 +35,14 @@ from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-FILES = ["/memories/a.md", "/memories/d.md", "/memories/d/a.md", "/memories/d/e/b.md"]
+FILES = [
+    "/memories/a.md",
+    "/memories/d.md",
+    "/memories/notes.txt",
+    "/memories/d/a.md",
+    "/memories/d/plan.xml",
+    "/memories/d/e/b.md",
+]
 FOLDERS = ["/memories", "/memories/d", "/memories/e", "/memories/d/e"]
 TEXT = st.text(alphabet="ab \n", max_size=10)
 
