@@ -1,8 +1,8 @@
 """Backend for Anthropic's memory tool (B2): view, create, str_replace, insert, delete, rename.
 
-The model addresses files as `/memories/<relative path>` (.md; in a bank also .txt, .xml). With a project key the
-commands act on that project's bank (M17); without one, on the person's own notes
-(M1). Every write goes through the same services as every other write:
+The model addresses files as `/memories/<relative path>` (.md; in a bank also .txt and
+.xml). With a project key the commands act on that project's bank (M17); without one,
+on the person's own notes (M1). Every write goes through the same services as every other write:
 
 - a bank write is one change set (`change_set_apply`): path rules, limits, the
   secret guard and undo apply exactly as for `write_memory`/`edit_memory`;
