@@ -39,6 +39,7 @@ class AIProfileForm(forms.ModelForm[AIProfile]):
             "role",
             "is_default",
             "supports_tools",
+            "strict_tools",
             "runs_locally",
         ]
         labels: ClassVar = {
@@ -49,6 +50,7 @@ class AIProfileForm(forms.ModelForm[AIProfile]):
             "role": gettext_lazy("Use for"),
             "is_default": gettext_lazy("Default profile for this use"),
             "supports_tools": gettext_lazy("The model supports tools"),
+            "strict_tools": gettext_lazy("The model supports strict tool schemas"),
             "runs_locally": gettext_lazy("The model runs on this machine"),
         }
         help_texts: ClassVar = {
@@ -56,6 +58,10 @@ class AIProfileForm(forms.ModelForm[AIProfile]):
             "supports_tools": gettext_lazy(
                 "The model can call functions (tools). Without it, chats send the memory "
                 "block only and cannot propose notes."
+            ),
+            "strict_tools": gettext_lazy(
+                "For models with a strict mode (OpenAI's strict function calling): the "
+                "tools are sent with every field required and the optional ones nullable."
             ),
             "runs_locally": gettext_lazy(
                 "Only for a model served from this computer (llama.cpp, Ollama…): what the "

@@ -243,6 +243,11 @@ class AIProfile(models.Model):
         help_text="The model can call functions (tools). Without it, chats send the memory "
         "block only and cannot propose notes.",
     )
+    strict_tools = models.BooleanField(
+        default=False,
+        help_text="The model supports strict tool schemas (OpenAI's strict mode): every field "
+        "is sent, the optional ones as null.",
+    )
     runs_locally = models.BooleanField(
         default=False,
         help_text="The model runs on this machine: what the host sends it is not masked. "

@@ -33,6 +33,7 @@ class AIProfileOut(ModelSchema):
             "role",
             "is_default",
             "supports_tools",
+            "strict_tools",
             "runs_locally",
         ]
 
@@ -44,6 +45,11 @@ class AIProfileIn(Schema):
     context_window: int = 8192
     role: AIProfile.Role = AIProfile.Role.TEXT
     is_default: bool = False
+    strict_tools: bool = Field(
+        default=False,
+        description="Offer the model strict tool schemas (every field required, the "
+        "optional ones nullable); only for models that support strict mode.",
+    )
     runs_locally: bool = Field(
         default=False,
         description="The model runs on this machine: what the host sends it is not "

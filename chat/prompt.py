@@ -173,6 +173,7 @@ def prepare(message: Message) -> Prepared:
         memory_off=not conversation.memory_on,
         context_window=profile.context_window,
         model_local=profile.runs_locally,
+        strict_tools=profile.strict_tools,
     )
     # Retrieval (an embeddings call and two searches) runs beside the memory block.
     retrieval = _beside(lambda: _retrieved(conversation, turn, current.content))
@@ -184,7 +185,11 @@ def prepare(message: Message) -> Prepared:
         user=conversation.owner, memory_off_reason=context.reason_off, mask=not turn.model_local
     )
     retrieved, citations, retrieval_info = retrieval()
-    tools = tool_schemas() if profile.supports_tools and not context.reason_off else None
+    tools = (
+        tool_schemas(strict=profile.strict_tools)
+        if profile.supports_tools and not context.reason_off
+        else None
+    )
     system_parts = [SYSTEM]
     if not tools:
         system_parts.append(

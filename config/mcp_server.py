@@ -187,7 +187,7 @@ def _search(user: User, arguments: dict[str, Any]) -> tuple[bool, str]:
     from host.errors import Refusal
     from knowledge.models import Store
     from knowledge.retrieval import retrieve
-    from memory_addon.services.tools import arguments_refusal
+    from memory_addon.core.tool_arguments import arguments_refusal
 
     problem = arguments_refusal("search", SEARCH_TOOL["function"]["parameters"], arguments)
     if problem:
@@ -211,9 +211,9 @@ def _search(user: User, arguments: dict[str, Any]) -> tuple[bool, str]:
 
 def _bank_status(user: User, caller: Caller, arguments: dict[str, Any]) -> tuple[bool, str]:
     from host.errors import Refusal
+    from memory_addon.core.tool_arguments import arguments_refusal
     from memory_addon.services.context import bank_status_view
     from memory_addon.services.scopes import bank_find, bank_set_enabled
-    from memory_addon.services.tools import arguments_refusal
 
     problem = arguments_refusal(
         "bank_status", BANK_STATUS_TOOL["function"]["parameters"], arguments

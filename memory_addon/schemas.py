@@ -100,6 +100,11 @@ class TurnIn(Schema):
     conversation_ref: str = Field("", max_length=200)
     message_ref: str = Field("", max_length=200)
     project_key: str = Field("", max_length=128)
+    strict_tools: bool = Field(
+        False,
+        description="The model was offered the strict tool schemas (GET /tools?strict=true): "
+        "a null for an optional argument counts as not given.",
+    )
 
     @model_validator(mode="after")
     def _thread_in_a_chat(self) -> Self:

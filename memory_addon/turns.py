@@ -44,6 +44,9 @@ class Turn:
     # The model runs on this machine (its AI profile says so): what the turn sends it is
     # not masked. Off for every other model, and for clients the host does not know.
     model_local: bool = False
+    # The model was offered the strict tool schemas: a null for an optional argument
+    # means "not given" (strict mode makes the model send every field).
+    strict_tools: bool = False
 
     @property
     def source(self) -> ChangeSet.Source:

@@ -81,7 +81,8 @@ def file_read(request: HttpRequest, scope_id: int, path: str) -> FileContentOut:
 
 
 def file_content_out(scope: MemoryScope, path: str) -> FileContentOut:
-    row = get_object_or_404(MemoryFile, scope=scope, path=clean_path(path))
+    bank = scope.kind == MemoryScope.Kind.PROJECT
+    row = get_object_or_404(MemoryFile, scope=scope, path=clean_path(path, bank=bank))
     finding = find_secret(row.content)
     return FileContentOut(
         path=row.path,

@@ -43,6 +43,7 @@ def turn_from(user: User, data: TurnIn) -> Turn:
         memory_off=data.memory_off,
         context_window=data.context_window,
         project_key=data.project_key,
+        strict_tools=data.strict_tools,
     )
 
 
@@ -75,10 +76,16 @@ def turn_context(request: HttpRequest, payload: TurnIn) -> TurnContextOut:
     )
 
 
-@router.get("/tools", summary="Tool schemas in OpenAI function-calling format")
-def tools(request: HttpRequest, bank: bool = False) -> list[ToolSchema]:
+@router.get(
+    "/tools",
+    summary="Tool schemas in OpenAI function-calling format",
+    description="bank=true: the project-bank tools instead of the chat tools. strict=true: "
+    "the strict-mode form (every field required, optional ones nullable, strict: true); "
+    "send strict_tools: true in the turn of calls made with it.",
+)
+def tools(request: HttpRequest, bank: bool = False, strict: bool = False) -> list[ToolSchema]:
     signed_in_user(request)
-    return tool_schemas(bank=bank)
+    return tool_schemas(bank=bank, strict=strict)
 
 
 @router.post(

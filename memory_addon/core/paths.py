@@ -21,6 +21,10 @@ _ALLOWED_COMPONENT = re.compile(r"^[\w][\w .@+-]*$")
 # Scripts whose letters look alike (a Latin a, a Cyrillic a, a Greek alpha): one name
 # mixing them could pass for another file (MEMORY.md with a Cyrillic capital Em).
 _LOOK_ALIKE_SCRIPTS = ("LATIN", "CYRILLIC", "GREEK")
+MARKDOWN = (".md",)
+# A project bank also keeps the plain-text kinds Anthropic's memory-tool examples use;
+# the secret guard reads them as it reads Markdown. A person's notes stay Markdown (M6).
+BANK_TYPES = (".md", ".txt", ".xml")
 
 
 def gettext_noop(text: str) -> str:
@@ -37,8 +41,9 @@ class PathRefused(ValueError):
         self.template, self.values = template, values
 
 
-def normalize_path(raw: str) -> str:
-    """Return the normalized form of a relative `.md` path, or raise PathRefused.
+def normalize_path(raw: str, *, types: tuple[str, ...] = MARKDOWN) -> str:
+    """Return the normalized form of a relative path ending in one of `types`, or raise
+    PathRefused.
 
     `./a//b.md` becomes `a/b.md`; absolute paths, `..`, hidden or reserved names,
     backslashes and control characters are refused.
@@ -60,10 +65,15 @@ def normalize_path(raw: str) -> str:
     if not parts:
         raise PathRefused(gettext_noop("The path is empty."))
     for part in parts:
-        _check_component(part)
+        _check_component(part, types)
     normalized = "/".join(parts)
-    if not normalized.lower().endswith(".md") or normalized.lower() == ".md":
-        raise PathRefused(gettext_noop("Only Markdown files ending in .md can be stored."))
+    if not normalized.lower().endswith(types):
+        if types == MARKDOWN:
+            raise PathRefused(gettext_noop("Only Markdown files ending in .md can be stored."))
+        raise PathRefused(
+            gettext_noop("Only text files ending in %(types)s can be stored."),
+            types=", ".join(types),
+        )
     if len(normalized) > MAX_PATH_LENGTH:
         raise PathRefused(
             gettext_noop("The path is longer than %(limit)s characters."), limit=MAX_PATH_LENGTH
@@ -71,7 +81,7 @@ def normalize_path(raw: str) -> str:
     return normalized
 
 
-def _check_component(part: str) -> None:
+def _check_component(part: str, types: tuple[str, ...]) -> None:
     """Refuse one folder or file name of a memory path."""
     # First, and without the name: every later refusal quotes it.
     kind = find_in_name(part)
@@ -104,7 +114,7 @@ def _check_component(part: str) -> None:
             ),
             name=repr(part),
         )
-    if len(_look_alike_scripts(part)) > 1:
+    if len(_look_alike_scripts(part, types)) > 1:
         raise PathRefused(
             gettext_noop(
                 "%(name)s mixes Latin, Cyrillic or Greek letters, which can look alike; "
@@ -114,9 +124,10 @@ def _check_component(part: str) -> None:
         )
 
 
-def _look_alike_scripts(part: str) -> set[str]:
-    """The look-alike scripts of a name's letters; the .md ending does not count."""
-    stem = part[:-3] if part.lower().endswith(".md") else part
+def _look_alike_scripts(part: str, types: tuple[str, ...]) -> set[str]:
+    """The look-alike scripts of a name's letters; the file type's ending does not count."""
+    ending = next((t for t in types if part.lower().endswith(t)), "")
+    stem = part[: len(part) - len(ending)]
     scripts = set()
     for char in stem:
         if char.isalpha():

@@ -222,7 +222,7 @@ def memory_restore(*, user: User, archive_bytes: bytes) -> RestoreReport:
             )
             continue
         try:
-            path = clean_path(relative)
+            path = clean_path(relative, bank=slot.kind == MemoryScope.Kind.PROJECT)
             text = data.decode("utf-8")
         except (Refusal, UnicodeDecodeError) as error:
             report.refused.append((name, getattr(error, "message", "not UTF-8 text")))

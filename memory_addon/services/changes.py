@@ -26,7 +26,7 @@ from host.secret_text import kind_label, secret_refusal
 from host.storage import storage_check
 from host.stored_secrets import stored_secrets
 from memory_addon.core import entries
-from memory_addon.core.paths import PathRefused, normalize_path
+from memory_addon.core.paths import BANK_TYPES, MARKDOWN, PathRefused, normalize_path
 from memory_addon.models import ChangeSet, FileChange, MemoryFile, MemoryScope, content_hash
 from memory_addon.services.locks import memory_lock
 from memory_addon.services.note_search import note_embeddings_refresh_on_commit
@@ -42,9 +42,10 @@ class FileWrite:
     content: str | None  # None deletes the file
 
 
-def clean_path(raw: str) -> str:
+def clean_path(raw: str, *, bank: bool = False) -> str:
+    """The normalized path (M6); a project bank's files may also be .txt or .xml."""
     try:
-        return normalize_path(raw)
+        return normalize_path(raw, types=BANK_TYPES if bank else MARKDOWN)
     except PathRefused as error:
         # Translated here: the pure path rules carry their English template and values.
         message = gettext(error.template)
@@ -147,10 +148,11 @@ def change_set_apply(
     file): a file that changed since is a StaleBase. Machine changes (`machine=True`)
     may not alter the person's text.
     """
-    normalized = [FileWrite(clean_path(w.path), w.content) for w in writes]
+    bank = scope.kind == MemoryScope.Kind.PROJECT
+    normalized = [FileWrite(clean_path(w.path, bank=bank), w.content) for w in writes]
     if len({w.path for w in normalized}) != len(normalized):
         raise ChangeRefused("A change set cannot change the same file twice.")
-    bases = {clean_path(path): sha for path, sha in (base_hashes or {}).items()}
+    bases = {clean_path(path, bank=bank): sha for path, sha in (base_hashes or {}).items()}
     with transaction.atomic():
         # The scope owner's lock: a bank or an agent's notes count toward the owner too.
         memory_lock(scope.owner_id or user.pk)
@@ -349,7 +351,7 @@ def file_write(
     summary: str = "",
 ) -> ChangeSet:
     """A person saves a whole file. `base_sha256` is the version they edited (None: no check)."""
-    path = clean_path(path)
+    path = clean_path(path, bank=scope.kind == MemoryScope.Kind.PROJECT)
     with transaction.atomic(durable=True):
         return change_set_apply(
             user=user,
@@ -371,7 +373,7 @@ def file_delete(
     base_sha256: str | None,
     source: str = ChangeSet.Source.API,
 ) -> ChangeSet:
-    path = clean_path(path)
+    path = clean_path(path, bank=scope.kind == MemoryScope.Kind.PROJECT)
     with transaction.atomic(durable=True):
         if not MemoryFile.objects.filter(scope=scope, path=path).exists():
             raise ChangeRefused(f"There is no file {path} to delete.")

@@ -1,8 +1,8 @@
 """Backend for Anthropic's memory tool (B2): view, create, str_replace, insert, delete, rename.
 
-The model addresses files as `/memories/<relative .md path>`. With a project key the
-commands act on that project's bank (M17); without one, on the person's own notes
-(M1). Every write goes through the same services as every other write:
+The model addresses files as `/memories/<relative path>` (.md; in a bank also .txt and
+.xml). With a project key the commands act on that project's bank (M17); without one,
+on the person's own notes (M1). Every write goes through the same services as every other write:
 
 - a bank write is one change set (`change_set_apply`): path rules, limits, the
   secret guard and undo apply exactly as for `write_memory`/`edit_memory`;
@@ -10,10 +10,13 @@ commands act on that project's bank (M17); without one, on the person's own note
   `delete_topic`), so the save mode (ask / auto / never), the notes-per-reply cap,
   the long-note rule, the secret guard and the protection of the person's own text
   apply. `index.md` is only readable here: its entries change through
-  `propose_change`. `rename` of the person's notes is refused (it would be two
-  proposals that could be confirmed apart); banks rename in one change set.
+  `propose_change`. `rename` and folder deletes of the person's notes are refused
+  (several proposals that could be confirmed apart); banks do them in one change set.
 
-Refusals come back as text with ok=False; nothing is written on a refusal.
+Outputs and errors follow the SDK's reference tool (`BetaLocalFilesystemMemoryTool`);
+the differences left are listed in docs/memory-tool.md and pinned by
+tests/memory_addon/test_memory_tool_parity.py. Refusals come back as text with
+ok=False; nothing is written on a refusal.
 """
 
 from __future__ import annotations
@@ -22,17 +25,21 @@ from dataclasses import dataclass
 from typing import cast
 
 from django.db import transaction
+from django.db.models import QuerySet
 from pydantic import JsonValue
 
 from host.core.secret_guard import mask_outbound
-from host.errors import ChangeRefused, NotAllowed, Refusal
+from host.errors import ChangeRefused, NotAllowed, NothingToChange, Refusal
+from memory_addon.core.paths import BANK_TYPES, MARKDOWN
+from memory_addon.core.shown_match import shown_spans
+from memory_addon.core.tool_arguments import arguments_refusal
 from memory_addon.models import ChangeSet, MemoryFile, MemoryScope
 from memory_addon.services.changes import FileWrite, change_set_apply, clean_path
 from memory_addon.services.context import memory_readable, neutralize
 from memory_addon.services.locks import memory_lock
 from memory_addon.services.proposals import memory_change_request
 from memory_addon.services.scopes import INDEX_PATH
-from memory_addon.services.tools import ToolArgs, _bank, arguments_refusal, replace_once
+from memory_addon.services.tools import ToolArgs, _bank
 from memory_addon.turns import Turn
 
 ROOT = "/memories"
@@ -81,31 +88,40 @@ class MemoryToolResult:
     proposal_id: int | None = None
 
 
-def _relative(raw: object) -> str:
-    """`/memories/a/b.md` → `a/b.md`; anything outside /memories is refused."""
-    path = str(raw or "").strip()
+class ContractError(ChangeRefused):
+    """An error Anthropic's reference tool gives in the same words (a missing path, an
+    existing file): sent without our "Refused:" prefix, so clients see the same text."""
+
+
+def _relative(raw: object, turn: Turn) -> str:
+    """`/memories/a/b.md` → `a/b.md`, a folder `/memories/a/` → `a`, the root → ""."""
+    path = str(raw).strip()
     if path.rstrip("/") == ROOT:
         return ""
     if not path.startswith(ROOT + "/"):
-        raise ChangeRefused(f"Paths start with {ROOT}/, for example {ROOT}/notes.md.")
-    return clean_path(path[len(ROOT) + 1 :])
-
-
-def _dir_prefix(raw: object) -> str | None:
-    """The folder a `view` names (\"\" for the root), or None when it names a file."""
-    path = str(raw or ROOT).strip().rstrip("/")
-    if path == ROOT:
-        return ""
-    if path.startswith(ROOT + "/") and not path.endswith(".md"):
-        rest = path[len(ROOT) + 1 :]
-        clean_path(rest + "/x.md")  # the same rules as a file path
-        return rest.strip("/") + "/"
-    return None
+        raise ChangeRefused(f"Path must start with {ROOT}, got: {path}")
+    rest = path[len(ROOT) + 1 :].strip("/")
+    bank = bool(turn.project_key)
+    if rest.lower().endswith(BANK_TYPES if bank else MARKDOWN):
+        return clean_path(rest, bank=bank)
+    # A folder: the same rules as a file path inside it.
+    return clean_path(rest + "/x.md", bank=bank).removesuffix("/x.md")
 
 
 def _whole(value: object) -> int:
     """A number the argument gate let through as an integer (JSON may spell it 3.0)."""
     return int(cast(float, value))
+
+
+def _missing(given: str) -> ContractError:
+    return ContractError(f"The path {given} does not exist. Please provide a valid path.")
+
+
+def _human_size(size: int) -> str:
+    """Bytes as the reference tool shows them: 0B, 512B, 1.5K, 2M."""
+    unit = min((size.bit_length() - 1) // 10, 3) if size else 0
+    value = size / 1024**unit
+    return f"{value:.0f}{'BKMG'[unit]}" if value == int(value) else f"{value:.1f}{'BKMG'[unit]}"
 
 
 # --- where the files are ------------------------------------------------------
@@ -121,78 +137,121 @@ def _read_scope(turn: Turn) -> MemoryScope | None:
     return MemoryScope.objects.filter(kind=MemoryScope.Kind.USER, owner=turn.user).first()
 
 
-def _lines(content: str) -> list[str]:
-    """The file's lines; a final newline ends the last line rather than starting one."""
-    return (content[:-1] if content.endswith("\n") else content).split("\n")
-
-
 def _row(scope: MemoryScope | None, path: str) -> MemoryFile | None:
-    return MemoryFile.objects.filter(scope=scope, path=path).first() if scope else None
+    return MemoryFile.objects.filter(scope=scope, path=path).first() if scope and path else None
 
 
-def _existing(turn: Turn, path: str) -> MemoryFile:
-    row = _row(_read_scope(turn), path)
+def _under(scope: MemoryScope | None, folder: str) -> QuerySet[MemoryFile]:
+    """The files inside a folder ("" is the root), at any depth; a folder exists while it
+    holds a file, since files are rows and folders only their path prefixes."""
+    rows = MemoryFile.objects.filter(scope=scope).order_by("path")
+    if scope is None:
+        return rows.none()
+    return rows.filter(path__startswith=folder + "/") if folder else rows
+
+
+def _exists(scope: MemoryScope | None, path: str) -> bool:
+    return _row(scope, path) is not None or bool(path and _under(scope, path).exists())
+
+
+def _file(turn: Turn, given: str) -> tuple[str, MemoryFile]:
+    """The file a str_replace or insert names, with the reference tool's errors."""
+    path = _relative(given, turn)
+    scope = _read_scope(turn)
+    row = _row(scope, path)
     if row is None:
-        raise ChangeRefused(f"There is no file {ROOT}/{path}; nothing was written.")
-    return row
+        if not path or _under(scope, path).exists():
+            raise ContractError(f"The path {given} is not a file.")
+        raise _missing(given)
+    return path, row
+
+
+def _check_parents_are_folders(scope: MemoryScope | None, path: str) -> None:
+    parts = path.split("/")[:-1]
+    parents = ["/".join(parts[: i + 1]) for i in range(len(parts))]
+    clash = MemoryFile.objects.filter(scope=scope, path__in=parents).first() if scope else None
+    if clash is not None:
+        raise ChangeRefused(f"{ROOT}/{clash.path} is a file, not a folder; nothing was written.")
 
 
 # --- commands -----------------------------------------------------------------
 
 
-def _view(turn: Turn, args: ToolArgs) -> MemoryToolResult:
-    scope = _read_scope(turn)
-    folder = _dir_prefix(args.get("path"))
-    if folder is not None:
-        rows = (
-            MemoryFile.objects.filter(scope=scope, path__startswith=folder).values_list(
-                "path", "size"
-            )
-            if scope
-            else []
-        )
-        listing = [f"{size}\t{ROOT}/{path}" for path, size in rows]
-        where = f"{ROOT}/{folder}".rstrip("/")
-        if not listing:
-            return MemoryToolResult(True, f"{where} is empty.")
-        return MemoryToolResult(True, f"Files in {where} (bytes, path):\n" + "\n".join(listing))
-    path = _relative(args.get("path"))
-    row = _row(scope, path)
-    if row is None:
-        return MemoryToolResult(False, f"There is no file {ROOT}/{path}.")
-    lines = _lines(neutralize(row.content))
-    start, end = 1, len(lines)
-    view_range = args.get("view_range")
-    if isinstance(view_range, list):  # two whole numbers: the argument gate checked it
-        start, end = _whole(view_range[0]), _whole(view_range[1])
-        end = len(lines) if end == -1 else min(end, len(lines))
-        if start < 1 or start > max(end, 1):
-            raise ChangeRefused(
-                f"view_range {view_range} is outside the file's {len(lines)} lines."
-            )
-    numbered = "\n".join(f"{n:6}\t{lines[n - 1]}" for n in range(start, end + 1))
-    return MemoryToolResult(
-        True,
-        f'<memory_file path="{ROOT}/{path}" trust="untrusted-observation">\n'
-        f"{numbered}\n</memory_file>",
+def _listing(given: str, folder: str, rows: list[MemoryFile]) -> str:
+    """Two levels below the folder, each folder followed by what it holds, by name."""
+    sizes: dict[str, int] = {}
+    for row in rows:
+        parts = row.path[len(folder) + 1 if folder else 0 :].split("/")
+        for depth in range(1, min(len(parts), 2) + 1):
+            name = "/".join(parts[:depth]) + ("/" if depth < len(parts) else "")
+            sizes[name] = sizes.get(name, 0) + row.size
+    # Folders sort by their name without the slash, as a directory walk would.
+    order = sorted(sizes, key=lambda name: name.rstrip("/").split("/"))
+    lines = [f"{_human_size(sum(r.size for r in rows))}\t{given}"]
+    lines += [f"{_human_size(sizes[name])}\t{given}/{name}" for name in order]
+    return (
+        f"Here're the files and directories up to 2 levels deep in {given}, "
+        "excluding hidden items:\n" + "\n".join(lines)
     )
 
 
-def _write(turn: Turn, path: str, content: str | None, *, what: str) -> MemoryToolResult:
-    """Write (or delete, content None) one file under the rules of its target."""
+def _numbered(lines: list[str], first: int) -> str:
+    return "\n".join(f"{n:6}\t{line}" for n, line in enumerate(lines, start=first))
+
+
+def _shown(path: str, numbered: str) -> str:
+    """File text goes to the model marked as an untrusted observation (M17)."""
+    return (
+        f'<memory_file path="{ROOT}/{path}" trust="untrusted-observation">\n'
+        f"{numbered}\n</memory_file>"
+    )
+
+
+def _view(turn: Turn, args: ToolArgs) -> MemoryToolResult:
+    given = str(args["path"])
+    path = _relative(given, turn)
+    scope = _read_scope(turn)
+    row = _row(scope, path)
+    if row is None:
+        rows = list(_under(scope, path).only("path", "size"))
+        if path and not rows:
+            raise _missing(given)
+        return MemoryToolResult(True, _listing(given, path, rows))
+    lines = neutralize(row.content).split("\n")
+    first, shown = 1, lines
+    view_range = args.get("view_range")
+    if isinstance(view_range, list):  # two whole numbers: the argument gate checked it
+        start, end = max(1, _whole(view_range[0])), _whole(view_range[1])
+        shown = lines[start - 1 : len(lines) if end == -1 else end]
+        first = start
+    return MemoryToolResult(
+        True,
+        f"Here's the content of {given} with line numbers:\n"
+        + _shown(path, _numbered(shown, first)),
+    )
+
+
+def _write(turn: Turn, writes: list[FileWrite], *, what: str, done: str) -> MemoryToolResult:
+    """Apply writes (content None deletes) under the rules of their target."""
     if turn.project_key:
         scope = _bank(turn, write=True)
         assert scope is not None  # noqa: S101 - a write creates the bank
-        return _bank_apply(turn, scope, [FileWrite(path, content)], summary=what)
-    if path == INDEX_PATH:
+        return _bank_apply(turn, scope, writes, summary=what, done=done)
+    if len(writes) != 1:
+        raise ChangeRefused(
+            "Moving or deleting a folder of your notes is not possible here: "
+            "it would be several proposals that could be confirmed apart. Do it file by file."
+        )
+    (write,) = writes
+    if write.path == INDEX_PATH:
         raise ChangeRefused(
             "index.md is the index of your notes; it is read-only here. "
             "Change its entries with propose_change, or write a topic file."
         )
-    if content is None:
-        operation: dict[str, str] = {"action": "delete_topic", "topic": path}
+    if write.content is None:
+        operation: dict[str, str] = {"action": "delete_topic", "topic": write.path}
     else:
-        operation = {"action": "write_topic", "topic": path, "topic_content": content}
+        operation = {"action": "write_topic", "topic": write.path, "topic_content": write.content}
     outcome = memory_change_request(turn=turn, operation=operation, reason=what)
     return MemoryToolResult(
         True,
@@ -203,87 +262,161 @@ def _write(turn: Turn, path: str, content: str | None, *, what: str) -> MemoryTo
 
 
 def _bank_apply(
-    turn: Turn, scope: MemoryScope, writes: list[FileWrite], *, summary: str
+    turn: Turn, scope: MemoryScope, writes: list[FileWrite], *, summary: str, done: str
 ) -> MemoryToolResult:
-    with transaction.atomic(durable=True):
-        memory_lock(turn.user.pk)
-        current = {
-            f.path: f.sha256
-            for f in MemoryFile.objects.filter(scope=scope, path__in=[w.path for w in writes])
-        }
-        change_set = change_set_apply(
-            user=turn.user,
-            scope=scope,
-            writes=writes,
-            origin=ChangeSet.Origin.AUTOMATIC,
-            source=ChangeSet.Source.API,
-            machine=False,  # a bank is the agent's own notebook, as with write_memory
-            base_hashes={w.path: current.get(w.path, "") for w in writes},
-            summary=summary,
-        )
-    return MemoryToolResult(True, f"{summary} (change {change_set.pk}).", change_id=change_set.pk)
+    try:
+        with transaction.atomic(durable=True):
+            memory_lock(turn.user.pk)
+            current = {
+                f.path: f.sha256
+                for f in MemoryFile.objects.filter(scope=scope, path__in=[w.path for w in writes])
+            }
+            change_set = change_set_apply(
+                user=turn.user,
+                scope=scope,
+                writes=writes,
+                origin=ChangeSet.Origin.AUTOMATIC,
+                source=ChangeSet.Source.API,
+                machine=False,  # a bank is the agent's own notebook, as with write_memory
+                base_hashes={w.path: current.get(w.path, "") for w in writes},
+                summary=summary,
+            )
+    except NothingToChange:
+        # The file already reads so (a str_replace of a text by itself): done, no change set.
+        return MemoryToolResult(True, done)
+    return MemoryToolResult(True, done, change_id=change_set.pk)
 
 
 def _create(turn: Turn, args: ToolArgs) -> MemoryToolResult:
-    path = _relative(args.get("path"))
+    given = str(args["path"])
+    path = _relative(given, turn)
     if not path:
         raise ChangeRefused(f"Name a file, for example {ROOT}/notes.md.")
-    return _write(turn, path, str(args["file_text"]), what=f"Wrote {ROOT}/{path}")
+    clean_path(path, bank=bool(turn.project_key))  # a folder-like name is refused here
+    scope = _read_scope(turn)
+    if _exists(scope, path):
+        raise ContractError(f"File {given} already exists")
+    _check_parents_are_folders(scope, path)
+    return _write(
+        turn,
+        [FileWrite(path, str(args["file_text"]))],
+        what=f"Wrote {ROOT}/{path}",
+        done=f"File created successfully at: {given}",
+    )
+
+
+def _replaced(content: str, old: str, new: str, given: str) -> tuple[str, int]:
+    """The text with its one occurrence of `old` replaced, and where it started. Text as a
+    view showed it (normalised) is found too and maps back to the span it came from."""
+    count = content.count(old)
+    if count > 1:
+        lines, at = [], content.find(old)
+        while at != -1:
+            lines.append(str(content.count("\n", 0, at) + 1))
+            at = content.find(old, at + 1)
+        raise ContractError(
+            f"No replacement was performed. Multiple occurrences of old_str `{old}` in "
+            f"lines: {', '.join(lines)}. Please ensure it is unique"
+        )
+    spans = [(content.index(old), content.index(old) + len(old))] if count else []
+    spans = spans or shown_spans(content, old, neutralize)
+    if len(spans) != 1:
+        raise ContractError(
+            f"No replacement was performed, old_str `{old}` did not appear verbatim in {given}."
+        )
+    ((start, end),) = spans
+    return content[:start] + new + content[end:], start
 
 
 def _str_replace(turn: Turn, args: ToolArgs) -> MemoryToolResult:
-    path = _relative(args.get("path"))
+    given = str(args["path"])
     old, new = str(args["old_str"]), str(args["new_str"])
+    path, row = _file(turn, given)
     if not old:
         raise ChangeRefused("old_str is empty; give the exact text to replace.")
-    row = _existing(turn, path)
-    edited = replace_once(row.content, old, new, field="old_str", where=f"{ROOT}/{path}")
-    return _write(turn, path, edited, what=f"Edited {ROOT}/{path}")
+    edited, start = _replaced(row.content, old, new, given)
+    changed = row.content.count("\n", 0, start)
+    lines = neutralize(edited).split("\n")
+    first = max(0, changed - 2)
+    snippet = _numbered(lines[first : min(len(lines), changed + 3)], first + 1)
+    return _write(
+        turn,
+        [FileWrite(path, edited)],
+        what=f"Edited {ROOT}/{path}",
+        done="The memory file has been edited. Here is the snippet showing the change "
+        "(with line numbers):\n" + _shown(path, snippet),
+    )
 
 
 def _insert(turn: Turn, args: ToolArgs) -> MemoryToolResult:
-    path = _relative(args.get("path"))
-    text = str(args["insert_text"])
-    if not text:
-        raise ChangeRefused("insert needs insert_text.")
-    row = _existing(turn, path)
+    given = str(args["path"])
+    path, row = _file(turn, given)
     lines = row.content.split("\n")
-    count = len(_lines(row.content))
+    if lines[-1] == "":  # a final newline ends the last line rather than starting one
+        lines.pop()
     at = _whole(args["insert_line"])
-    if at < 0 or at > count:
-        raise ChangeRefused(f"insert_line must lie between 0 and {count}.")
-    new_lines = text[:-1] if text.endswith("\n") else text
-    updated = "\n".join([*lines[:at], *new_lines.split("\n"), *lines[at:]])
-    return _write(turn, path, updated, what=f"Inserted text into {ROOT}/{path}")
+    if at < 0 or at > len(lines):
+        raise ContractError(
+            f"Invalid `insert_line` parameter: {at}. "
+            f"It should be within the range [0, {len(lines)}]."
+        )
+    lines.insert(at, str(args["insert_text"]).rstrip("\n"))
+    updated = "\n".join(lines)
+    updated += "" if updated.endswith("\n") else "\n"
+    return _write(
+        turn,
+        [FileWrite(path, updated)],
+        what=f"Inserted text into {ROOT}/{path}",
+        done=f"The file {given} has been edited.",
+    )
 
 
 def _delete(turn: Turn, args: ToolArgs) -> MemoryToolResult:
-    path = _relative(args.get("path"))
+    given = str(args["path"])
+    path = _relative(given, turn)
     if not path:
-        raise ChangeRefused("Name one file to delete; the whole folder cannot be deleted.")
-    _existing(turn, path)
-    return _write(turn, path, None, what=f"Deleted {ROOT}/{path}")
+        raise ContractError(f"Cannot delete the {ROOT} directory itself")
+    scope = _read_scope(turn)
+    row = _row(scope, path)
+    rows = [row] if row else list(_under(scope, path).only("path"))
+    if not rows:
+        raise ContractError(f"The path {given} does not exist")
+    return _write(
+        turn,
+        [FileWrite(r.path, None) for r in rows],
+        what=f"Deleted {ROOT}/{path}",
+        done=f"Successfully deleted {given}",
+    )
 
 
 def _rename(turn: Turn, args: ToolArgs) -> MemoryToolResult:
-    old = _relative(args.get("old_path"))
-    new = _relative(args.get("new_path"))
-    if not old or not new:
-        raise ChangeRefused("rename needs old_path and new_path, both files under /memories.")
+    old_given, new_given = str(args["old_path"]), str(args["new_path"])
+    old, new = _relative(old_given, turn), _relative(new_given, turn)
+    if not old:
+        raise ContractError(f"Cannot rename the {ROOT} directory itself")
     if not turn.project_key:
         raise ChangeRefused(
             "Renaming your notes is not possible here: create the new file, then delete the old."
         )
-    row = _existing(turn, old)
-    if _row(_read_scope(turn), new) is not None:
-        raise ChangeRefused(f"{ROOT}/{new} already exists; nothing was renamed.")
-    scope = _bank(turn, write=True)
-    assert scope is not None  # noqa: S101 - a write creates the bank
-    return _bank_apply(
+    scope = _read_scope(turn)
+    if not new or _exists(scope, new):
+        raise ContractError(f"The destination {new_given} already exists")
+    row = _row(scope, old)
+    if row is not None:
+        moves = [(row, new)]
+    else:
+        if new.startswith(old + "/"):
+            raise ChangeRefused(f"{old_given} cannot move into itself; nothing was renamed.")
+        moves = [(r, new + r.path[len(old) :]) for r in _under(scope, old)]
+    if not moves:
+        raise ContractError(f"The path {old_given} does not exist")
+    _check_parents_are_folders(scope, new)
+    writes = [FileWrite(to, r.content) for r, to in moves]
+    return _write(
         turn,
-        scope,
-        [FileWrite(new, row.content), FileWrite(old, None)],
-        summary=f"Renamed {ROOT}/{old} to {ROOT}/{new}",
+        writes + [FileWrite(r.path, None) for r, _ in moves],
+        what=f"Renamed {ROOT}/{old} to {ROOT}/{new}",
+        done=f"Successfully renamed {old_given} to {new_given}",
     )
 
 
@@ -310,6 +443,8 @@ def memory_tool_execute(*, turn: Turn, command: ToolArgs) -> MemoryToolResult:
         return MemoryToolResult(False, f"Refused: {problem}")
     try:
         result = handler(turn, command)
+    except ContractError as error:
+        return MemoryToolResult(False, mask_outbound(error.message))
     except Refusal as refusal:
         return MemoryToolResult(False, mask_outbound(f"Refused: {refusal.message}"))
     # Everything returned goes to a model: mask what looks like a secret.

@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from typing import Literal, NamedTuple, TypedDict, cast
+from typing import Literal, NamedTuple, NotRequired, TypedDict, cast
 
 from django.db import transaction
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError
 from pydantic import JsonValue
 
 from accounts.models import User
@@ -20,8 +18,13 @@ from host.core.fulltext import snippet
 from host.core.secret_guard import mask_outbound
 from host.core.untrusted import wrap_untrusted
 from host.errors import ChangeRefused, NotAllowed, Refusal
-from memory_addon.core.operations import json_kind, text_argument
+from memory_addon.core.operations import text_argument
 from memory_addon.core.shown_match import shown_spans
+from memory_addon.core.tool_arguments import (
+    arguments_refusal,
+    strict_arguments,
+    strict_parameters,
+)
 from memory_addon.models import ChangeSet, MemoryFile, MemoryScope
 from memory_addon.services.changes import (
     ABSENT,
@@ -48,6 +51,7 @@ class ToolFunction(TypedDict):
     name: str
     description: str
     parameters: dict[str, JsonValue]  # a JSON Schema object
+    strict: NotRequired[bool]  # only in the strict variant
 
 
 class ToolSchema(TypedDict):
@@ -171,74 +175,25 @@ BANK_TOOLS = [
 ]
 
 
-def tool_schemas(*, bank: bool = False) -> list[ToolSchema]:
-    return BANK_TOOLS if bank else CHAT_TOOLS
+def _strict(tool: ToolSchema) -> ToolSchema:
+    function = tool["function"]
+    return {
+        "type": "function",
+        "function": {
+            "name": function["name"],
+            "description": function["description"],
+            "parameters": strict_parameters(function["parameters"]),
+            "strict": True,
+        },
+    }
 
 
-# --- the argument gate (M4) ----------------------------------------------------
-
-_KINDS = {
-    "string": "a string",
-    "integer": "a whole number",
-    "number": "a number",
-    "boolean": "true or false",
-    "array": "a list",
-    "object": "an object",
-    "null": "null",
-}
-
-
-def _field(name: object) -> str:
-    text = str(name)
-    return repr(text if len(text) <= 60 else text[:60] + "…")
-
-
-def _problems(error: ValidationError) -> list[str]:
-    """What one schema error means, naming the field (never echoing its value)."""
-    where = ".".join(str(part) for part in error.absolute_path)
-    instance = error.instance
-    rule = error.validator_value
-    if error.validator == "required" and isinstance(instance, dict) and isinstance(rule, list):
-        return [f"{_field(f)} is missing (required)" for f in rule if f not in instance]
-    if error.validator == "additionalProperties" and isinstance(instance, dict):
-        known = error.schema.get("properties", {}) if isinstance(error.schema, dict) else {}
-        fields = ", ".join(known) or "none"
-        return [
-            f"{_field(f)} is not a field of this tool (its fields: {fields})"
-            for f in instance
-            if f not in known
-        ]
-    subject = _field(where) if where else "the arguments"
-    if error.validator == "type":
-        wanted = " or ".join(
-            _KINDS.get(t, str(t)) for t in ([rule] if isinstance(rule, str) else rule)
-        )
-        return [f"{subject} must be {wanted}, not {json_kind(instance)}"]
-    if error.validator in ("enum", "const"):
-        allowed = rule if isinstance(rule, list) else [rule]
-        return [f"{subject} must be one of: {', '.join(map(str, allowed))}"]
-    if error.validator in ("minItems", "maxItems"):
-        bound = "at least" if error.validator == "minItems" else "at most"
-        return [f"{subject} must have {bound} {rule} items"]
-    return [f"{subject} breaks the schema's {error.validator} rule"]
-
-
-def arguments_refusal(
-    tool: str, parameters: Mapping[str, JsonValue], arguments: object
-) -> str | None:
-    """The one argument gate (M4): why `arguments` do not fit the tool's published
-    JSON schema, naming each field, or None when they fit.
-
-    Every surface that runs a tool calls this before any service, so a missing,
-    null, mistyped or unknown field is refused and nothing is written.
-    """
-    errors = Draft202012Validator(parameters).iter_errors(arguments)
-    problems = sorted({p for error in errors for p in _problems(error)})
-    if not problems:
-        return None
-    return (
-        f"the arguments of {tool} do not fit its schema: {'; '.join(problems)}. Nothing was done."
-    )
+def tool_schemas(*, bank: bool = False, strict: bool = False) -> list[ToolSchema]:
+    """The chat tools or the bank tools; the two sets are never offered together (a turn
+    with a project key runs the bank tools, any other the chat tools), so their two
+    `list_memory` tools never meet."""
+    tools = BANK_TOOLS if bank else CHAT_TOOLS
+    return [_strict(tool) for tool in tools] if strict else tools
 
 
 def _wrap(folder: str, path: str, content: str) -> str:
@@ -349,7 +304,7 @@ def _bank_row(scope: MemoryScope | None, path: str) -> MemoryFile | None:
 
 def _bank_read(turn: Turn, args: ToolArgs) -> str:
     scope = _bank(turn)
-    path = clean_path(text_argument(args, "path") or BANK_INDEX_PATH)
+    path = clean_path(text_argument(args, "path") or BANK_INDEX_PATH, bank=True)
     row = _bank_row(scope, path)
     if row is None:
         return f"There is no file {path} in this project's memory."
@@ -395,7 +350,7 @@ def _bank_apply(
 
 def _bank_write(turn: Turn, args: ToolArgs) -> str:
     scope = _written_bank(turn)
-    path = clean_path(text_argument(args, "path") or BANK_INDEX_PATH)
+    path = clean_path(text_argument(args, "path") or BANK_INDEX_PATH, bank=True)
     row = _bank_row(scope, path)
     _bank_apply(turn, scope, path, text_argument(args, "content"), row.sha256 if row else ABSENT)
     return f"Wrote {path}."
@@ -403,7 +358,7 @@ def _bank_write(turn: Turn, args: ToolArgs) -> str:
 
 def _bank_edit(turn: Turn, args: ToolArgs) -> str:
     scope = _written_bank(turn)
-    path = clean_path(text_argument(args, "path") or BANK_INDEX_PATH)
+    path = clean_path(text_argument(args, "path") or BANK_INDEX_PATH, bank=True)
     old, new = text_argument(args, "old_string"), text_argument(args, "new_string")
     if not old:
         raise ChangeRefused("old_string is empty; give the exact text to replace.")
@@ -438,7 +393,7 @@ def replace_once(content: str, old: str, new: str, *, field: str, where: str) ->
 
 def _bank_delete(turn: Turn, args: ToolArgs) -> str:
     scope = _written_bank(turn)
-    path = clean_path(text_argument(args, "path"))
+    path = clean_path(text_argument(args, "path"), bank=True)
     row = _bank_row(scope, path)
     if row is None:
         raise ChangeRefused(f"There is no file {path}; nothing was deleted.")
@@ -478,7 +433,10 @@ def tool_call_execute(*, turn: Turn, name: str, arguments: str | ToolArgs) -> To
             return ToolResult(False, "The arguments are not valid JSON; send a JSON object.")
     if not isinstance(arguments, dict):
         return ToolResult(False, "The arguments must be a JSON object.")
-    problem = arguments_refusal(name, _PARAMETERS[bool(turn.project_key)][name], arguments)
+    parameters = _PARAMETERS[bool(turn.project_key)][name]
+    if turn.strict_tools:
+        arguments = strict_arguments(parameters, arguments)
+    problem = arguments_refusal(name, parameters, arguments)
     if problem:
         return ToolResult(False, f"Refused: {problem}")
     try:

@@ -290,7 +290,7 @@ def bank_file_save(request: HttpRequest, bank_id: int) -> HttpResponse:
     base = request.POST.get("base_sha256", "")
     text = request.POST.get("content", "").replace("\r\n", "\n")
     try:
-        path = clean_path(raw_path)
+        path = clean_path(raw_path, bank=True)
         if action == "delete":
             file_delete(
                 user=user, scope=bank, path=path, base_sha256=base, source=ChangeSet.Source.PAGE

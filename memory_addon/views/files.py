@@ -18,7 +18,7 @@ from host import filestore
 from host.core.markdown import render_markdown
 from host.errors import Refusal, StaleBase
 from memory_addon.core import entries
-from memory_addon.models import ChangeSet, MemoryFile
+from memory_addon.models import ChangeSet, MemoryFile, MemoryScope
 from memory_addon.selectors import scope_for_user, scopes_for_user
 from memory_addon.services.backup import MAX_ARCHIVE_BYTES, memory_export, memory_restore
 from memory_addon.services.changes import clean_path, file_delete, file_write
@@ -46,7 +46,10 @@ def file_page(request: HttpRequest, scope_id: int) -> HttpResponse:
     user = signed_in_user(request)
     scope = scope_for_user(user, scope_id)
     try:
-        path = clean_path(request.GET.get("path") or request.POST.get("path") or "")
+        path = clean_path(
+            request.GET.get("path") or request.POST.get("path") or "",
+            bank=scope.kind == MemoryScope.Kind.PROJECT,
+        )
     except Refusal as refusal:
         messages.error(request, refusal.message)
         return redirect("memory_files")

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memory_addon.core.paths import PathRefused, normalize_path
+from memory_addon.core.paths import BANK_TYPES, PathRefused, normalize_path
 
 
 @pytest.mark.parametrize(
@@ -51,6 +51,20 @@ def test_normalized_paths_are_stable_relative_markdown_paths(raw):
     assert not path.startswith("/")
     assert ".." not in path.split("/")
     assert all(part and not part.startswith(".") for part in path.split("/"))
+
+
+@pytest.mark.parametrize("raw", ["plan.xml", "notes/todo.txt", "MEMORY.md"])
+def test_a_bank_path_may_also_be_plain_text_or_xml(raw):
+    assert normalize_path(raw, types=BANK_TYPES) == raw
+    if not raw.endswith(".md"):
+        with pytest.raises(PathRefused, match=r"Only Markdown files ending in \.md"):
+            normalize_path(raw)
+
+
+@pytest.mark.parametrize("raw", ["photo.png", "notes.txt.exe", "\u041cEMORY.xml"])
+def test_a_bank_path_of_another_type_or_mixed_scripts_is_refused(raw):
+    with pytest.raises(PathRefused):
+        normalize_path(raw, types=BANK_TYPES)
 
 
 @pytest.mark.parametrize(
