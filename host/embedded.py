@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -92,6 +93,7 @@ def postgres_url(data_dir: Path) -> str:
 
     pgdata = data_dir / "postgres"
     data_dir.mkdir(parents=True, exist_ok=True)
+    _wait_while_starting_or_stopping(pgdata)
     server = get_server(pgdata, cleanup_mode="stop")
     server = _tune(server, pgdata)
     admin_url = server.get_uri()
@@ -101,6 +103,19 @@ def postgres_url(data_dir: Path) -> str:
     _handles["postgres"] = server
     _handles["postgres_url"] = url
     return str(url)
+
+
+def _wait_while_starting_or_stopping(pgdata: Path, timeout: float = 60.0) -> None:
+    """A server of this folder still starting or stopping (the run before this one, a
+    moment ago) is waited for: pgserver would attach to it and refuse it as not ready."""
+    from pgserver.utils import PostmasterInfo
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        info = PostmasterInfo.read_from_pgdata(pgdata)
+        if info is None or not info.is_running() or info.status == "ready":
+            return
+        time.sleep(0.2)  # the other server's state is only visible in its pid file
 
 
 def _settings_differ(url: str) -> set[str]:

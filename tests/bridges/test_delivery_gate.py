@@ -279,9 +279,13 @@ def test_the_delivery_worker_pauses_a_failing_endpoint_and_resumes_it(
     )
     _emit(person, 3)
     deadline = time.monotonic() + 60
-    while not DeliveryTarget.objects.filter(endpoint=endpoint, paused_until__gt=timezone.now()):
+    # The pause and the event's attempt are written one after the other by the worker.
+    while not (
+        DeliveryTarget.objects.filter(endpoint=endpoint, paused_until__gt=timezone.now())
+        and OutboxEvent.objects.filter(sequence=1, attempts__gt=0)
+    ):
         assert time.monotonic() < deadline, "the worker never paused the endpoint"
-        time.sleep(0.05)  # polling a row another process writes, under a deadline
+        time.sleep(0.05)  # polling rows another process writes, under a deadline
     assert down_receiver.attempts == 1
     assert OutboxEvent.objects.get(sequence=1).attempts == 1
     down_receiver.status = 200

@@ -56,11 +56,18 @@ class Output:
 
 
 def _child(process: subprocess.Popen[str], marker: str) -> psutil.Process:
-    matches = [
-        child
-        for child in psutil.Process(process.pid).children()
-        if marker in " ".join(child.cmdline())
-    ]
+    """The one child running `marker`; a child just forked shows serve's own command line
+    until it execs, so it is looked for again under a deadline."""
+    deadline = time.monotonic() + DEADLINE_SECONDS
+    while True:
+        matches = [
+            child
+            for child in psutil.Process(process.pid).children()
+            if marker in " ".join(child.cmdline())
+        ]
+        if len(matches) == 1 or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)  # polling the process table with a deadline, not a fixed wait
     assert len(matches) == 1, [c.cmdline() for c in matches]
     return matches[0]
 
