@@ -34,6 +34,9 @@ class Turn:
     # The model runs on this machine (its AI profile says so): what the turn sends it is
     # not masked. Off for every other model, and for clients the host does not know.
     model_local: bool = False
+    # The client (per its API token) loads its own rule files (CLAUDE.md, AGENTS.md …),
+    # so the approved copies are left out of its context. Never set by the host's chat.
+    client_reads_rule_files: bool = False
 
     @property
     def source(self) -> ChangeSet.Source:
