@@ -57,7 +57,7 @@ def reference_search(*, user: User) -> SearchResult:
             continue
         except OSError as error:
             search.skipped.append(
-                named_files.Skipped(str(folder), f"cannot be opened ({error.strerror})")
+                named_files.Skipped(str(folder), f"cannot be read ({error.strerror})")
             )
             continue
         try:

@@ -97,3 +97,12 @@ def test_the_openapi_schema_describes_the_switch(client):
     for name in ("ApiTokenIn", "ApiTokenOut", "ApiTokenPatch"):
         assert "reads_own_rule_files" in schemas[name]["properties"]
     assert "reference_files" in schemas["TurnContextOut"]["properties"]
+
+
+def test_the_switch_speaks_german_on_the_tokens_page(client, user):
+    api_token_create(user=user, name="cursor", reads_own_rule_files=True)
+    client.force_login(user)
+    page = client.get(PAGE, headers={"Accept-Language": "de"}).text
+    assert "Dieser Client liest seine Regeldateien selbst" in page
+    assert "liest seine Regeldateien selbst</span>" in page
+    assert "Referenzdateien senden" in page

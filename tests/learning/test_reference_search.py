@@ -167,3 +167,12 @@ def test_no_git_warning_outside_a_working_tree_or_for_a_git_folder_above_the_gra
     client.force_login(person)
     for pk in (ref.pk, upload.pk):
         assert 'data-banner="git"' not in client.get(f"/learning/references/{pk}/").text
+
+
+def test_the_search_page_speaks_german_with_the_skip_reasons_translated(client, person, granted):
+    write(granted, "CLAUDE.md")
+    (granted / "AGENTS.md").symlink_to(granted / "CLAUDE.md")
+    client.force_login(person)
+    page = client.get("/learning/references/search/", headers={"Accept-Language": "de"}).text
+    assert "Gefunden in Ihren erlaubten Ordnern" in page and "Freigeben…" in page
+    assert "symbolischer Link (nicht verfolgt)" in page
