@@ -151,7 +151,7 @@ def test_the_approval_page_warns_when_the_file_is_in_a_git_working_tree(
     client.force_login(person)
     page = client.get(f"/learning/references/{ref.pk}/").text
     assert 'data-banner="git"' in page
-    assert "checkout or pull" in page
+    assert "checkout or pull" in page and "digest changes" in page
 
 
 def test_no_git_warning_outside_a_working_tree_or_for_a_git_folder_above_the_grant(
