@@ -4,11 +4,12 @@ context, through every outside entry point (REST turn-context, MCP), over real H
 from __future__ import annotations
 
 import asyncio
+import sys
 
 import httpx
 import httpx2
 import pytest
-from mcp import Client
+from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from accounts.services import api_token_create
@@ -16,6 +17,7 @@ from config.mcp_server import TURN_CONTEXT_URI
 from memory_addon.services import references
 from memory_addon.services.changes import file_write
 from memory_addon.services.scopes import ensure_user_scope
+from tests.conftest import ROOT
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -54,19 +56,42 @@ def rest_context(live, token: str) -> str:
     return body["reference_block"] + "\n" + body["reference_files"]["off"]
 
 
+async def _read_turn_context(client: Client) -> str:
+    [content] = (await client.read_resource(TURN_CONTEXT_URI)).contents
+    assert "I live in Rome." in content.text
+    return content.text
+
+
 def mcp_context(live, token: str) -> str:
     async def run():
         http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30)
         async with http, Client(streamable_http_client(f"{live.url}/mcp/", http_client=http)) as c:
-            [content] = (await c.read_resource(TURN_CONTEXT_URI)).contents
-            return content.text
+            return await _read_turn_context(c)
 
-    text = asyncio.run(run())
-    assert "I live in Rome." in text
-    return text
+    return asyncio.run(run())
 
 
-ENTRY_POINTS = [pytest.param(rest_context, id="rest"), pytest.param(mcp_context, id="mcp")]
+def stdio_context(live, token: str) -> str:
+    """Through `memory-host mcp`, the stdio proxy a client starts as a command."""
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "config.cli", "mcp"],
+        env={"MEMORY_HOST_URL": live.url, "MEMORY_HOST_TOKEN": token, "PATH": "/usr/bin:/bin"},
+        cwd=str(ROOT),
+    )
+
+    async def run():
+        async with Client(params) as client:
+            return await _read_turn_context(client)
+
+    return asyncio.run(run())
+
+
+ENTRY_POINTS = [
+    pytest.param(rest_context, id="rest"),
+    pytest.param(mcp_context, id="mcp"),
+    pytest.param(stdio_context, id="mcp-stdio"),
+]
 
 
 @pytest.mark.parametrize("read", ENTRY_POINTS)
