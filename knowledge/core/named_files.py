@@ -12,6 +12,7 @@ import os
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import islice
 
 from knowledge.core.scanning import JUNK_FOLDERS, UnsafePath, open_dir_at
 
@@ -57,7 +58,9 @@ class Search:
             return
         try:
             with os.scandir(dir_fd) as listing:
-                names = sorted(entry.name for entry in listing)
+                # A folder of a million names is not read whole: one past the bound stops us.
+                left = self.max_entries - self.entries + 1
+                names = sorted(islice((entry.name for entry in listing), left))
         except OSError as error:
             shown = f"{prefix}/{relative_dir}" if relative_dir else prefix
             self.skipped.append(Skipped(shown + "/", f"cannot be read ({error.strerror})"))
@@ -79,6 +82,10 @@ class Search:
     def _look(self, dir_fd: int, prefix: str, relative: str, name: str) -> bool:
         """Note a wanted file; True for a folder the search goes into."""
         shown = f"{prefix}/{relative}"
+        if not _is_utf8(name):
+            # Such a name cannot be shown, stored or typed back: listed, never entered.
+            self.skipped.append(Skipped(_printable(shown), "the name is not valid UTF-8"))
+            return False
         try:
             info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
         except OSError as error:
@@ -114,6 +121,18 @@ class Search:
             self.walk(child, prefix, relative, depth)
         finally:
             os.close(child)
+
+
+def _is_utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # os.scandir keeps undecodable bytes as lone surrogates
+        return False
+    return True
+
+
+def _printable(path: str) -> str:
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def entry_on_the_way(root_fd: int, relative: str, name: str) -> bool:

@@ -176,3 +176,16 @@ def test_the_search_page_speaks_german_with_the_skip_reasons_translated(client, 
     page = client.get("/learning/references/search/", headers={"Accept-Language": "de"}).text
     assert "Gefunden in Ihren erlaubten Ordnern" in page and "Freigeben…" in page
     assert "symbolischer Link (nicht verfolgt)" in page
+
+
+def test_a_folder_whose_name_is_not_utf8_is_listed_as_skipped_and_the_page_still_answers(
+    client, person, granted
+):
+    odd = os.fsencode(granted) + b"/caf\xe9"
+    os.mkdir(odd)
+    with open(odd + b"/AGENTS.md", "w") as handle:
+        handle.write(RULES)
+    write(granted, "CLAUDE.md")
+    page = search_page(client, person)
+    assert listed(page) == [str(granted / "CLAUDE.md")]
+    assert "caf\ufffd" in page and "the name is not valid UTF-8" in page
