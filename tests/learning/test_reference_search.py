@@ -181,10 +181,9 @@ def test_the_search_page_speaks_german_with_the_skip_reasons_translated(client, 
 def test_a_folder_whose_name_is_not_utf8_is_listed_as_skipped_and_the_page_still_answers(
     client, person, granted
 ):
-    odd = os.fsencode(granted) + b"/caf\xe9"
-    os.mkdir(odd)
-    with open(odd + b"/AGENTS.md", "w") as handle:
-        handle.write(RULES)
+    odd = granted / os.fsdecode(b"caf\xe9")  # a Latin-1 name, as an old archive leaves it
+    odd.mkdir()
+    (odd / "AGENTS.md").write_text(RULES)
     write(granted, "CLAUDE.md")
     page = search_page(client, person)
     assert listed(page) == [str(granted / "CLAUDE.md")]
