@@ -11,12 +11,18 @@ from accounts.schemas import (
     ApiTokenCreatedOut,
     ApiTokenIn,
     ApiTokenOut,
+    ApiTokenPatch,
     ErrorOut,
     MeOut,
 )
 from accounts.selectors import profile_for_user, token_for_user
 from accounts.services import ai_profile_delete as ai_profile_delete_service
-from accounts.services import ai_profile_save, api_token_create, api_token_revoke
+from accounts.services import (
+    ai_profile_save,
+    api_token_create,
+    api_token_revoke,
+    api_token_set_reads_own_rule_files,
+)
 
 router = Router(tags=["accounts"])
 
@@ -85,6 +91,7 @@ def api_token_new(request: HttpRequest, payload: ApiTokenIn) -> Status[dict[str,
         name=payload.name,
         scope=payload.scope,
         expires_at=payload.expires_at,
+        reads_own_rule_files=payload.reads_own_rule_files,
     )
     return Status(
         201,
@@ -93,6 +100,7 @@ def api_token_new(request: HttpRequest, payload: ApiTokenIn) -> Status[dict[str,
             "name": row.name,
             "prefix": row.prefix,
             "scope": row.scope,
+            "reads_own_rule_files": row.reads_own_rule_files,
             "created_at": row.created_at,
             "expires_at": row.expires_at,
             "last_used_at": None,
@@ -100,6 +108,17 @@ def api_token_new(request: HttpRequest, payload: ApiTokenIn) -> Status[dict[str,
             "token": token,
         },
     )
+
+
+@router.patch(
+    "/tokens/{token_id}",
+    response={200: ApiTokenOut, 404: ErrorOut},
+    summary="Change whether a token's client reads its own rule files",
+)
+def api_token_update(request: HttpRequest, token_id: int, payload: ApiTokenPatch) -> ApiToken:
+    token = token_for_user(signed_in_user(request), token_id)
+    api_token_set_reads_own_rule_files(token=token, on=payload.reads_own_rule_files)
+    return token
 
 
 @router.delete("/tokens/{token_id}", response={204: None, 404: ErrorOut}, summary="Revoke a token")

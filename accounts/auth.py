@@ -27,6 +27,12 @@ def token_scope(request: HttpRequest) -> str:
     return token.scope if token is not None else READ_WRITE
 
 
+def token_reads_own_rule_files(request: HttpRequest) -> bool:
+    """Whether the request's API token says its client loads its own rule files."""
+    token: ApiToken | None = getattr(request, "api_token", None)
+    return token is not None and token.reads_own_rule_files
+
+
 class TokenAuth(HttpBearer):
     """`Authorization: Bearer mh_…` with a personal API token, limited to its scope."""
 

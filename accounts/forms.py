@@ -134,6 +134,15 @@ class ApiTokenForm(forms.Form):
         widget=forms.DateInput(attrs={"type": "date"}),
         help_text=gettext_lazy("The token stops working at the start of this day (server time)."),
     )
+    reads_own_rule_files = forms.BooleanField(
+        label=gettext_lazy("This client reads its own rule files"),
+        required=False,
+        help_text=gettext_lazy(
+            "For a coding agent that loads CLAUDE.md, AGENTS.md or Cursor rules itself: the "
+            "turn context it gets with this token leaves your reference files out. Chats in "
+            "this web app are not affected."
+        ),
+    )
 
     def expires_at(self) -> datetime | None:
         day: date | None = self.cleaned_data.get("expires_on")

@@ -312,6 +312,13 @@ class ApiToken(models.Model):
     expires_at = models.DateTimeField(
         null=True, blank=True, help_text="After this moment the token no longer works."
     )
+    # A coding agent (Claude Code, Cursor …) that loads CLAUDE.md or AGENTS.md itself
+    # would otherwise get the approved copies a second time in the turn context.
+    reads_own_rule_files = models.BooleanField(
+        default=False,
+        help_text="The client reads its own rule files: its turn context leaves reference "
+        "files out.",
+    )
 
     class Meta:
         ordering: ClassVar = ["-created_at"]

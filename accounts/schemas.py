@@ -58,10 +58,21 @@ class AIProfileIn(Schema):
     api_key: str = ""
 
 
+_READS_OWN_RULE_FILES = (
+    "The client reads its own rule files (CLAUDE.md, AGENTS.md …): the turn context it gets "
+    "through this token (REST turn-context, MCP) leaves your reference files out."
+)
+
+
 class ApiTokenIn(Schema):
     name: str
     scope: ApiToken.Scope = ApiToken.Scope.READ_WRITE
     expires_at: Moment | None = None
+    reads_own_rule_files: bool = Field(False, description=_READS_OWN_RULE_FILES)
+
+
+class ApiTokenPatch(Schema):
+    reads_own_rule_files: bool = Field(description=_READS_OWN_RULE_FILES)
 
 
 class ApiTokenOut(Schema):
@@ -69,6 +80,7 @@ class ApiTokenOut(Schema):
     name: str
     prefix: str
     scope: ApiToken.Scope
+    reads_own_rule_files: bool
     created_at: datetime
     expires_at: datetime | None
     last_used_at: datetime | None

@@ -143,6 +143,7 @@ def api_token_create(
     name: str,
     scope: str = ApiToken.Scope.READ_WRITE,
     expires_at: datetime | None = None,
+    reads_own_rule_files: bool = False,
 ) -> tuple[ApiToken, str]:
     """Create a personal token; the plain token is returned once and never stored."""
     if scope not in ApiToken.Scope.values:
@@ -158,8 +159,15 @@ def api_token_create(
             token_hash=api_token_hash(token),
             scope=scope,
             expires_at=expires_at,
+            reads_own_rule_files=reads_own_rule_files,
         )
     return row, token
+
+
+def api_token_set_reads_own_rule_files(*, token: ApiToken, on: bool) -> None:
+    with transaction.atomic(durable=True):
+        ApiToken.objects.filter(pk=token.pk).update(reads_own_rule_files=on)
+    token.reads_own_rule_files = on
 
 
 def api_token_revoke(*, token: ApiToken) -> None:

@@ -24,6 +24,11 @@ urlpatterns = [
     path("agents/<int:agent_id>/delete/", views.agent_delete, name="agent_delete"),
     path("settings/api-tokens/", views.api_tokens_page, name="api_tokens"),
     path(
+        "settings/api-tokens/<int:token_id>/rule-files/",
+        views.api_token_rule_files_page,
+        name="api_token_rule_files",
+    ),
+    path(
         "settings/api-tokens/<int:token_id>/revoke/",
         views.api_token_revoke_page,
         name="api_token_revoke",

@@ -29,6 +29,7 @@ from accounts.services import (
     ai_profile_save,
     api_token_create,
     api_token_revoke,
+    api_token_set_reads_own_rule_files,
     organization_save,
     site_settings_get,
     user_sign_up,
@@ -224,6 +225,7 @@ def api_tokens_page(request: HttpRequest) -> HttpResponse:
                 name=form.cleaned_data["name"],
                 scope=form.cleaned_data["scope"],
                 expires_at=form.expires_at(),
+                reads_own_rule_files=form.cleaned_data["reads_own_rule_files"],
             )
         except ValidationError as error:
             form.add_error(None, error)
@@ -248,6 +250,24 @@ def api_tokens_page(request: HttpRequest) -> HttpResponse:
         status=400 if form.errors else 200,
     )
     return response
+
+
+@login_required
+@require_http_methods(["POST"])
+def api_token_rule_files_page(request: HttpRequest, token_id: int) -> HttpResponse:
+    token = token_for_user(signed_in_user(request), token_id)
+    on = request.POST.get("reads_own_rule_files") == "on"
+    api_token_set_reads_own_rule_files(token=token, on=on)
+    messages.success(
+        request,
+        (
+            _("“%(name)s” reads its own rule files: its turn context leaves reference files out.")
+            if on
+            else _("“%(name)s” gets your approved reference files in its turn context.")
+        )
+        % {"name": token.name},
+    )
+    return redirect("accounts:api_tokens")
 
 
 @login_required

@@ -182,7 +182,10 @@ def prepare(message: Message) -> Prepared:
     context = turn_context_build(turn, policy)
     # Approved reference files (M14) go after the memory block, in their own wrapper.
     references = reference_block_build(
-        user=conversation.owner, memory_off_reason=context.reason_off, mask=not turn.model_local
+        user=conversation.owner,
+        memory_off_reason=context.reason_off,
+        mask=not turn.model_local,
+        policy=policy,
     )
     retrieved, citations, retrieval_info = retrieval()
     tools = (

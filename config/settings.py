@@ -639,6 +639,11 @@ LEARNING_UNDO_SECONDS = env_int("LEARNING_UNDO_SECONDS", 30)
 REFERENCE_READ_MAX_BYTES = env_int("REFERENCE_READ_MAX_BYTES", 1_000_000)
 REFERENCE_FILE_MAX_BYTES = env_int("REFERENCE_FILE_MAX_BYTES", 16 * 1024)
 REFERENCE_MAX_TOKENS = env_int("REFERENCE_MAX_TOKENS", 1000)
+# "Search…" for rule files in granted folders runs inside a page request: bounded in
+# folder depth, entries looked at (over all grants) and wall time.
+REFERENCE_SEARCH_MAX_DEPTH = env_int("REFERENCE_SEARCH_MAX_DEPTH", 6)
+REFERENCE_SEARCH_MAX_ENTRIES = env_int("REFERENCE_SEARCH_MAX_ENTRIES", 20_000)
+REFERENCE_SEARCH_SECONDS = env_int("REFERENCE_SEARCH_SECONDS", 5)
 # Clean-up: the AI call's limit and the age after which machine entries may be archived.
 CLEANUP_TIMEOUT_SECONDS = env_int("CLEANUP_TIMEOUT_SECONDS", 90)
 CLEANUP_ARCHIVE_AFTER_DAYS = env_int("CLEANUP_ARCHIVE_AFTER_DAYS", 180)

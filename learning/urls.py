@@ -12,6 +12,7 @@ urlpatterns = [
     path("messages/<int:message_id>/remember/", views.remember, name="learning_remember"),
     path("references/", views.references_page, name="learning_references"),
     path("references/add/", views.reference_add, name="learning_reference_add"),
+    path("references/search/", views.references_search, name="learning_references_search"),
     path("references/<int:reference_id>/", views.reference_page, name="learning_reference"),
     path(
         "references/<int:reference_id>/send/", views.reference_send, name="learning_reference_send"

@@ -19,6 +19,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from accounts.auth import signed_in_user
 from chat.selectors import message_for_user
 from host.errors import ChangeRefused, LimitExceeded, Refusal
+from host.htmx import HtmxHttpRequest
 from knowledge.services import granted_folders
 from learning.core import cleanup as cleanup_core
 from learning.models import CleanupJob
@@ -30,7 +31,7 @@ from memory_addon.core.diffs import unified_diff
 from memory_addon.core.readable_diff import readable_diff
 from memory_addon.models import ChangeSet, MemoryFile, MemoryScope, ReferenceFile
 from memory_addon.selectors import person_scope_for_user, scopes_for_user
-from memory_addon.services import references
+from memory_addon.services import reference_search, references
 from memory_addon.services.scopes import INDEX_PATH, scope_folder
 
 
@@ -120,12 +121,10 @@ def _owned_reference(request: HttpRequest, reference_id: int) -> ReferenceFile:
     return reference_for_user(signed_in_user(request), reference_id)
 
 
-@login_required
-@require_GET
-def references_page(request: HttpRequest) -> HttpResponse:
+def _references_context(request: HttpRequest) -> dict[str, object]:
     user = signed_in_user(request)
     files = [references.reference_review(ref) for ref in ReferenceFile.objects.filter(owner=user)]
-    context = {
+    return {
         "files": files,
         "off_reason": references.reference_off_reason(user),
         "folders": granted_folders(user),
@@ -133,7 +132,24 @@ def references_page(request: HttpRequest) -> HttpResponse:
         "per_file": settings.REFERENCE_FILE_MAX_BYTES,
         "max_tokens": settings.REFERENCE_MAX_TOKENS,
     }
-    return render(request, "learning/references.html", context)
+
+
+@login_required
+@require_GET
+def references_page(request: HttpRequest) -> HttpResponse:
+    return render(request, "learning/references.html", _references_context(request))
+
+
+@login_required
+@require_GET
+def references_search(request: HtmxHttpRequest) -> HttpResponse:
+    """Rule files in the granted folders; a read: nothing is added until the person asks."""
+    result = reference_search.reference_search(user=signed_in_user(request))
+    if request.htmx:
+        return render(request, "learning/references.html#search", {"search": result})
+    return render(
+        request, "learning/references.html", _references_context(request) | {"search": result}
+    )
 
 
 @login_required
@@ -180,7 +196,8 @@ def reference_page(request: HttpRequest, reference_id: int) -> HttpResponse:
             )
             return redirect("learning_references")
     review = references.reference_review(ref)
-    return render(request, "learning/reference.html", {"review": review})
+    context = {"review": review, "in_git": reference_search.in_git_tree(ref)}
+    return render(request, "learning/reference.html", context)
 
 
 @login_required

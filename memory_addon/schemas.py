@@ -151,6 +151,26 @@ class AddonsSentOut(Schema):
     hash: str
 
 
+class SentReferenceOut(Schema):
+    name: str
+    tokens: int
+    cut: bool
+
+
+class NotSentReferenceOut(Schema):
+    name: str
+    why: str
+
+
+class ReferenceFilesSentOut(Schema):
+    files: list[SentReferenceOut]
+    not_sent: list[NotSentReferenceOut]
+    off: str = Field(
+        description="Why no reference file was sent (kill switch, policy, or a token whose "
+        "client reads its own rule files); empty when they were considered."
+    )
+
+
 class TurnContextOut(Schema):
     block: str
     hash: str
@@ -161,6 +181,11 @@ class TurnContextOut(Schema):
         "and the context files after it (see docs/addons.md)."
     )
     addons: AddonsSentOut
+    reference_block: str = Field(
+        description="The approved reference files (M14), wrapped as reference data: put it "
+        "right after the memory block. Empty when none is sent; reference_files says why."
+    )
+    reference_files: ReferenceFilesSentOut
 
 
 class ToolCallIn(Schema):

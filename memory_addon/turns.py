@@ -47,6 +47,9 @@ class Turn:
     # The model was offered the strict tool schemas: a null for an optional argument
     # means "not given" (strict mode makes the model send every field).
     strict_tools: bool = False
+    # The client (per its API token) loads its own rule files (CLAUDE.md, AGENTS.md …),
+    # so the approved copies are left out of its context. Never set by the host's chat.
+    client_reads_rule_files: bool = False
 
     @property
     def source(self) -> ChangeSet.Source:

@@ -141,7 +141,7 @@ class UnsafePath(Exception):
     """A path that goes through a symbolic link (or a name we never walk, such as '..')."""
 
 
-def _open_dir_at(parent_fd: int, name: str, shown: str) -> int:
+def open_dir_at(parent_fd: int, name: str, shown: str) -> int:
     try:
         return os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
     except OSError as error:
@@ -172,7 +172,7 @@ def open_folder(path: Path) -> int:
             walked /= part
             parent, fd = fd, -1
             try:
-                fd = _open_dir_at(parent, part, str(walked))
+                fd = open_dir_at(parent, part, str(walked))
             finally:
                 os.close(parent)
     except BaseException:
@@ -191,7 +191,7 @@ def open_below(root_fd: int, relative: str) -> int:
     try:
         for index, part in enumerate(parts[:-1]):
             shown = "/".join(parts[: index + 1]) + "/"
-            parent, fd = fd, _open_dir_at(fd, part, shown)
+            parent, fd = fd, open_dir_at(fd, part, shown)
             if parent != root_fd:
                 os.close(parent)
         try:
@@ -275,7 +275,7 @@ def _walk(dir_fd: int, relative_dir: str = "") -> Generator[_Entry]:
         yield _Entry(relative, info, "", dir_fd, entry.name)
     for name, relative in subfolders:
         try:
-            child = _open_dir_at(dir_fd, name, relative + "/")
+            child = open_dir_at(dir_fd, name, relative + "/")
         except UnsafePath:
             yield _Entry(relative + "/", None, "symbolic link (not followed)")
             continue

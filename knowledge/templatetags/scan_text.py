@@ -36,6 +36,7 @@ _FIXED = frozenset(
         gettext_noop("not matched by the include patterns"),
         gettext_noop("the scan reached 500 MiB of accepted files"),
         gettext_noop("not a regular file"),
+        gettext_noop("the name is not valid UTF-8"),
         gettext_noop("removed from the collection"),
         gettext_noop("no longer in the source"),
         gettext_noop("changed since the review; run Update now to review it again"),

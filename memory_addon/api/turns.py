@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.http import HttpRequest
 from ninja import Router
 
-from accounts.auth import signed_in_user, token_scope
+from accounts.auth import signed_in_user, token_reads_own_rule_files, token_scope
 from accounts.models import User
 from accounts.selectors import agent_for_user, binding_for_user
 from accounts.token_access import tool_refusal
@@ -14,13 +14,14 @@ from host.errors import NotAllowed
 from memory_addon.api.responses import ERRORS
 from memory_addon.schemas import (
     AddonsSentOut,
+    ReferenceFilesSentOut,
     SentAlongOut,
     ToolCallIn,
     ToolCallOut,
     TurnContextOut,
     TurnIn,
 )
-from memory_addon.services.context import turn_context_build
+from memory_addon.services.client_context import client_context_build
 from memory_addon.services.policy import policy_for
 from memory_addon.services.tools import ToolSchema, tool_call_execute, tool_schemas
 from memory_addon.turns import Turn, chat_key_of
@@ -29,7 +30,7 @@ from memory_addon.turns import Turn, chat_key_of
 router = Router()
 
 
-def turn_from(user: User, data: TurnIn) -> Turn:
+def turn_from(user: User, data: TurnIn, *, client_reads_rule_files: bool = False) -> Turn:
     agent = agent_for_user(user, data.agent_id) if data.agent_id else None
     binding = binding_for_user(user, data.binding_id) if data.binding_id else None
     return Turn(
@@ -44,6 +45,7 @@ def turn_from(user: User, data: TurnIn) -> Turn:
         context_window=data.context_window,
         project_key=data.project_key,
         strict_tools=data.strict_tools,
+        client_reads_rule_files=client_reads_rule_files,
     )
 
 
@@ -53,10 +55,17 @@ def turn_from(user: User, data: TurnIn) -> Turn:
     summary="Build the memory block for a turn",
 )
 def turn_context(request: HttpRequest, payload: TurnIn) -> TurnContextOut:
-    turn = turn_from(signed_in_user(request), payload)
-    # One query for the policy and the add-on state, one for the scopes' indexes.
+    turn = turn_from(
+        signed_in_user(request),
+        payload,
+        client_reads_rule_files=token_reads_own_rule_files(request),
+    )
+    # One query for the policy and the add-on state, one for the scopes' indexes, one
+    # for the reference files when the person has some to send and the token's client
+    # does not read its own.
     policy = policy_for(turn.user, with_addons=True)
-    context = turn_context_build(turn, policy)
+    built = client_context_build(turn, policy)
+    context = built.memory
     # A caller of this endpoint offers the memory tools unless memory is off for the turn.
     offered = set() if context.reason_off else {t["function"]["name"] for t in tool_schemas()}
     addons = addon_context_build(
@@ -73,6 +82,8 @@ def turn_context(request: HttpRequest, payload: TurnIn) -> TurnContextOut:
         memory_off_reason=context.reason_off,
         addons_block="\n\n".join(b for b in (addons.skills_block, addons.files_block) if b),
         addons=AddonsSentOut.model_validate(addons.sent_along()),
+        reference_block=built.references.block,
+        reference_files=ReferenceFilesSentOut.model_validate(built.references.sent_along()),
     )
 
 

@@ -33,11 +33,36 @@ _EXTENSIONLESS = frozenset({".cursorrules", ".clinerules", ".windsurfrules"})
 MAX_NAME_CHARS = 255
 
 
-def tool_for(name: str) -> str:
+def known_tool(path: str) -> str:
+    """The tool that keeps its rules at this path ("" when no known tool does)."""
     for pattern, tool in _TOOLS:
-        if pattern.search(name):
+        if pattern.search(path):
             return tool
-    return "Markdown rule file"
+    return ""
+
+
+def tool_for(name: str) -> str:
+    return known_tool(name) or "Markdown rule file"
+
+
+# The hidden folders a search enters, each with the one subfolder its tool reads.
+_HIDDEN_RULE_FOLDERS: dict[str, frozenset[str]] = {
+    ".cursor": frozenset({"rules"}),
+    ".github": frozenset({"instructions"}),
+    ".kiro": frozenset({"steering"}),
+    ".clinerules": frozenset(),
+}
+
+
+def search_enters(relative: str) -> bool:
+    """Whether a search for rule files goes into this folder (a path relative to a grant)."""
+    parts = relative.split("/")
+    name = parts[-1]
+    if len(parts) >= 2 and parts[-2] in _HIDDEN_RULE_FOLDERS:
+        return name in _HIDDEN_RULE_FOLDERS[parts[-2]]
+    if len(parts) >= 3 and parts[-3] in _HIDDEN_RULE_FOLDERS:
+        return False  # rule folders hold files, not more folders
+    return not name.startswith(".") or name in _HIDDEN_RULE_FOLDERS
 
 
 def name_problem(name: str) -> str:
@@ -138,4 +163,15 @@ def render(sent: list[Packed], *, mask: bool = True) -> str:
     ).text
 
 
-__all__ = ["Cleaned", "Packed", "clean", "cut_at_boundary", "name_problem", "pack", "render"]
+__all__ = [
+    "Cleaned",
+    "Packed",
+    "clean",
+    "cut_at_boundary",
+    "known_tool",
+    "name_problem",
+    "pack",
+    "render",
+    "search_enters",
+    "tool_for",
+]

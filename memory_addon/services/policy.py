@@ -16,6 +16,7 @@ from addons.models import AddonInstallation, InstalledAddon
 from addons.selectors import TurnAddons, turn_addon_columns, turn_addons_from
 from host.compiled import CompiledQuery
 from memory_addon.addons import MEMORY_ADDON
+from memory_addon.models import ReferenceFile
 
 # An organization's memory mode (accounts.Organization.MemoryMode values).
 MemoryMode = Literal["on", "read_only", "off"]
@@ -32,6 +33,9 @@ class Policy:
     addon_enabled: bool = True  # the person's own on/off of the Short memory add-on
     # The person's add-on state, when read with the policy (policy_for(with_addons=True)).
     addons: TurnAddons | None = None
+    # Whether the person has reference files marked to send: a turn without any skips
+    # their query (read in the same row, so it costs nothing).
+    has_reference_files: bool = True
 
 
 def kill_switch_on() -> bool:
@@ -47,6 +51,9 @@ def _policy_query(user_pk: int, with_addons: bool) -> QuerySet[User, Any]:
                 AddonInstallation.objects.filter(user=OuterRef("pk"), addon=MEMORY_ADDON).values(
                     "enabled"
                 )[:1]
+            ),
+            has_reference_files=Exists(
+                ReferenceFile.objects.filter(owner=OuterRef("pk"), send=True)
             ),
             server_off=Exists(InstalledAddon.objects.filter(addon_id=MEMORY_ADDON, enabled=False)),
             has_organization=Subquery(membership.values("organization_id")[:1]),
@@ -96,8 +103,9 @@ def policy_for(user: User, *, with_addons: bool = False) -> Policy:
     # No row: the built-in default, on. An administrator may switch it off for everyone.
     addon_enabled = row.get("addon") is not False and not row.get("server_off")
     addons = turn_addons_from(row) if with_addons else None
+    has_reference_files = bool(row.get("has_reference_files"))
     if not row.get("has_organization"):
-        return Policy("on", True, None, True, "", "", addon_enabled, addons)
+        return Policy("on", True, None, True, "", "", addon_enabled, addons, has_reference_files)
     return Policy(
         memory_mode=row["memory_mode"],
         learning=row["learning"],
@@ -107,4 +115,5 @@ def policy_for(user: User, *, with_addons: bool = False) -> Policy:
         organization_name=row["organization_name"],
         addon_enabled=addon_enabled,
         addons=addons,
+        has_reference_files=has_reference_files,
     )

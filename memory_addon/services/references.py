@@ -253,16 +253,33 @@ class ReferenceBlock:
         return {"files": self.files, "not_sent": self.not_sent, "off": self.off}
 
 
+CLIENT_READS_OWN = (
+    "This client reads its own rule files (its API token says so), so your reference files "
+    "are left out of its context."
+)
+
+
 def reference_block_build(
-    *, user: User, memory_off_reason: str = "", mask: bool = True
+    *,
+    user: User,
+    memory_off_reason: str = "",
+    mask: bool = True,
+    client_reads_own: bool = False,
+    policy: Policy | None = None,
 ) -> ReferenceBlock:
     """The reference block of one turn: approved, unchanged files only, within the caps.
 
-    mask=False only for a model that runs on this machine."""
+    Every path that sends reference files (chat, REST turn context, MCP) comes here.
+    mask=False only for a model that runs on this machine; client_reads_own for a
+    client whose token says it loads the rule files itself (nothing is read then)."""
+    if client_reads_own:
+        return ReferenceBlock(off=memory_off_reason or CLIENT_READS_OWN)
+    if policy is not None and not policy.has_reference_files:
+        return ReferenceBlock()
     refs = list(ReferenceFile.objects.filter(owner=user, send=True).order_by("name", "id"))
     if not refs:
         return ReferenceBlock()
-    off = memory_off_reason or reference_off_reason(user)
+    off = memory_off_reason or reference_off_reason(user, policy)
     if off:
         return ReferenceBlock(off=off)
     texts: list[tuple[str, str]] = []

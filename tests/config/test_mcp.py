@@ -15,7 +15,7 @@ from mcp.client.streamable_http import streamable_http_client
 from accounts.models import ApiToken
 from accounts.services import api_token_create, api_token_revoke
 from addons.services import addon_setting_put
-from config.mcp_server import STARTUP_URI
+from config.mcp_server import STARTUP_URI, TURN_CONTEXT_URI
 from memory_addon.models import MemoryFile
 from memory_addon.services.changes import file_write
 from memory_addon.services.scopes import bank_find, bank_set_enabled, ensure_user_scope
@@ -427,7 +427,7 @@ def test_a_bank_that_is_off_gives_no_startup_context_and_says_why(live_asgi_serv
     assert "Project memory is off for this project" in content.text
 
 
-def test_without_a_project_key_there_are_no_resources_and_the_notes_instructions(
+def test_without_a_project_key_the_one_resource_is_the_turn_context_and_the_notes_instructions(
     live_asgi_server, token
 ):
     async def run():
@@ -436,7 +436,8 @@ def test_without_a_project_key_there_are_no_resources_and_the_notes_instructions
             return client.instructions, (await client.list_resources()).resources
 
     instructions, resources = asyncio.run(run())
-    assert resources == [] and "context_read" in instructions
+    assert [str(resource.uri) for resource in resources] == [TURN_CONTEXT_URI]
+    assert "context_read" in instructions and TURN_CONTEXT_URI in instructions
 
 
 def test_a_project_name_header_that_is_not_one_line_is_a_400_naming_it(live_asgi_server, token):

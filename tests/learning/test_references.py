@@ -184,3 +184,19 @@ def test_upload_through_the_page(client, person):
     response = client.post("/learning/references/add/", {"file": bad}, follow=True)
     assert response.status_code == 200 and "Not added" in response.text
     assert ReferenceFile.objects.count() == 1
+
+
+def test_a_chat_turn_sends_them_even_when_the_persons_tokens_read_their_own(
+    fake_openai, person, ask
+):
+    from accounts.services import api_token_create
+
+    api_token_create(user=person, name="claude code", reads_own_rule_files=True)
+    approve(
+        person, references.reference_upload(user=person, name="AGENTS.md", data=AGENTS.encode())
+    )
+    answer = ask("Hello")
+    turn_run(message_id=answer.pk)
+    assert "Use pytest for tests." in fake_openai.chat_requests[0]["messages"][0]["content"]
+    sent = Message.objects.get(pk=answer.pk).sent_along["reference_files"]
+    assert sent["off"] == "" and [f["name"] for f in sent["files"]] == ["AGENTS.md"]

@@ -311,3 +311,46 @@ def test_the_turn_block_never_exceeds_the_per_turn_byte_cap(turn, user, binding,
     assert sum(len(item.text.encode()) for item in notes) <= settings.MEMORY_TURN_MAX_BYTES
     assert "Answer briefly." in context.block  # rules are whole and outside the note cap
     assert context.omitted > 0 and "did not fit" in context.block
+
+
+def test_reference_files_cost_one_query_and_none_for_a_client_that_reads_its_own(
+    client, user, scope, django_assert_num_queries
+):
+    from accounts.services import api_token_create
+    from memory_addon.services import references
+
+    file_write(user=user, scope=scope, path="index.md", content="Mine.\n", base_sha256="")
+    ref = references.reference_upload(user=user, name="AGENTS.md", data=b"Use tabs.\n")
+    references.reference_approve(user=user, ref=ref, sha256=references.reference_review(ref).sha256)
+    tokens = {
+        reads_own: api_token_create(user=user, name="t", reads_own_rule_files=reads_own)[1]
+        for reads_own in (False, True)
+    }
+    for token in tokens.values():  # the first use also marks the token used
+        client.post(
+            "/api/memory/turn-context",
+            "{}",
+            content_type="application/json",
+            HTTP_AUTHORIZATION=f"Bearer {token}",
+        )
+    # The token with its user, the policy (with whether any reference file is to be
+    # sent), the scopes with their indexes, the reference files.
+    with django_assert_num_queries(4):
+        body = client.post(
+            "/api/memory/turn-context",
+            "{}",
+            content_type="application/json",
+            HTTP_AUTHORIZATION=f"Bearer {tokens[False]}",
+        ).json()
+    assert "Use tabs." in body["reference_block"]
+    assert body["reference_files"]["files"][0]["name"] == "AGENTS.md"
+    # The same without the reference files: the token says its client reads its own.
+    with django_assert_num_queries(3):
+        body = client.post(
+            "/api/memory/turn-context",
+            "{}",
+            content_type="application/json",
+            HTTP_AUTHORIZATION=f"Bearer {tokens[True]}",
+        ).json()
+    assert body["reference_block"] == "" and body["reference_files"]["files"] == []
+    assert "reads its own rule files" in body["reference_files"]["off"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from host.core.tokens import estimate_tokens
+from memory_addon.core import reference
 from memory_addon.core.reference import clean, cut_at_boundary, name_problem, pack, render, tool_for
 
 
@@ -76,3 +77,30 @@ def test_a_file_cannot_close_the_wrapper():
     assert block.count("</reference_files>") == 1
     assert block.count("</reference_file>") == 1
     assert "reference data" in block
+
+
+@pytest.mark.parametrize(
+    ("folder", "entered"),
+    [
+        ("app", True),
+        (".cursor", True),
+        (".cursor/rules", True),
+        (".cursor/other", False),
+        (".cursor/rules/nested", False),
+        (".github", True),
+        (".github/workflows", False),
+        (".kiro/steering", True),
+        (".clinerules", True),
+        (".vscode", False),
+        ("app/.kiro", True),
+    ],
+)
+def test_a_search_enters_only_plain_folders_and_the_rule_folders_of_known_tools(folder, entered):
+    assert reference.search_enters(folder) is entered
+
+
+def test_known_tool_names_the_tool_and_is_empty_for_other_markdown():
+    assert reference.known_tool("app/.kiro/steering/product.md") == "Kiro"
+    assert reference.known_tool(".windsurfrules") == "Windsurf"
+    assert reference.known_tool("README.md") == ""
+    assert reference.tool_for("README.md") == "Markdown rule file"
