@@ -55,7 +55,9 @@ bench: $(TEST_STAMP)
 # About 15 minutes on two cores; docs/benchmarks.md records the last score.
 mutate: $(TEST_STAMP)
 	rm -rf mutants
-	DATA_DIR=$(CURDIR)/.data/test nice -n 10 $(BIN)/mutmut run --max-children 2
+	# mutmut's test processes skip exit handlers, so the embedded servers are stopped here.
+	DATA_DIR=$(CURDIR)/.data/test nice -n 10 $(BIN)/mutmut run --max-children 2; status=$$?; \
+		$(BIN)/python scripts/stop_embedded.py $(CURDIR)/.data/test; exit $$status
 	$(BIN)/python scripts/mutation_score.py
 
 # A small local model to chat with offline: builds llama.cpp (a few minutes, once).
