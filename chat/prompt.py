@@ -19,9 +19,8 @@ from host import model_client as client
 from host.core.secret_guard import mask_outbound
 from host.core.tokens import estimate_tokens
 from host.stored_secrets import stored_secrets
-from memory_addon.services.context import turn_context_build
+from memory_addon.services.client_context import client_context_build
 from memory_addon.services.policy import Policy, policy_for
-from memory_addon.services.references import reference_block_build
 from memory_addon.services.tools import ToolSchema, tool_schemas
 from memory_addon.turns import Turn, run_kind_of
 
@@ -179,14 +178,9 @@ def prepare(message: Message) -> Prepared:
     retrieval = _beside(lambda: _retrieved(conversation, turn, current.content))
     # Read once, with the person's add-on state: the context, add-ons and pushes use it.
     policy = policy_for(conversation.owner, with_addons=True)
-    context = turn_context_build(turn, policy)
-    # Approved reference files (M14) go after the memory block, in their own wrapper.
-    references = reference_block_build(
-        user=conversation.owner,
-        memory_off_reason=context.reason_off,
-        mask=not turn.model_local,
-        policy=policy,
-    )
+    # The memory block, then the approved reference files (M14) in their own wrapper.
+    built = client_context_build(turn, policy)
+    context, references = built.memory, built.references
     retrieved, citations, retrieval_info = retrieval()
     tools = (
         tool_schemas(strict=profile.strict_tools)

@@ -1,5 +1,5 @@
-"""What an outside client gets as a turn's context (REST turn-context, MCP): the memory
-block, then the approved reference files, unless the client reads its own rule files."""
+"""A turn's context as every caller gets it (the chat, REST turn-context, MCP): the
+memory block, then the approved reference files, unless the client reads its own."""
 
 from __future__ import annotations
 
