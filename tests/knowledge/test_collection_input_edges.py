@@ -5,38 +5,13 @@ Ids in other digits, raced uploads, long names, home paths, too many files at on
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.db import connection
 
 from knowledge import services as knowledge
 from knowledge.errors import KnowledgeRefusal
 from knowledge.models import Job, Source
 from knowledge.services import sources as knowledge_sources
-
-
-def _parallel(count: int, work) -> list[object]:
-    """Run `work(n)` on `count` threads started together; each returns or raises."""
-    results: list[object] = [None] * count
-    start = threading.Barrier(count)
-
-    def run(n: int) -> None:
-        start.wait()
-        try:
-            results[n] = work(n)
-        except Exception as error:  # what each caller would have seen
-            results[n] = error
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=run, args=(n,)) for n in range(count)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    return results
 
 
 @pytest.mark.django_db
