@@ -75,7 +75,46 @@ def send_message(
     return httpx.post(webhook_url, content=raw, headers=headers, timeout=timeout)
 
 
-class CallbackReceiver:
+class LocalServer:
+    """A local HTTP server on its own thread, and a wait for what it has collected."""
+
+    def __init__(self, port: int = 0) -> None:
+        self._arrived = threading.Condition()
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        raise NotImplementedError
+
+    def _collected(self) -> int:
+        raise NotImplementedError
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def start(self) -> Self:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def wait_for(self, count: int, timeout: float = 30.0) -> bool:
+        """Wait until `count` items were collected (a deadline, not a sleep)."""
+        deadline = time.monotonic() + timeout
+        with self._arrived:
+            while self._collected() < count:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._arrived.wait(left)
+        return True
+
+
+class CallbackReceiver(LocalServer):
     """A local HTTP server that plays the bridge's callback endpoint.
 
     Every POST is verified with the secret(s); `status` is what it answers (set it to
@@ -100,33 +139,14 @@ class CallbackReceiver:
         self.ids: list[str] = []
         self.rejected = 0
         self.attempts = 0
-        self._arrived = threading.Condition()
-        self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        super().__init__(port)
 
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}/"
+        return f"{self.base_url}/"
 
-    def start(self) -> Self:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
-    def wait_for(self, count: int, timeout: float = 30.0) -> bool:
-        """Wait until `count` verified answers arrived (a deadline, not a sleep)."""
-        deadline = time.monotonic() + timeout
-        with self._arrived:
-            while len(self.received) < count:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._arrived.wait(left)
-        return True
+    def _collected(self) -> int:
+        return len(self.received)
 
     def _verify(self, body: bytes, headers: dict[str, str]) -> Any:
         for secret in self.secrets:

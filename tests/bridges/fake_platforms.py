@@ -11,46 +11,28 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import httpx
 
+from scripts.sample_bridge import LocalServer
 
-class _FakePlatform:
+
+class _FakePlatform(LocalServer):
     def __init__(self, bot_token: str) -> None:
         self.bot_token = bot_token
         self.posted: list[dict[str, Any]] = []
         self.refused = 0
-        self._arrived = threading.Condition()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        super().__init__()
 
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        return self.base_url
 
-    def start(self) -> _FakePlatform:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
-    def wait_for(self, count: int, timeout: float = 30.0) -> bool:
-        """Until `count` messages were posted (a deadline, not a sleep)."""
-        deadline = time.monotonic() + timeout
-        with self._arrived:
-            while len(self.posted) < count:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._arrived.wait(left)
-        return True
+    def _collected(self) -> int:
+        return len(self.posted)
 
     def _accepts(self, path: str, headers: Any) -> bool:
         raise NotImplementedError
