@@ -233,9 +233,6 @@ REQUEST_BODY_MIN_BYTES_PER_SECOND = env_int("REQUEST_BODY_MIN_BYTES_PER_SECOND",
 # in within this time and this size.
 REQUEST_HEADER_TIMEOUT_SECONDS = env_float("REQUEST_HEADER_TIMEOUT_SECONDS", 10.0)
 REQUEST_HEADER_MAX_BYTES = env_int("REQUEST_HEADER_MAX_BYTES", 64 * 1024)
-# Idempotency-Key (host/idempotency.py): a request that held its key this
-# long without an answer (its web worker was killed) lets a retry with the key run.
-IDEMPOTENCY_PENDING_SECONDS = env_int("IDEMPOTENCY_PENDING_SECONDS", 120)
 
 # --- Security defaults -------------------------------------------------------
 SESSION_COOKIE_HTTPONLY = True
@@ -331,9 +328,11 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-# A prefork child that ends a job above this (a local model loaded for indexing holds
-# over a gigabyte) is replaced by a fresh one, so an idle worker gives the memory back.
-WORKER_MAX_MEMORY_MB = env_int("WORKER_MAX_MEMORY_MB", 400)
+# A prefork child that ends a job above this is replaced by a fresh one, so an idle
+# worker gives the memory back. The packaged embedding model takes a child from about
+# 235 MB to 390 (730 after a batch of long notes): below 1 GB it stays loaded between
+# notes' jobs instead of being loaded again for each; a big indexing run is above it.
+WORKER_MAX_MEMORY_MB = env_int("WORKER_MAX_MEMORY_MB", 1024)
 CELERY_WORKER_MAX_MEMORY_PER_CHILD = WORKER_MAX_MEMORY_MB * 1024  # Celery counts KiB
 CELERY_RESULT_EXPIRES = 3600
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
@@ -346,7 +345,13 @@ CELERY_TASK_PUBLISH_RETRY_POLICY = {
     "interval_max": 0.5,
 }
 CELERY_TIMEZONE = TIME_ZONE
-CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {}
+CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
+    # Answers kept for Idempotency-Key retries live a day (host/idempotency.py).
+    "host-idempotent-answers-purge": {
+        "task": "host.idempotent_answers_purge",
+        "schedule": 3600.0,
+    },
+}
 
 # --- manage.py serve: supervision of its children ------------------------------
 # A crashed child is started again after 1, 2, 4 … seconds (at most the maximum);

@@ -4,7 +4,8 @@ from django.apps import AppConfig
 
 
 class HostConfig(AppConfig):
-    """The floor every app builds on: no models, its template tags and its ping job."""
+    """The floor every app builds on: its template tags, its jobs and the kept answers of
+    keyed writes."""
 
     name = "host"
     verbose_name = "Host"

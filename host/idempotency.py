@@ -4,12 +4,17 @@ the first answer again instead of storing the same note or message twice.
 The key comes in the header, or (for plain page forms, which cannot send headers) in
 the `idempotency_key` form field that `{% idempotency_field %}` renders. One key belongs
 to one caller (the signed-in person, or the exact Authorization header of a token
-call), one method and one path; its answer is kept for a day, a failed one too (the
-write may have committed before the failure: a retry with a new key is the caller's
-choice), except a 503, which says nothing was done (the database was away): it frees
-the key for the retry. A key reused with another body is refused, and a second request while the
-first still runs is told to wait. Without the cache (Redis away) requests run as if no
-key was given.
+call), one method and one path. A keyed request runs in one database transaction that
+also stores its answer (`IdempotentAnswer`), so the answer exists exactly when the write
+committed: a web worker killed mid-request, a PostgreSQL restart or a dead Redis leave
+either both or neither, and the retry replays or runs. A 5xx answer rolls the request
+back, so its retry runs. Answers are kept for a day. A key reused with another body is
+refused, and a second request while the first still runs is told to wait.
+
+A view that calls another server (a model, embeddings, Qdrant) must not hold a
+transaction, and with it a pooled connection, while it waits: its first outside call
+(`release_db_connection`) rolls the keyed transaction back and the request runs again
+without one; its answer is kept afterwards, so a later retry is still replayed.
 """
 
 from __future__ import annotations
@@ -17,13 +22,17 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Callable
-from typing import TypedDict
+from datetime import timedelta
 
-from django.conf import settings
-from django.core.cache import cache
+from django.db import IntegrityError, InterfaceError, OperationalError, connection, transaction
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.http.request import RawPostDataException
+from django.utils import timezone
 from django.utils.translation import gettext
+
+from host.database_unavailable import database_unavailable_response
+from host.keyed_transaction import CallsOut, keyed_transaction
+from host.models import IdempotentAnswer
 
 logger = logging.getLogger(__name__)
 
@@ -36,14 +45,6 @@ KEEP_SECONDS = 24 * 3600
 # Bodies larger than this (uploads) are not fingerprinted: the key is ignored for them.
 MAX_FINGERPRINT_BYTES = 1_048_576
 MAX_KEPT_ANSWER_BYTES = 256 * 1024
-
-
-class Kept(TypedDict):
-    fingerprint: str
-    done: bool
-    status: int
-    content_type: str
-    content: bytes
 
 
 def _caller(request: HttpRequest) -> str | None:
@@ -72,11 +73,116 @@ def _refusal(status: int, message: str) -> JsonResponse:
     return JsonResponse({"detail": message}, status=status)
 
 
-def _replay(kept: Kept) -> HttpResponse:
-    response = HttpResponse(kept["content"], status=kept["status"])
-    if kept["content_type"]:
-        response["Content-Type"] = kept["content_type"]
+def _replay(kept: IdempotentAnswer) -> HttpResponse:
+    response = HttpResponse(bytes(kept.content), status=kept.status)
+    if kept.content_type:
+        response["Content-Type"] = kept.content_type
     response["Idempotent-Replayed"] = "true"
+    return response
+
+
+def answer_name(caller: str, method: str, path: str, key: str) -> str:
+    return hashlib.sha256(f"{caller}\n{method}\n{path}\n{key}".encode()).hexdigest()
+
+
+def lock_id(name: str) -> int:
+    """The advisory lock a keyed request holds while it runs."""
+    return int.from_bytes(bytes.fromhex(name[:16]), "big", signed=True)
+
+
+def _kept(name: str) -> IdempotentAnswer | None:
+    since = timezone.now() - timedelta(seconds=KEEP_SECONDS)
+    return IdempotentAnswer.objects.filter(name=name, created_at__gte=since).first()
+
+
+def _keepable(response: HttpResponse) -> bool:
+    return (
+        response.status_code < 500
+        and not response.streaming
+        and len(response.content) <= MAX_KEPT_ANSWER_BYTES
+    )
+
+
+def _answer(name: str, fingerprint: str, response: HttpResponse) -> IdempotentAnswer:
+    return IdempotentAnswer(
+        name=name,
+        fingerprint=fingerprint,
+        status=response.status_code,
+        content_type=response.get("Content-Type", ""),
+        content=response.content,
+        created_at=timezone.now(),
+    )
+
+
+def _earlier_answer(name: str, fingerprint: str) -> HttpResponse | None:
+    kept = _kept(name)
+    if kept is None:
+        return None
+    if kept.fingerprint != fingerprint:
+        return _refusal(
+            422,
+            gettext("This %(header)s was used for a request with another body.")
+            % {"header": HEADER},
+        )
+    return _replay(kept)
+
+
+def _keyed_atomic() -> transaction.Atomic:
+    """The request's transaction. The services commit with `atomic(durable=True)`; in a
+    keyed request they nest inside it, as inside a test case's (Django's own marker), so
+    their writes commit with the kept answer or not at all."""
+    block = transaction.atomic()
+    block._from_testcase = True  # type: ignore[attr-defined]
+    return block
+
+
+def _run_keyed(
+    get_response: Callable[[HttpRequest], HttpResponse],
+    request: HttpRequest,
+    name: str,
+    fingerprint: str,
+) -> HttpResponse:
+    with _keyed_atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_try_advisory_xact_lock(%s)", [lock_id(name)])
+            (locked,) = cursor.fetchone()
+        if not locked:
+            return _refusal(
+                409,
+                gettext("A request with this %(header)s is still running; try again shortly.")
+                % {"header": HEADER},
+            )
+        earlier = _earlier_answer(name, fingerprint)
+        if earlier is not None:
+            return earlier
+        with keyed_transaction():
+            response = get_response(request)
+        if response.status_code >= 500:
+            transaction.set_rollback(True)
+        elif _keepable(response):
+            IdempotentAnswer.objects.filter(name=name).delete()  # an expired one
+            _answer(name, fingerprint, response).save(force_insert=True)
+        return response
+
+
+def _run_calling_out(
+    get_response: Callable[[HttpRequest], HttpResponse],
+    request: HttpRequest,
+    name: str,
+    fingerprint: str,
+) -> HttpResponse:
+    for uploads in request.FILES.lists():
+        for upload in uploads[1]:
+            upload.seek(0)  # the rolled-back run may have read them
+    response = get_response(request)
+    if _keepable(response):
+        try:
+            with transaction.atomic():
+                _answer(name, fingerprint, response).save(force_insert=True)
+        except IntegrityError:
+            pass  # a retry that ran alongside kept its answer first
+        except (OperationalError, InterfaceError):
+            logger.warning("Database unavailable; the answer for a %s was not kept", HEADER)
     return response
 
 
@@ -103,63 +209,22 @@ def idempotency_middleware(
                 gettext("%(header)s must be 1 to %(limit)s printable characters.")
                 % {"header": HEADER, "limit": MAX_KEY_CHARS},
             )
-        name = (
-            "idempotency:"
-            + hashlib.sha256(
-                f"{caller}\n{request.method}\n{request.path}\n{key}".encode()
-            ).hexdigest()
-        )
-        pending: Kept = {
-            "fingerprint": fingerprint,
-            "done": False,
-            "status": 0,
-            "content_type": "",
-            "content": b"",
-        }
+        name = answer_name(caller, request.method, request.path, key)
         try:
-            reserved = cache.add(name, pending, timeout=settings.IDEMPOTENCY_PENDING_SECONDS)
-            kept: Kept | None = None if reserved else cache.get(name)
-        except Exception:  # no cache: run the request as if it had no key
-            logger.warning("Idempotency cache unavailable; %s ignored", HEADER)
-            return get_response(request)
-        if kept is not None:
-            if kept["fingerprint"] != fingerprint:
-                return _refusal(
-                    422,
-                    gettext("This %(header)s was used for a request with another body.")
-                    % {"header": HEADER},
-                )
-            if not kept["done"]:
-                return _refusal(
-                    409,
-                    gettext("A request with this %(header)s is still running; try again shortly.")
-                    % {"header": HEADER},
-                )
-            return _replay(kept)
-        response = get_response(request)
-        _keep(name, fingerprint, response)
-        return response
+            return _run_keyed(get_response, request, name, fingerprint)
+        except CallsOut:
+            pass  # rolled back: run it again outside a transaction
+        except (OperationalError, InterfaceError) as error:
+            # The key's own statements or the commit: nothing (or, for a lost commit
+            # acknowledgement, the answer too) was stored, so the retry is safe.
+            return database_unavailable_response(request, error)
+        return _run_calling_out(get_response, request, name, fingerprint)
 
     return middleware
 
 
-def _keep(name: str, fingerprint: str, response: HttpResponse) -> None:
-    try:
-        # A 503 says the request was not carried out: the retry with this key must run.
-        if (
-            response.status_code == 503
-            or response.streaming
-            or len(response.content) > MAX_KEPT_ANSWER_BYTES
-        ):
-            cache.delete(name)
-            return
-        kept: Kept = {
-            "fingerprint": fingerprint,
-            "done": True,
-            "status": response.status_code,
-            "content_type": response.get("Content-Type", ""),
-            "content": response.content,
-        }
-        cache.set(name, kept, timeout=KEEP_SECONDS)
-    except Exception:
-        logger.warning("Idempotency cache unavailable; the answer was not kept")
+def idempotent_answers_purge() -> int:
+    """Drop answers older than a day (a scheduled job)."""
+    since = timezone.now() - timedelta(seconds=KEEP_SECONDS)
+    deleted, _ = IdempotentAnswer.objects.filter(created_at__lt=since).delete()
+    return deleted

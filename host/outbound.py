@@ -30,6 +30,7 @@ from host.bounded_http import AnswerRefused as AnswerRefused
 from host.bounded_http import BodyTooLarge as BodyTooLarge
 from host.bounded_http import bounded_call as bounded_call
 from host.bounded_http import bounded_transport
+from host.keyed_transaction import leave_keyed_transaction
 
 
 class OutboundRefused(ValueError):
@@ -212,8 +213,10 @@ def release_db_connection() -> None:
     A request that holds a pooled connection while a slow model or embeddings server
     answers starves everyone else: a dozen such requests took the site down. Inside a
     transaction the connection has to stay (callers do not call out from one; tests
-    run inside one).
+    run inside one). A keyed write's transaction (host/idempotency.py) is ended instead:
+    its request runs again without one.
     """
+    leave_keyed_transaction()
     if not connection.in_atomic_block:
         connection.close()
 

@@ -1,4 +1,5 @@
-"""The host's own job: a ping any live worker answers (/healthz, start-up checks)."""
+"""The host's own jobs: a ping any live worker answers (/healthz, start-up checks), and
+the purge of kept answers of keyed writes."""
 
 from __future__ import annotations
 
@@ -9,3 +10,10 @@ from celery import shared_task
 def ping() -> str:
     """Answered by any live worker; /healthz uses it."""
     return "pong"
+
+
+@shared_task(name="host.idempotent_answers_purge")
+def idempotent_answers_purge() -> int:
+    from host.idempotency import idempotent_answers_purge as purge
+
+    return purge()

@@ -53,12 +53,6 @@ CHAOS_ENV = {
     # A killed sender's claim runs out soon and the sweep looks often.
     "WEBHOOK_LEASE_SECONDS": "5",
     "WEBHOOK_SWEEP_INTERVAL_SECONDS": "2",
-    # A key held by a killed web worker frees soon (the default is two minutes).
-    "IDEMPOTENCY_PENDING_SECONDS": "10",
-    # The default worker keeps the local embedding model between jobs: at 400 MB its
-    # child is replaced after each note's embedding job and reloads the model (seconds),
-    # so five notes a second back the queue up and /readyz's ping expires behind it.
-    "WORKER_MAX_MEMORY_MB": "2000",
     # Room in the index for every note of the run.
     "MEMORY_INDEX_MAX_LINES": "5000",
     "MEMORY_INDEX_MAX_BYTES": "1000000",

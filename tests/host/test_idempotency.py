@@ -1,25 +1,30 @@
-"""A write sent again with the same Idempotency-Key is stored once and answered as the first."""
+"""A write sent again with the same Idempotency-Key is stored once and answered as the first,
+because its answer is kept in the write's own transaction."""
 
 from __future__ import annotations
 
 import json
 import re
+from datetime import timedelta
 
+import psycopg
 import pytest
 from django.core.cache import cache
+from django.db import connection
+from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
 from accounts.services import api_token_create
+from host.idempotency import answer_name, idempotent_answers_purge, lock_id
+from host.models import IdempotentAnswer
+from host.outbound import release_db_connection
+from memory_addon.api import notes as notes_api
 from memory_addon.models import ChangeSet, MemoryFile
 from memory_addon.services.scopes import ensure_user_scope
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _empty_cache():
-    cache.clear()
 
 
 def _add(client, scope, text, key=None, **extra):
@@ -94,14 +99,101 @@ def test_an_unusable_key_is_a_400_naming_the_header(client, user, scope, key):
     assert ChangeSet.objects.filter(scope=scope).count() == 0
 
 
-def test_without_the_cache_the_write_still_runs(client, user, scope, monkeypatch):
+def test_without_redis_a_retried_write_is_still_stored_once(client, user, scope, monkeypatch):
     def down(*args, **kwargs):
         raise ConnectionError("Redis is away")
 
-    monkeypatch.setattr(cache, "add", down)
+    for method in ("add", "get", "set", "delete"):
+        monkeypatch.setattr(cache, method, down)
     client.force_login(user)
+    first = _add(client, scope, "likes green tea", key="k")
+    again = _add(client, scope, "likes green tea", key="k")
+    assert first.status_code == again.status_code == 201
+    assert again["Idempotent-Replayed"] == "true"
+    assert ChangeSet.objects.filter(scope=scope).count() == 1
+
+
+def test_a_request_that_fails_after_its_write_stores_nothing_and_its_retry_stores_once(
+    user, scope, monkeypatch
+):
+    real = notes_api.change_summary
+    failures = iter([RuntimeError("the answer could not be built")])
+
+    def fails_once(change_set):
+        for failure in failures:
+            raise failure
+        return real(change_set)
+
+    monkeypatch.setattr(notes_api, "change_summary", fails_once)
+    client = Client(raise_request_exception=False)
+    client.force_login(user)
+    assert _add(client, scope, "likes green tea", key="k").status_code == 500
+    # The note was written before the failure; the 500 rolled it back with no kept answer.
+    assert ChangeSet.objects.filter(scope=scope).count() == 0
+    assert not IdempotentAnswer.objects.exists()
+    retry = _add(client, scope, "likes green tea", key="k")
+    assert retry.status_code == 201 and "Idempotent-Replayed" not in retry
+    assert _add(client, scope, "likes green tea", key="k")["Idempotent-Replayed"] == "true"
+    assert _index(scope).count("likes green tea") == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_second_request_while_the_key_is_running_is_told_to_wait_and_stores_nothing(
+    client, user, scope
+):
+    client.force_login(user)
+    path = f"/api/memory/scopes/{scope.pk}/notes"
+    name = answer_name(f"user:{user.pk}", "POST", path, "k")
+    settings = connection.settings_dict
+    # Another web worker's request holds the key's lock in its open transaction.
+    with psycopg.connect(
+        host=settings["HOST"],
+        port=settings["PORT"],
+        user=settings["USER"],
+        password=settings["PASSWORD"],
+        dbname=settings["NAME"],
+    ) as other:
+        other.execute("SELECT pg_advisory_xact_lock(%s)", [lock_id(name)])
+        waiting = _add(client, scope, "likes green tea", key="k")
+        assert waiting.status_code == 409
+        assert "still running" in waiting.json()["detail"]
+        assert ChangeSet.objects.filter(scope=scope).count() == 0
+    # Its worker died (the connection closed): the lock is gone and the retry runs.
     assert _add(client, scope, "likes green tea", key="k").status_code == 201
     assert ChangeSet.objects.filter(scope=scope).count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_keyed_request_that_calls_out_holds_no_transaction_while_it_waits(
+    client, user, scope, monkeypatch
+):
+    real = notes_api.note_add
+    seen: list[bool] = []
+
+    def calls_out_first(**kwargs):
+        release_db_connection()  # as before an embeddings or model call
+        seen.append(connection.in_atomic_block)
+        return real(**kwargs)
+
+    monkeypatch.setattr(notes_api, "note_add", calls_out_first)
+    client.force_login(user)
+    first = _add(client, scope, "likes green tea", key="k")
+    again = _add(client, scope, "likes green tea", key="k")
+    assert first.status_code == again.status_code == 201
+    assert seen == [False]  # it ran again without the transaction, once; then replayed
+    assert again["Idempotent-Replayed"] == "true"
+    assert ChangeSet.objects.filter(scope=scope).count() == 1
+
+
+def test_a_kept_answer_lives_a_day_and_is_purged_after(client, user, scope):
+    client.force_login(user)
+    _add(client, scope, "likes green tea", key="k")
+    IdempotentAnswer.objects.update(created_at=timezone.now() - timedelta(days=1, minutes=1))
+    # A day later the key is a new write, and the old answer goes with the purge.
+    assert "Idempotent-Replayed" not in _add(client, scope, "likes green tea", key="k")
+    IdempotentAnswer.objects.update(created_at=timezone.now() - timedelta(days=2))
+    assert idempotent_answers_purge() == 1
+    assert not IdempotentAnswer.objects.exists()
 
 
 def test_the_memory_tabs_add_form_sent_again_adds_one_note(client, user, scope):

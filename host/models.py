@@ -1,0 +1,22 @@
+"""The host's one table: answers kept for Idempotency-Key retries (host/idempotency.py)."""
+
+from __future__ import annotations
+
+from django.db import models
+from django.utils import timezone
+
+
+class IdempotentAnswer(models.Model):
+    """The answer to a keyed write, stored in the write's own transaction: it exists
+    exactly when the write committed, whatever happened to the worker or to Redis."""
+
+    # sha256 of caller, method, path and key: the key itself is the client's text.
+    name = models.CharField(max_length=64, primary_key=True)
+    fingerprint = models.CharField(max_length=64)
+    status = models.PositiveSmallIntegerField()
+    content_type = models.CharField(max_length=255, blank=True)
+    content = models.BinaryField()
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    def __str__(self) -> str:
+        return f"{self.name[:12]} → {self.status}"
