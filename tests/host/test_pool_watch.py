@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -10,6 +14,7 @@ from django.db import connection
 
 from host import pool_watch
 from host.pool_watch import PoolWatch, django_pool_hands_out, postgres_answers
+from tests.conftest import ROOT
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -73,3 +78,27 @@ def test_the_watch_runs_while_the_worker_serves():
     for watcher in watchers:
         watcher.join(timeout=30)
     assert not any(watcher.is_alive() for watcher in watchers)
+
+
+def test_a_stuck_pool_ends_its_worker_process_with_sigterm():
+    # The watch's own thread, in a process of its own, signals that process: uvicorn's
+    # graceful shutdown of a worker (its supervisor then starts a new one).
+    script = (
+        "import logging, threading, time\n"
+        "from host.pool_watch import PoolWatch, _watch\n"
+        "logging.basicConfig()\n"
+        "watch = PoolWatch(pool_hands_out=lambda: False, database_answers=lambda: True,"
+        " failures_allowed=2)\n"
+        "threading.Thread(target=_watch, args=(watch, threading.Event(), 0.01)).start()\n"
+        "time.sleep(120)\n"  # the process waits to be signalled; the test never sleeps
+    )
+    child = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings_test"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert child.returncode == -signal.SIGTERM
+    assert "handed out no connection in 2 checks in a row" in child.stderr
