@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.http import HttpRequest
-from ninja import Router
+from ninja import Router, Status
 
 from accounts.auth import signed_in_user
 from chat import services
@@ -32,7 +32,7 @@ def conversations_list(request: HttpRequest, q: str = "") -> list[Conversation]:
     response={201: ConversationOut, 400: ErrorOut},
     summary="Start a conversation",
 )
-def conversation_create(request: HttpRequest, payload: ConversationIn) -> tuple[int, Conversation]:
+def conversation_create(request: HttpRequest, payload: ConversationIn) -> Status[Conversation]:
     conversation = services.conversation_create(
         user=signed_in_user(request),
         profile_id=payload.profile_id,
@@ -41,7 +41,7 @@ def conversation_create(request: HttpRequest, payload: ConversationIn) -> tuple[
         memory_on=payload.memory_on,
         title=payload.title,
     )
-    return 201, conversation
+    return Status(201, conversation)
 
 
 @router.get(
@@ -59,10 +59,10 @@ def conversation_detail(request: HttpRequest, conversation_id: int) -> dict[str,
     response={204: None, 404: ErrorOut},
     summary="Delete a conversation",
 )
-def conversation_delete(request: HttpRequest, conversation_id: int) -> tuple[int, None]:
+def conversation_delete(request: HttpRequest, conversation_id: int) -> Status[None]:
     conversation = conversation_for_user(signed_in_user(request), conversation_id)
     services.conversation_delete(conversation=conversation)
-    return 204, None
+    return Status(204, None)
 
 
 @router.post(
@@ -70,13 +70,13 @@ def conversation_delete(request: HttpRequest, conversation_id: int) -> tuple[int
     response={202: MessageOut, 400: ErrorOut, 404: ErrorOut, 429: ErrorOut},
     summary="Send a message; the answer is written in the background",
 )
-def message_send(
-    request: HttpRequest, conversation_id: int, payload: MessageIn
-) -> tuple[int, Message]:
+def message_send(request: HttpRequest, conversation_id: int, payload: MessageIn) -> Status[Message]:
     """Returns the answer in state `streaming`; poll it or watch the websocket."""
     user = signed_in_user(request)
     conversation = conversation_for_user(user, conversation_id)
-    return 202, services.message_send(user=user, conversation=conversation, text=payload.text)
+    return Status(
+        202, services.message_send(user=user, conversation=conversation, text=payload.text)
+    )
 
 
 @router.get(
@@ -91,7 +91,7 @@ def message_detail(request: HttpRequest, message_id: int) -> Message:
     response={202: MessageOut, 404: ErrorOut},
     summary="Stop an answer being written",
 )
-def message_stop(request: HttpRequest, message_id: int) -> tuple[int, Message]:
+def message_stop(request: HttpRequest, message_id: int) -> Status[Message]:
     message = message_for_user(signed_in_user(request), message_id)
     services.message_stop(message=message)
-    return 202, message
+    return Status(202, message)
