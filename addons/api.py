@@ -193,6 +193,6 @@ def rules_get(request: HttpRequest, addon: str, skill: str) -> SkillRulesOut:
 )
 def rules_put(request: HttpRequest, addon: str, skill: str, payload: SkillRulesIn) -> SkillRulesOut:
     text = skill_rules_save(
-        user=signed_in_user(request), addon_id=addon, skill=skill, text=payload.text
+        user=signed_in_user(request), addon_id=addon, skill=skill, text=payload.text, source="api"
     )
     return SkillRulesOut(addon=addon, skill=skill, text=text)

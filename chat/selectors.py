@@ -78,7 +78,6 @@ class MessageView:
     # Rule learning (M13): cards under an answer, "Remember as rule…" under own messages.
     rules: Sequence[object] = field(default_factory=list)
     learning_reason: str = ""
-    rule_folder: str = ""
 
     @property
     def pk(self) -> int:
@@ -136,7 +135,6 @@ def message_views(
     ref_of = {p.pk: p.message_ref for p in proposals}
     # Learning fills this in (chat/under_messages.py): the chat never imports it.
     learning = under_messages(conversation, messages, policy, with_cards=rule_cards)
-    rule_folder = "Memory/agents/" + conversation.agent.slug if conversation.agent else "Memory"
     views = []
     for message in messages:
         key = str(message.pk)
@@ -153,7 +151,6 @@ def message_views(
                 ],
                 rules=learning.cards.get(message.pk, []),
                 learning_reason=learning.off_reason,
-                rule_folder=rule_folder,
             )
         )
     return views
