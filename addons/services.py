@@ -275,9 +275,20 @@ def host_skill_opened(*, skill: HostSkill) -> None:
         skill.opened_at = timezone.now()
 
 
-def host_skill_delete(*, skill: HostSkill) -> None:
-    """Delete a host-made skill with its tags; its rules stay a note in memory until deleted."""
+def host_skill_delete(*, skill: HostSkill, source: str) -> None:
+    """Delete a host-made skill with its tags and its rules (the note goes by a change set,
+    so undoing that brings the skill and its rules back)."""
     with transaction.atomic(durable=True):
+        writer = rules_writer()
+        if writer is not None:
+            writer(
+                user=skill.owner,
+                addon_id=HOST_SKILLS,
+                skill=skill.name,
+                title=skill.title,
+                rules=[],
+                source=source,
+            )
         SkillTag.objects.filter(user=skill.owner, addon_id=HOST_SKILLS, skill=skill.name).delete()
         SkillRule.objects.filter(user=skill.owner, addon_id=HOST_SKILLS, skill=skill.name).delete()
         skill.delete()
