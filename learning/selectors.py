@@ -99,7 +99,11 @@ def target_label(suggestion: RuleSuggestion) -> str:
         return gettext("a new skill, %(title)s, that starts with this rule") % {
             "title": suggestion.skill_title
         }
-    return str(suggestion.get_target_display())
+    if suggestion.target == RuleSuggestion.Target.AGENT and suggestion.agent is not None:
+        return gettext("Memory of %(agent)s") % {"agent": suggestion.agent.name}
+    if suggestion.target == RuleSuggestion.Target.CONVERSATION:
+        return gettext("This conversation's memory")
+    return gettext("Your memory")
 
 
 def undo_open(suggestion: RuleSuggestion) -> bool:
