@@ -310,6 +310,10 @@ class SkillView:
     def is_new(self) -> bool:
         return self.host_skill is not None and self.host_skill.is_new
 
+    @property
+    def rules_text(self) -> str:
+        return "\n".join(self.rules)
+
 
 def person_skills(user: User) -> list[SkillView]:
     """Every skill of the person's active add-ons and every skill the host made for them,
