@@ -7,7 +7,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from importlib.metadata import EntryPoint, entry_points
-from typing import Any
 
 from django.contrib.postgres.expressions import ArraySubquery
 from django.db.models import OuterRef
@@ -331,7 +330,14 @@ def person_skills(user: User) -> list[SkillView]:
     }
     uses = {(row.addon_id, row.skill): row for row in SkillUse.objects.filter(user=user)}
 
-    def view(addon_id: str, name: str, title: str, description: str, **extra: Any) -> SkillView:
+    def view(
+        addon_id: str,
+        name: str,
+        title: str,
+        description: str,
+        builtin_topics: tuple[str, ...],
+        host_skill: HostSkill | None = None,
+    ) -> SkillView:
         use = uses.get((addon_id, name))
         return SkillView(
             addon_id=addon_id,
@@ -342,7 +348,8 @@ def person_skills(user: User) -> list[SkillView]:
             rules=rules.get((addon_id, name), ()),
             sent_count=use.sent_count if use else 0,
             last_sent_at=use.last_sent_at if use else None,
-            **extra,
+            builtin_topics=builtin_topics,
+            host_skill=host_skill,
         )
 
     switched_off = switched_off_by(user)

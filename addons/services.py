@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.db import connection, transaction
@@ -347,7 +348,7 @@ def skill_uses_record(*, user_id: int, skills: list[tuple[str, str]]) -> None:
     now = timezone.now()
     table = SkillUse._meta.db_table
     rows = ", ".join(["(%s, %s, %s, 1, %s)"] * len(skills))
-    params: list[object] = []
+    params: list[int | str | datetime] = []
     for addon_id, skill in skills:
         params += [user_id, addon_id, skill, now]
     # An upsert: two turns of one person that finish together both count.

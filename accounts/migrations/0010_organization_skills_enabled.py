@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('accounts', '0009_apitoken_reads_own_rule_files'),
+        ("accounts", "0009_apitoken_reads_own_rule_files"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='organization',
-            name='skills_enabled',
+            model_name="organization",
+            name="skills_enabled",
             field=models.BooleanField(default=True),
         ),
     ]

@@ -32,7 +32,7 @@ def learning_suggests_for(user: User) -> bool:
     """The person's learning switch (Suggest rules / Off); Off shows no rule card."""
     try:
         value = addon_setting_get(user=user, addon=MEMORY_ADDON, key=LEARNING)
-        return declared_setting(MEMORY_ADDON, LEARNING).check(value) != "off"
+        return bool(declared_setting(MEMORY_ADDON, LEARNING).check(value) != "off")
     except Exception:
         logger.warning("learning switch of user %s unreadable; off", user.pk, exc_info=True)
         return False
