@@ -159,3 +159,12 @@ def test_learned_rules_are_kept_when_an_add_on_is_updated(person):
 
     InstalledAddon.objects.filter(addon_id="memory").delete()
     assert SkillRule.objects.get(user=person, addon_id="memory").text == "Ask before saving."
+
+
+def test_the_learning_switch_and_the_skill_setting_sit_next_to_the_save_mode(api):
+    page = api.get("/addons/memory/").content.decode()
+    for label in ("Saving a note", "Rule learning", "May create skills and save learned rules"):
+        assert label in page
+    assert put(api, "/api/addons/memory/settings/learning", {"value": "off"}).status_code == 200
+    bad = put(api, "/api/addons/memory/settings/skill-rules", {"value": "maybe"})
+    assert bad.status_code == 400 and "skill-rules" in bad.json()["detail"]

@@ -341,11 +341,13 @@ def test_remember_as_rule_saves_with_no_ai_call(fake_openai, person, answered):
 def _switch_off(how: str, person, settings) -> None:
     if how == "save mode never":
         addon_setting_put(user=person, addon="memory", key="save-mode", value="never")
+    elif how == "learning switch off":
+        addon_setting_put(user=person, addon="memory", key="learning", value="off")
     else:
         settings.MEMORY_AI_MEMORY = "off"
 
 
-@pytest.mark.parametrize("how", ["save mode never", "kill switch"])
+@pytest.mark.parametrize("how", ["save mode never", "learning switch off", "kill switch"])
 def test_never_and_the_kill_switch_look_for_no_rule_and_silence_waiting_cards(
     fake_openai,
     person,
