@@ -78,6 +78,7 @@ class MessageView:
     # Rule learning (M13): cards under an answer, "Remember as rule…" under own messages.
     rules: Sequence[object] = field(default_factory=list)
     learning_reason: str = ""
+    rule_choices: Sequence[object] = ()
 
     @property
     def pk(self) -> int:
@@ -151,6 +152,7 @@ def message_views(
                 ],
                 rules=learning.cards.get(message.pk, []),
                 learning_reason=learning.off_reason,
+                rule_choices=learning.choices,
             )
         )
     return views

@@ -190,7 +190,15 @@ def rules_under_messages(
             key: [c for c in row if c.suggestion.origin != RuleSuggestion.Origin.DETECTED]
             for key, row in cards.items()
         }
-    return UnderMessages(cards=_with_choices(conversation, cards), off_reason=learning_reason)
+    choices: list[TargetChoice] = []
+    if not learning_reason and any(m.role == Message.Role.USER for m in messages):
+        # "Remember as rule…" under each own message: where it fits, or a target picked.
+        fits = TargetChoice("", gettext("Where it fits (first fit wins)"))
+        anywhere = RuleTarget(RuleSuggestion.Target.USER)
+        choices = [fits, *target_choices(conversation.owner, conversation, "", anywhere)]
+    return UnderMessages(
+        cards=_with_choices(conversation, cards), off_reason=learning_reason, choices=choices
+    )
 
 
 def _with_choices(

@@ -218,3 +218,24 @@ def test_a_secret_in_a_skill_rule_is_refused(person, answered):
             target="new:python",
         )
     assert not SkillRule.objects.filter(user=person).exists()
+
+
+def test_remember_as_rule_offers_save_to_and_the_page_saves_where_chosen(
+    person, conversation, answered, client
+):
+    host_skill_create(user=person, name="python", title="Python")
+    question, _ = answered("Always use type hints in Python.")
+    client.force_login(person)
+    page = client.get(f"/chat/{conversation.pk}/").content.decode()
+    assert f'id="remember-target-{question.pk}"' in page
+    assert f'value="skill:{HOST_SKILLS}/python"' in page
+    client.post(
+        f"/learning/messages/{question.pk}/remember/",
+        {"text": "Use type hints in Python.", "target": "user"},
+    )
+    assert "Use type hints in Python." in note(person, "index.md")
+    client.post(
+        f"/learning/messages/{question.pk}/remember/",
+        {"text": "Use type hints everywhere in Python.", "target": ""},
+    )
+    assert skill_rules_of(person, HOST_SKILLS, "python") == "Use type hints everywhere in Python."
