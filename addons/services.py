@@ -295,6 +295,18 @@ def host_skill_delete(*, skill: HostSkill, source: str) -> None:
         skill.delete()
 
 
+def host_skill_forget_unused(*, user: User, name: str) -> None:
+    """A skill the assistant made whose only rule was undone, never opened: it goes again."""
+    with transaction.atomic():
+        if SkillRule.objects.filter(user=user, addon_id=HOST_SKILLS, skill=name).exists():
+            return
+        gone, _ = HostSkill.objects.filter(
+            owner=user, name=name, created_by_assistant=True, opened_at=None
+        ).delete()
+        if gone:
+            SkillTag.objects.filter(user=user, addon_id=HOST_SKILLS, skill=name).delete()
+
+
 def skill_tags_set(*, user: User, addon_id: str, skill: str, topics: list[str]) -> list[str]:
     """Replace the person's topic tags of one skill (theirs or an add-on's)."""
     _skill_title(user, addon_id, skill)

@@ -11,7 +11,7 @@ from django.utils import timezone
 from django.utils.translation import gettext
 
 from accounts.models import User
-from addons.services import host_skill_create
+from addons.services import host_skill_create, host_skill_forget_unused
 from chat.models import Conversation, Message
 from host import model_client as client
 from host.core.secret_guard import find_secret, mask_outbound
@@ -374,6 +374,8 @@ def rule_undo(*, user: User, suggestion: RuleSuggestion) -> RuleSuggestion:
             "remove the rule in the Memory tab instead."
         )
     change_set_undo(user=user, change_set=suggestion.change_set, source=ChangeSet.Source.LEARNING)
+    if suggestion.target == RuleSuggestion.Target.NEW_SKILL:
+        host_skill_forget_unused(user=user, name=suggestion.skill_name)
     RuleSuggestion.objects.filter(pk=suggestion.pk, state=RuleSuggestion.State.SAVED).update(
         state=RuleSuggestion.State.UNDONE
     )

@@ -114,6 +114,7 @@ def test_undo_takes_a_skill_rule_back(person, card):
     rules.rule_undo(user=person, suggestion=saved)
     assert skill_rules_of(person, HOST_SKILLS, "python") == ""
     assert note(person, "skills/python.md") == ""
+    assert not HostSkill.objects.filter(owner=person).exists()  # made for that rule only
 
 
 def test_the_save_to_choice_overrides_the_router(person, card):
