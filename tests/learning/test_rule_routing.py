@@ -240,3 +240,22 @@ def test_remember_as_rule_offers_save_to_and_the_page_saves_where_chosen(
         {"text": "Use type hints everywhere in Python.", "target": ""},
     )
     assert skill_rules_of(person, HOST_SKILLS, "python") == "Use type hints everywhere in Python."
+
+
+def test_a_rule_naming_a_bridged_conversation_goes_to_that_conversations_memory(person, profile):
+    from accounts.services import messaging_binding_create
+    from chat.models import Conversation, Message
+    from memory_addon.services.scopes import ensure_channel_scope
+
+    binding, _ = messaging_binding_create(owner=person, bridge="telegram", external_id="chat-7")
+    conversation = Conversation.objects.create(
+        owner=person, ai_profile=profile, binding=binding, external_chat="7"
+    )
+    question = Message.objects.create(
+        conversation=conversation, role="user", content="In this chat, always answer in French."
+    )
+    saved = rules.rule_remember(user=person, message=question, text=question.content)
+    assert saved.target == "conversation"
+    scope = ensure_channel_scope(binding, conversation.chat_key)
+    assert "answer in French" in MemoryFile.objects.get(scope=scope, path="index.md").content
+    assert note(person, "index.md") == ""
