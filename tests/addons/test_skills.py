@@ -116,11 +116,15 @@ def test_statistics_count_each_sending_and_show_on_the_skills_page(api, person):
     assert "2 times" in page
 
 
-def test_a_chat_turn_counts_the_skills_it_sent(person, fake_openai):
+def test_a_chat_turn_sends_a_host_made_skill_lists_it_in_sent_along_and_counts_it(
+    person, fake_openai, api
+):
     from chat.models import Conversation, Message
     from chat.runner import turn_run
     from tests.factories import AIProfileFactory
 
+    host_skill_create(user=person, name="python", title="Python")
+    skill_rules_save(user=person, addon_id=HOST_SKILLS, skill="python", text="Use type hints.")
     profile = AIProfileFactory(owner=person, base_url=fake_openai.base_url, model="fake-model")
     conversation = Conversation.objects.create(owner=person, ai_profile=profile)
     Message.objects.create(conversation=conversation, role="user", content="Hello")
@@ -129,10 +133,13 @@ def test_a_chat_turn_counts_the_skills_it_sent(person, fake_openai):
     turn_run(message_id=answer.pk)
     answer.refresh_from_db()
     sent = [(s["addon"], s["name"]) for s in answer.sent_along["addons"]["skills"]]
-    assert sent
+    assert (HOST_SKILLS, "python") in sent
+    assert "Use type hints." in fake_openai.chat_requests[0]["messages"][0]["content"]
     for addon_id, name in sent:
         use = SkillUse.objects.get(user=person, addon_id=addon_id, skill=name)
         assert use.sent_count == 1 and use.last_sent_at is not None
+    page = api.get(f"/chat/{conversation.pk}/").content.decode()
+    assert "your skill</span> python with 1 learned rule" in page
 
 
 def test_export_and_restore_carry_learned_rules_and_host_made_skills(api, person):
