@@ -29,7 +29,13 @@ class MembershipInline(admin.TabularInline[Membership, Organization]):
 
 @admin.register(Organization)
 class OrganizationAdmin(admin.ModelAdmin[Organization]):
-    list_display = ["name", "memory_mode", "learning_enabled", "budget_cap_tokens"]
+    list_display = [
+        "name",
+        "memory_mode",
+        "learning_enabled",
+        "skills_enabled",
+        "budget_cap_tokens",
+    ]
     prepopulated_fields = {"slug": ("name",)}
     inlines = [MembershipInline]
 

@@ -164,6 +164,7 @@ class OrganizationForm(forms.ModelForm[Organization]):
             "rules",
             "memory_mode",
             "learning_enabled",
+            "skills_enabled",
             "reference_files_enabled",
             "budget_cap_tokens",
         ]
@@ -171,6 +172,7 @@ class OrganizationForm(forms.ModelForm[Organization]):
             "rules": gettext_lazy("Organization rules"),
             "memory_mode": gettext_lazy("Memory for members"),
             "learning_enabled": gettext_lazy("Rule learning"),
+            "skills_enabled": gettext_lazy("Members may create skills and save learned rules"),
             "reference_files_enabled": gettext_lazy("Reference files of other tools"),
             "budget_cap_tokens": gettext_lazy("Memory budget cap per turn (tokens)"),
         }

@@ -44,6 +44,8 @@ class Organization(models.Model):
     slug = models.SlugField(max_length=80, unique=True)
     memory_mode = models.CharField(max_length=16, choices=MemoryMode.choices, default=MemoryMode.ON)
     learning_enabled = models.BooleanField(default=True)
+    # M21: members' rules may go to skills (and the host may make skills for them).
+    skills_enabled = models.BooleanField(default=True)
     budget_cap_tokens = models.PositiveIntegerField(
         null=True,
         blank=True,

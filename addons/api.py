@@ -8,24 +8,31 @@ from pydantic import JsonValue
 
 from accounts.auth import signed_in_user
 from addons.core.package import MAX_PACKAGE_BYTES
-from addons.errors import AddonNotFound, ChangeRefused
+from addons.errors import AddonNotFound, ChangeRefused, NotAllowed
+from addons.models import HOST_SKILLS, HostSkill
 from addons.schemas import (
     AddonOut,
     EnabledIn,
     EntryPointIn,
+    HostSkillEditIn,
+    HostSkillIn,
     RemovalOut,
     SettingIn,
     SettingOut,
+    SkillOut,
     SkillRulesIn,
     SkillRulesOut,
+    SkillTagsIn,
 )
 from addons.selectors import (
     AddonState,
+    SkillView,
     addon_setting_get,
     addon_settings_values,
     installed_addon,
     installed_addons,
-    skill_rules,
+    person_skill,
+    person_skills,
     switched_off_by,
     user_enabled,
 )
@@ -36,11 +43,16 @@ from addons.services import (
     addon_set_enabled,
     addon_setting_put,
     addon_user_set_enabled,
+    host_skill_create,
+    host_skill_delete,
+    host_skill_update,
     skill_rules_save,
+    skill_tags_set,
 )
 from host.schemas import ErrorOut
 
 router = Router(tags=["add-ons"])
+skills_router = Router(tags=["skills"])
 ERRORS = {400: ErrorOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut}
 KEPT_NOTE = (
     "People's settings, skill rules and files are kept; reinstalling the add-on brings "
@@ -179,11 +191,8 @@ def setting_put(request: HttpRequest, addon: str, key: str, payload: SettingIn) 
     summary="The learned rules you keep for a skill",
 )
 def rules_get(request: HttpRequest, addon: str, skill: str) -> SkillRulesOut:
-    state = _state(addon)
-    if state.manifest.skill(skill) is None:
-        raise AddonNotFound(f"There is no skill {skill!r} in the add-on {addon!r}.")
-    text = skill_rules(signed_in_user(request), addon).get(skill, "")
-    return SkillRulesOut(addon=addon, skill=skill, text=text)
+    found = person_skill(signed_in_user(request), addon, skill)
+    return SkillRulesOut(addon=addon, skill=skill, text="\n".join(found.rules))
 
 
 @router.put(
@@ -193,6 +202,83 @@ def rules_get(request: HttpRequest, addon: str, skill: str) -> SkillRulesOut:
 )
 def rules_put(request: HttpRequest, addon: str, skill: str, payload: SkillRulesIn) -> SkillRulesOut:
     text = skill_rules_save(
-        user=signed_in_user(request), addon_id=addon, skill=skill, text=payload.text
+        user=signed_in_user(request), addon_id=addon, skill=skill, text=payload.text, source="api"
     )
     return SkillRulesOut(addon=addon, skill=skill, text=text)
+
+
+# --- Skills (M21): every skill a person has, their tags and the skills the host made ------
+
+
+def _skill_out(skill: SkillView) -> SkillOut:
+    return SkillOut(
+        addon=skill.addon_id,
+        name=skill.name,
+        title=skill.title,
+        description=skill.description,
+        topics=list(skill.builtin_topics),
+        tags=list(skill.tags),
+        rules=list(skill.rules),
+        sent_count=skill.sent_count,
+        last_sent_at=skill.last_sent_at,
+        host_made=skill.host_skill is not None,
+        new=skill.is_new,
+    )
+
+
+def _host_skill(request: HttpRequest, addon: str, name: str) -> HostSkill:
+    found = person_skill(signed_in_user(request), addon, name)
+    if found.host_skill is None:
+        raise NotAllowed("An add-on's skill is changed by its add-on; you can tag it.")
+    return found.host_skill
+
+
+@skills_router.get("/", response=list[SkillOut], summary="Your skills: add-ons' and the host's")
+def skill_list(request: HttpRequest) -> list[SkillOut]:
+    return [_skill_out(skill) for skill in person_skills(signed_in_user(request))]
+
+
+@skills_router.post(
+    "/", response={201: SkillOut, **ERRORS}, summary="Make a skill of your own (host-made)"
+)
+def skill_create(request: HttpRequest, payload: HostSkillIn) -> Status[SkillOut]:
+    user = signed_in_user(request)
+    skill = host_skill_create(
+        user=user, name=payload.name, title=payload.title, instructions=payload.instructions
+    )
+    return Status(201, _skill_out(person_skill(user, HOST_SKILLS, skill.name)))
+
+
+@skills_router.get(
+    "/{addon}/{name}", response={200: SkillOut, 404: ErrorOut}, summary="One of your skills"
+)
+def skill_get(request: HttpRequest, addon: str, name: str) -> SkillOut:
+    return _skill_out(person_skill(signed_in_user(request), addon, name))
+
+
+@skills_router.put(
+    "/{addon}/{name}", response={200: SkillOut, **ERRORS}, summary="Edit a host-made skill"
+)
+def skill_edit(request: HttpRequest, addon: str, name: str, payload: HostSkillEditIn) -> SkillOut:
+    skill = _host_skill(request, addon, name)
+    host_skill_update(skill=skill, title=payload.title, instructions=payload.instructions)
+    return _skill_out(person_skill(signed_in_user(request), addon, name))
+
+
+@skills_router.delete(
+    "/{addon}/{name}", response={204: None, **ERRORS}, summary="Delete a host-made skill"
+)
+def skill_delete(request: HttpRequest, addon: str, name: str) -> Status[None]:
+    host_skill_delete(skill=_host_skill(request, addon, name), source="api")
+    return Status(204, None)
+
+
+@skills_router.put(
+    "/{addon}/{name}/tags",
+    response={200: SkillOut, **ERRORS},
+    summary="Replace your topic tags of a skill",
+)
+def skill_tags(request: HttpRequest, addon: str, name: str, payload: SkillTagsIn) -> SkillOut:
+    user = signed_in_user(request)
+    skill_tags_set(user=user, addon_id=addon, skill=name, topics=payload.topics)
+    return _skill_out(person_skill(user, addon, name))

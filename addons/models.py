@@ -110,3 +110,74 @@ class AddonInstallation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.addon} ({'on' if self.enabled else 'off'})"
+
+
+# The add-on id under which host-made skills keep their tags, rules and statistics. A
+# manifest id never starts with "_", so no add-on can take it.
+HOST_SKILLS = "_host"
+
+
+class HostSkill(models.Model):
+    """A skill the host made for one person (M21), carried in turns like add-on skills."""
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="host_skills"
+    )
+    name = models.CharField(max_length=40)  # a manifest-style key: python, c-sharp …
+    title = models.CharField(max_length=80)
+    instructions = models.TextField(blank=True)
+    created_by_assistant = models.BooleanField(default=False)
+    # Until the person opens the skill's page, it carries the "NEW" badge.
+    opened_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering: ClassVar = ["name"]
+        constraints: ClassVar = [
+            models.UniqueConstraint(fields=["owner", "name"], name="unique_host_skill_name"),
+        ]
+
+    def __str__(self) -> str:
+        return self.title
+
+    @property
+    def is_new(self) -> bool:
+        return self.created_by_assistant and self.opened_at is None
+
+
+class SkillTag(models.Model):
+    """A topic a person gave a skill (an add-on's or a host-made one); routes rules to it."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    addon_id = models.CharField(max_length=40)
+    skill = models.CharField(max_length=40)
+    topic = models.CharField(max_length=40)
+
+    class Meta:
+        ordering: ClassVar = ["topic"]
+        constraints: ClassVar = [
+            models.UniqueConstraint(
+                fields=["user", "addon_id", "skill", "topic"], name="unique_skill_tag"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.addon_id}/{self.skill}: {self.topic}"
+
+
+class SkillUse(models.Model):
+    """How often a skill went along in a person's turns, and when last (M21 statistics)."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    addon_id = models.CharField(max_length=40)
+    skill = models.CharField(max_length=40)
+    sent_count = models.PositiveIntegerField(default=0)
+    last_sent_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints: ClassVar = [
+            models.UniqueConstraint(fields=["user", "addon_id", "skill"], name="unique_skill_use"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.addon_id}/{self.skill}: {self.sent_count}"

@@ -56,7 +56,11 @@ def addon_details(user: User, state: AddonState) -> dict[str, Any]:
         "manifest": state.manifest,
         "manifest_json": json.dumps(state.manifest.as_json(), indent=2, ensure_ascii=False),
         "permissions": [(p, PERMISSIONS[p]) for p in state.manifest.permissions],
-        "skills": [(skill, rules.get(skill.name, "")) for skill in state.manifest.skills],
+        "skills": [
+            (skill, text, len(text.split("\n")) if text else 0)
+            for skill in state.manifest.skills
+            for text in [rules.get(skill.name, "")]
+        ],
         "settings_rows": setting_rows(user, state),
         "enabled_for_me": user_enabled(state, switched_off_by(user)),
     }

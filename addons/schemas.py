@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from datetime import datetime
+
 from ninja import Schema
 from pydantic import Field, JsonValue
 
@@ -51,3 +53,32 @@ class SettingOut(Schema):
 
 class SettingIn(Schema):
     value: JsonValue
+
+
+class SkillOut(Schema):
+    addon: str = Field(description='The add-on, or "_host" for a skill the host made for you.')
+    name: str
+    title: str
+    description: str
+    topics: list[str] = Field(description="The add-on's own topics of the skill.")
+    tags: list[str] = Field(description="Your topics: a rule on one of them goes to this skill.")
+    rules: list[str]
+    sent_count: int
+    last_sent_at: datetime | None
+    host_made: bool
+    new: bool = Field(description='Made by the assistant and not opened yet ("NEW").')
+
+
+class HostSkillIn(Schema):
+    name: str = Field(max_length=40, examples=["python"])
+    title: str = Field(max_length=80, examples=["Python"])
+    instructions: str = Field("", max_length=4000)
+
+
+class HostSkillEditIn(Schema):
+    title: str = Field(max_length=80)
+    instructions: str = Field("", max_length=4000)
+
+
+class SkillTagsIn(Schema):
+    topics: list[str] = Field(max_length=20, examples=[["python", "pytest"]])

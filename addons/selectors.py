@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from importlib.metadata import EntryPoint, entry_points
 
 from django.contrib.postgres.expressions import ArraySubquery
@@ -16,8 +17,17 @@ from accounts.models import User
 from addons.builtins import BUILTINS, builtin_manifest
 from addons.core.manifest import Manifest, ManifestError, SettingDecl, manifest_parse
 from addons.core.package import package_of_entry_point
-from addons.errors import UnknownSetting
-from addons.models import AddonInstallation, AddonSetting, InstalledAddon, SkillRule
+from addons.errors import AddonNotFound, UnknownSetting
+from addons.models import (
+    HOST_SKILLS,
+    AddonInstallation,
+    AddonSetting,
+    HostSkill,
+    InstalledAddon,
+    SkillRule,
+    SkillTag,
+    SkillUse,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -143,6 +153,13 @@ def addon_setting_get(*, user: User, addon: str, key: str) -> JsonValue:
 
 
 @dataclass(frozen=True)
+class HostSkillText:
+    name: str
+    title: str
+    instructions: str
+
+
+@dataclass(frozen=True)
 class TurnAddons:
     """Everything a turn reads about add-ons for one person, fetched in one query."""
 
@@ -152,6 +169,7 @@ class TurnAddons:
     settings: dict[tuple[str, str], JsonValue] = field(
         default_factory=dict
     )  # (add-on, key) -> value
+    host_skills: list[HostSkillText] = field(default_factory=list)
 
     def active(self) -> list[AddonState]:
         return [
@@ -189,6 +207,12 @@ def turn_addon_columns() -> dict[str, ArraySubquery]:
             .annotate(j=JSONObject(addon="addon", key="key", value="value"))
             .values("j")
         ),
+        "addons_host_skills": ArraySubquery(
+            HostSkill.objects.filter(owner=OuterRef("pk"))
+            .order_by("name")
+            .annotate(j=JSONObject(name="name", title="title", instructions="instructions"))
+            .values("j")
+        ),
     }
 
 
@@ -218,6 +242,10 @@ def turn_addons_from(row: Mapping[str, object]) -> TurnAddons:
         settings={
             (str(r["addon"]), str(r["key"])): r["value"] for r in _objects(row, "addons_settings")
         },
+        host_skills=[
+            HostSkillText(str(r["name"]), str(r["title"]), str(r["instructions"]))
+            for r in _objects(row, "addons_host_skills")
+        ],
     )
 
 
@@ -256,3 +284,99 @@ def offered_addons(installed: set[str]) -> list[Offered]:
 
 def skill_rules(user: User, addon_id: str) -> dict[str, str]:
     return dict(SkillRule.objects.filter(user=user, addon_id=addon_id).values_list("skill", "text"))
+
+
+@dataclass(frozen=True)
+class SkillView:
+    """A skill as one person sees it: an active add-on's or one the host made for them."""
+
+    addon_id: str  # HOST_SKILLS for a host-made skill
+    name: str
+    title: str
+    description: str
+    builtin_topics: tuple[str, ...]
+    tags: tuple[str, ...]  # the person's own topics
+    rules: tuple[str, ...]
+    sent_count: int
+    last_sent_at: datetime | None
+    host_skill: HostSkill | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.addon_id}/{self.name}"
+
+    @property
+    def is_new(self) -> bool:
+        return self.host_skill is not None and self.host_skill.is_new
+
+    @property
+    def rules_text(self) -> str:
+        return "\n".join(self.rules)
+
+
+def person_skills(user: User) -> list[SkillView]:
+    """Every skill of the person's active add-ons and every skill the host made for them,
+    with their tags, learned rules and statistics: five queries, however many there are."""
+    tags: dict[tuple[str, str], list[str]] = {}
+    for addon_id, skill, topic in SkillTag.objects.filter(user=user).values_list(
+        "addon_id", "skill", "topic"
+    ):
+        tags.setdefault((addon_id, skill), []).append(topic)
+    rules = {
+        (addon_id, skill): tuple(line for line in text.split("\n") if line.strip())
+        for addon_id, skill, text in SkillRule.objects.filter(user=user).values_list(
+            "addon_id", "skill", "text"
+        )
+    }
+    uses = {(row.addon_id, row.skill): row for row in SkillUse.objects.filter(user=user)}
+
+    def view(
+        addon_id: str,
+        name: str,
+        title: str,
+        description: str,
+        builtin_topics: tuple[str, ...],
+        host_skill: HostSkill | None = None,
+    ) -> SkillView:
+        use = uses.get((addon_id, name))
+        return SkillView(
+            addon_id=addon_id,
+            name=name,
+            title=title,
+            description=description,
+            tags=tuple(tags.get((addon_id, name), ())),
+            rules=rules.get((addon_id, name), ()),
+            sent_count=use.sent_count if use else 0,
+            last_sent_at=use.last_sent_at if use else None,
+            builtin_topics=builtin_topics,
+            host_skill=host_skill,
+        )
+
+    switched_off = switched_off_by(user)
+    views = [
+        view(
+            state.id,
+            s.name,
+            f"{state.manifest.name} · {s.name}",
+            s.description,
+            builtin_topics=s.topics,
+        )
+        for state in installed_addons()
+        if user_enabled(state, switched_off)
+        for s in state.manifest.skills
+    ]
+    views += [
+        view(HOST_SKILLS, h.name, h.title, h.instructions, builtin_topics=(), host_skill=h)
+        for h in HostSkill.objects.filter(owner=user)
+    ]
+    return views
+
+
+def person_skill(user: User, addon_id: str, name: str) -> SkillView:
+    """One skill the person may see; a foreign or missing one is not found (404)."""
+    found = next(
+        (s for s in person_skills(user) if s.addon_id == addon_id and s.name == name), None
+    )
+    if found is None:
+        raise AddonNotFound(f"You have no skill {addon_id}/{name}.")
+    return found

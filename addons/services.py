@@ -7,26 +7,40 @@ Installing, removing and the server-wide switch are for the server's administrat
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
+from django.utils import timezone
 from django.utils.translation import gettext
 from pydantic import JsonValue
 
 from accounts.models import User
 from addons.builtins import BUILTINS
 from addons.core.package import Package, PackageRefused, package_from_zip, package_of_entry_point
+from addons.core.skill_rules import RulesRefused, check_rules
 from addons.errors import AddonConflict, AddonNotFound, ChangeRefused, NotAllowed
-from addons.models import AddonFile, AddonInstallation, AddonSetting, InstalledAddon, SkillRule
+from addons.models import (
+    HOST_SKILLS,
+    AddonFile,
+    AddonInstallation,
+    AddonSetting,
+    HostSkill,
+    InstalledAddon,
+    SkillRule,
+    SkillTag,
+    SkillUse,
+)
 from addons.selectors import declared_setting, entry_point_find, installed_addon
+from addons.skill_writer import rules_writer
 from host.core.secret_guard import find_secret
 from host.errors import SecretRefused
 from host.secret_text import secret_refusal
 from host.stored_secrets import stored_secrets
 
-MAX_RULES_CHARS = 2000
-MAX_RULES_LINES = 30
+_SKILL_KEY = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
 
 
 def _require_admin(user: User) -> None:
@@ -175,28 +189,134 @@ def addon_user_set_enabled(*, user: User, addon_id: str, enabled: bool) -> None:
         )
 
 
-def skill_rules_save(*, user: User, addon_id: str, skill: str, text: str) -> str:
+def _skill_title(user: User, addon_id: str, skill: str) -> str:
+    """The skill's name as people read it; a missing or foreign skill is not found."""
+    if addon_id == HOST_SKILLS:
+        host = HostSkill.objects.filter(owner=user, name=skill).first()
+        if host is not None:
+            return host.title
+    else:
+        state = installed_addon(addon_id)
+        if state is not None and state.manifest.skill(skill) is not None:
+            return f"{state.manifest.name} · {skill}"
+    raise AddonNotFound(
+        gettext("There is no skill %(skill)s in the add-on %(addon_id)s.")
+        % {"skill": repr(skill), "addon_id": repr(addon_id)}
+    )
+
+
+def skill_rules_save(
+    *, user: User, addon_id: str, skill: str, text: str, source: str = "page"
+) -> str:
     """Replace the learned rules of one skill for this person (one rule a line)."""
-    state = installed_addon(addon_id)
-    if state is None or state.manifest.skill(skill) is None:
-        raise AddonNotFound(
-            gettext("There is no skill %(skill)s in the add-on %(addon_id)s.")
-            % {"skill": repr(skill), "addon_id": repr(addon_id)}
-        )
-    lines = [line.strip() for line in text.replace("\r\n", "\n").split("\n") if line.strip()]
-    clean = "\n".join(lines)
-    if len(clean) > MAX_RULES_CHARS or len(lines) > MAX_RULES_LINES:
-        raise ChangeRefused(
-            f"A skill keeps at most {MAX_RULES_LINES} rules and {MAX_RULES_CHARS} characters."
-        )
-    finding = find_secret(clean, known=stored_secrets(user.pk))
+    title = _skill_title(user, addon_id, skill)
+    rules = [line.strip() for line in text.replace("\r\n", "\n").split("\n") if line.strip()]
+    try:
+        check_rules(rules)
+    except RulesRefused as refusal:
+        raise ChangeRefused(str(refusal)) from None
+    finding = find_secret("\n".join(rules), known=stored_secrets(user.pk))
     if finding:
         raise ChangeRefused(
             f"Line {finding.line} looks like a secret ({finding.kind}); rules never hold secrets."
         )
+    writer = rules_writer()
+    if writer is not None:
+        writer(user=user, addon_id=addon_id, skill=skill, title=title, rules=rules, source=source)
+    else:
+        with transaction.atomic(durable=True):
+            SkillRule.objects.update_or_create(
+                user=user, addon_id=addon_id, skill=skill, defaults={"text": "\n".join(rules)}
+            )
+    return "\n".join(rules)
+
+
+def host_skill_create(
+    *, user: User, name: str, title: str, instructions: str = "", by_assistant: bool = False
+) -> HostSkill:
+    """A skill of the person's own; its rules are written apart (skill_rules_save)."""
+    if not _SKILL_KEY.match(name):
+        raise ChangeRefused(
+            gettext(
+                "name: use 1 to 40 lowercase letters, digits or dashes, starting with a letter."
+            )
+        )
+    _refuse_secret_text("instructions", [title, instructions])
+    with transaction.atomic():
+        skill, created = HostSkill.objects.get_or_create(
+            owner=user,
+            name=name,
+            defaults={
+                "title": title.strip()[:80] or name,
+                "instructions": instructions.strip(),
+                "created_by_assistant": by_assistant,
+            },
+        )
+        if not created and not by_assistant:
+            raise AddonConflict(
+                gettext("You already have a skill named %(name)s.") % {"name": repr(name)}
+            )
+        SkillTag.objects.get_or_create(user=user, addon_id=HOST_SKILLS, skill=name, topic=name)
+    return skill
+
+
+def host_skill_update(*, skill: HostSkill, title: str, instructions: str) -> HostSkill:
+    _refuse_secret_text("instructions", [title, instructions])
+    skill.title = title.strip()[:80] or skill.name
+    skill.instructions = instructions.strip()
     with transaction.atomic(durable=True):
-        SkillRule.objects.update_or_create(
-            user=user, addon_id=addon_id, skill=skill, defaults={"text": clean}
+        skill.save(update_fields=["title", "instructions"])
+    return skill
+
+
+def host_skill_opened(*, skill: HostSkill) -> None:
+    """The person opened the skill: the "NEW" badge goes."""
+    if skill.opened_at is None:
+        HostSkill.objects.filter(pk=skill.pk, opened_at=None).update(opened_at=timezone.now())
+        skill.opened_at = timezone.now()
+
+
+def host_skill_delete(*, skill: HostSkill, source: str) -> None:
+    """Delete a host-made skill with its tags and its rules (the note goes by a change set,
+    so undoing that brings the skill and its rules back)."""
+    with transaction.atomic(durable=True):
+        writer = rules_writer()
+        if writer is not None:
+            writer(
+                user=skill.owner,
+                addon_id=HOST_SKILLS,
+                skill=skill.name,
+                title=skill.title,
+                rules=[],
+                source=source,
+            )
+        SkillTag.objects.filter(user=skill.owner, addon_id=HOST_SKILLS, skill=skill.name).delete()
+        SkillRule.objects.filter(user=skill.owner, addon_id=HOST_SKILLS, skill=skill.name).delete()
+        skill.delete()
+
+
+def host_skill_forget_unused(*, user: User, name: str) -> None:
+    """A skill the assistant made whose only rule was undone, never opened: it goes again."""
+    with transaction.atomic():
+        if SkillRule.objects.filter(user=user, addon_id=HOST_SKILLS, skill=name).exists():
+            return
+        gone, _ = HostSkill.objects.filter(
+            owner=user, name=name, created_by_assistant=True, opened_at=None
+        ).delete()
+        if gone:
+            SkillTag.objects.filter(user=user, addon_id=HOST_SKILLS, skill=name).delete()
+
+
+def skill_tags_set(*, user: User, addon_id: str, skill: str, topics: list[str]) -> list[str]:
+    """Replace the person's topic tags of one skill (theirs or an add-on's)."""
+    _skill_title(user, addon_id, skill)
+    clean = sorted({" ".join(topic.lower().split()) for topic in topics if topic.strip()})
+    if any(len(topic) > 40 for topic in clean) or len(clean) > 20:
+        raise ChangeRefused(gettext("topics: at most 20 topics of at most 40 characters each."))
+    with transaction.atomic(durable=True):
+        SkillTag.objects.filter(user=user, addon_id=addon_id, skill=skill).delete()
+        SkillTag.objects.bulk_create(
+            SkillTag(user=user, addon_id=addon_id, skill=skill, topic=topic) for topic in clean
         )
     return clean
 
@@ -231,3 +351,23 @@ def _refuse_secret_text(key: str, value: JsonValue) -> None:
         finding = find_secret(text)
         if finding:
             raise SecretRefused(f"{key}: {secret_refusal(finding)}", kind=finding.kind)
+
+
+def skill_uses_record(*, user_id: int, skills: list[tuple[str, str]]) -> None:
+    """Count one sending of each skill of a turn (M21 statistics): one statement."""
+    if not skills:
+        return
+    now = timezone.now()
+    table = SkillUse._meta.db_table
+    rows = ", ".join(["(%s, %s, %s, 1, %s)"] * len(skills))
+    params: list[int | str | datetime] = []
+    for addon_id, skill in skills:
+        params += [user_id, addon_id, skill, now]
+    # An upsert: two turns of one person that finish together both count.
+    sql = (
+        f"INSERT INTO {table} (user_id, addon_id, skill, sent_count, last_sent_at) "  # noqa: S608 (table name from the model)
+        f"VALUES {rows} ON CONFLICT (user_id, addon_id, skill) DO UPDATE SET "
+        f"sent_count = {table}.sent_count + 1, last_sent_at = EXCLUDED.last_sent_at"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)

@@ -10,6 +10,11 @@ urlpatterns = [
     path("", views.library, name="library"),
     path("install/", views.install_upload, name="install_upload"),
     path("install-entry-point/", views.install_entry_point, name="install_entry_point"),
+    # Before the add-on pages: "skills" is no add-on id here.
+    path("skills/", views.skills_page, name="skills"),
+    path("skills/<slug:addon_id>/<slug:name>/", views.skill_page, name="skill"),
+    path("skills/<slug:addon_id>/<slug:name>/tags/", views.skill_tags, name="skill_tags"),
+    path("skills/<slug:addon_id>/<slug:name>/delete/", views.skill_delete, name="skill_delete"),
     path("<slug:addon_id>/", views.detail, name="detail"),
     path("<slug:addon_id>/enabled/", views.set_enabled, name="set_enabled"),
     path("<slug:addon_id>/enabled-for-me/", views.set_enabled_for_me, name="set_enabled_for_me"),

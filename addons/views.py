@@ -16,13 +16,16 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from accounts.auth import signed_in_user
 from addons.builtins import BUILTINS
 from addons.core.package import MAX_PACKAGE_BYTES
-from addons.models import AddonFile
+from addons.models import HOST_SKILLS, AddonFile
 from addons.pages import addon_details
 from addons.selectors import (
     AddonState,
+    SkillView,
     installed_addon,
     installed_addons,
     offered_addons,
+    person_skill,
+    person_skills,
     switched_off_by,
     user_enabled,
 )
@@ -33,7 +36,11 @@ from addons.services import (
     addon_remove,
     addon_set_enabled,
     addon_user_set_enabled,
+    host_skill_create,
+    host_skill_delete,
+    host_skill_opened,
     skill_rules_save,
+    skill_tags_set,
 )
 from host.errors import Refusal
 
@@ -138,7 +145,9 @@ def detail(request: HttpRequest, addon_id: str) -> HttpResponse:
     )
 
 
-def _back(request: HttpRequest, addon_id: str) -> HttpResponse:
+def _back(request: HttpRequest, addon_id: str, skill: str = "") -> HttpResponse:
+    if addon_id == HOST_SKILLS:
+        return redirect("addons:skill", addon_id=addon_id, name=skill)
     if builtin := BUILTINS.get(addon_id):
         return redirect(builtin.page)
     return redirect("addons:detail", addon_id=addon_id)
@@ -234,9 +243,9 @@ def rules_save(request: HttpRequest, addon_id: str, skill: str) -> HttpResponse:
         if refusal.status == 404:
             raise Http404 from None
         messages.error(request, _("Rules not saved: %(message)s") % {"message": refusal.message})
-        return _back(request, addon_id)
+        return _back(request, addon_id, skill)
     messages.success(request, _("Saved the learned rules of %(skill)s.") % {"skill": skill})
-    return _back(request, addon_id)
+    return _back(request, addon_id, skill)
 
 
 def _active_for(request: HttpRequest, addon_id: str) -> AddonState:
@@ -286,3 +295,75 @@ def package_file(request: HttpRequest, addon_id: str, path: str) -> HttpResponse
     if content_type.startswith("text/") or content_type.endswith(("json", "javascript")):
         content_type += "; charset=utf-8"
     return HttpResponse(bytes(row.content), content_type=content_type)
+
+
+# --- Skills (M21) ---------------------------------------------------------------
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def skills_page(request: HttpRequest) -> HttpResponse:
+    """Every skill of the person, with its rules chip and the NEW badge; a form for a new one."""
+    user = signed_in_user(request)
+    if request.method == "POST":
+        try:
+            skill = host_skill_create(
+                user=user,
+                name=request.POST.get("name", "").strip()[:40],
+                title=request.POST.get("title", "")[:80],
+                instructions=request.POST.get("instructions", "")[:4000],
+            )
+        except Refusal as refusal:
+            messages.error(
+                request, _("The skill was not made: %(message)s") % {"message": refusal.message}
+            )
+        else:
+            return redirect("addons:skill", addon_id=HOST_SKILLS, name=skill.name)
+    return render(request, "addons/skills.html", {"skills": person_skills(user)})
+
+
+def _skill_or_404(request: HttpRequest, addon_id: str, name: str) -> SkillView:
+    try:
+        return person_skill(signed_in_user(request), addon_id, name)
+    except Refusal:
+        raise Http404 from None
+
+
+@login_required
+@require_GET
+def skill_page(request: HttpRequest, addon_id: str, name: str) -> HttpResponse:
+    skill = _skill_or_404(request, addon_id, name)
+    was_new = skill.is_new
+    if skill.host_skill is not None:
+        # Opening it is what the "NEW" badge waits for (a column, never a new row).
+        host_skill_opened(skill=skill.host_skill)
+    return render(request, "addons/skill.html", {"skill": skill, "was_new": was_new})
+
+
+@login_required
+@require_POST
+def skill_tags(request: HttpRequest, addon_id: str, name: str) -> HttpResponse:
+    skill = _skill_or_404(request, addon_id, name)
+    topics = request.POST.get("topics", "")[:1000].split(",")
+    try:
+        skill_tags_set(user=signed_in_user(request), addon_id=addon_id, skill=name, topics=topics)
+    except Refusal as refusal:
+        messages.error(request, _("Topics not saved: %(message)s") % {"message": refusal.message})
+    else:
+        messages.success(request, _("Saved the topics of %(skill)s.") % {"skill": skill.title})
+    return redirect("addons:skill", addon_id=addon_id, name=name)
+
+
+@login_required
+@require_POST
+def skill_delete(request: HttpRequest, addon_id: str, name: str) -> HttpResponse:
+    skill = _skill_or_404(request, addon_id, name)
+    if skill.host_skill is None:
+        raise Http404
+    host_skill_delete(skill=skill.host_skill, source="page")
+    messages.success(
+        request,
+        _("Deleted the skill %(skill)s and its rules; undo it in the history to get them back.")
+        % {"skill": skill.title},
+    )
+    return redirect("addons:skills")

@@ -21,6 +21,7 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
+from addons.services import skill_uses_record
 from chat import events
 from chat.models import Conversation, Message
 from chat.prompt import Prepared, prepare
@@ -190,6 +191,10 @@ def _answer(message: Message, streamer: Streamer, usage: dict[str, int]) -> _End
         return _End(Message.State.STOPPED)
     prepared = prepare(message)
     streamer.policy = prepared.policy
+    skill_uses_record(
+        user_id=user_id,
+        skills=[(s["addon"], s["name"]) for s in prepared.sent_along["addons"]["skills"]],
+    )
     message.sent_along, message.citations = prepared.sent_along, prepared.citations
 
     def announce() -> None:

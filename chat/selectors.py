@@ -78,7 +78,7 @@ class MessageView:
     # Rule learning (M13): cards under an answer, "Remember as rule…" under own messages.
     rules: Sequence[object] = field(default_factory=list)
     learning_reason: str = ""
-    rule_folder: str = ""
+    rule_choices: Sequence[object] = ()
 
     @property
     def pk(self) -> int:
@@ -136,7 +136,6 @@ def message_views(
     ref_of = {p.pk: p.message_ref for p in proposals}
     # Learning fills this in (chat/under_messages.py): the chat never imports it.
     learning = under_messages(conversation, messages, policy, with_cards=rule_cards)
-    rule_folder = "Memory/agents/" + conversation.agent.slug if conversation.agent else "Memory"
     views = []
     for message in messages:
         key = str(message.pk)
@@ -153,7 +152,7 @@ def message_views(
                 ],
                 rules=learning.cards.get(message.pk, []),
                 learning_reason=learning.off_reason,
-                rule_folder=rule_folder,
+                rule_choices=learning.choices,
             )
         )
     return views

@@ -18,6 +18,7 @@ from memory_addon.services.policy import Policy
 class UnderMessages:
     cards: Mapping[int, Sequence[object]] = field(default_factory=dict)  # by message id
     off_reason: str = ""  # why the feature is off for this conversation ("" when on)
+    choices: Sequence[object] = ()  # Save to of "Remember as rule…", the same for every message
 
 
 class UnderMessagesSource(Protocol):

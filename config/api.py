@@ -12,6 +12,7 @@ from accounts.api import router as accounts_router
 from accounts.auth import TokenAuth, session_auth
 from accounts.bearer import unauthenticated_response
 from addons.api import router as addons_router
+from addons.api import skills_router
 from chat.api import router as chat_router
 from host.errors import Refusal
 from knowledge.api import router as knowledge_router
@@ -32,6 +33,7 @@ api.add_router("/", accounts_router)
 api.add_router("/memory", memory_router)
 api.add_router("/chats", chats_router)
 api.add_router("/addons", addons_router)
+api.add_router("/skills", skills_router)
 api.add_router("/knowledge", knowledge_router)
 api.add_router("/chat", chat_router)
 

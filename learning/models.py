@@ -34,6 +34,9 @@ class RuleSuggestion(models.Model):
     class Target(models.TextChoices):
         USER = "user", "Your memory"
         AGENT = "agent", "Agent memory"
+        CONVERSATION = "conversation", "Conversation memory"
+        SKILL = "skill", "A skill's learned rules"
+        NEW_SKILL = "new_skill", "A new skill"
 
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="rule_suggestions"
@@ -54,6 +57,11 @@ class RuleSuggestion(models.Model):
     agent = models.ForeignKey(
         "accounts.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    # A skill target (M21): the add-on (addons.models.HOST_SKILLS for a host-made skill),
+    # the skill's name and its title as the card shows it.
+    skill_addon = models.CharField(max_length=40, blank=True)
+    skill_name = models.CharField(max_length=40, blank=True)
+    skill_title = models.CharField(max_length=80, blank=True)
     change_set = models.ForeignKey(
         "memory_addon.ChangeSet",
         null=True,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 
 from django.conf import settings
@@ -11,15 +11,18 @@ from django.db.models import Q
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from accounts.models import User
 from chat.models import Conversation, Message
 from chat.under_messages import UnderMessages
 from learning.models import CleanupJob, RuleSuggestion
+from learning.rule_routing import RuleTarget, TargetChoice, target_choices
 from memory_addon.models import MemoryScope, ReferenceFile
 from memory_addon.services.policy import Policy, kill_switch_on, policy_for
-from memory_addon.services.scopes import scope_folder
-from memory_addon.services.user_settings import save_mode_for
+from memory_addon.services.scopes import INDEX_PATH, scope_folder
+from memory_addon.services.skill_rules import skill_note_path
+from memory_addon.services.user_settings import learning_suggests_for, save_mode_for
 
 
 def learning_off_reason(
@@ -57,6 +60,8 @@ def rule_detection_off_reason(
         return reason
     if save_mode_for(user) == "never":
         return "You chose never to save to memory, so no rules are suggested."
+    if not learning_suggests_for(user):
+        return "You turned rule learning off, so no rules are suggested."
     return ""
 
 
@@ -70,11 +75,35 @@ def suggestion_for_user(user: User, suggestion_id: int) -> RuleSuggestion:
         raise Http404("No such rule card.") from None
 
 
-def target_folder(suggestion: RuleSuggestion) -> str:
-    """Where a rule goes, for the card's preview (a pure read: no scope is created)."""
+def target_file(suggestion: RuleSuggestion) -> str:
+    """The file a rule goes to, for the card's preview (a pure read: no scope is created)."""
+    target = suggestion.target
+    if target in (RuleSuggestion.Target.SKILL, RuleSuggestion.Target.NEW_SKILL):
+        path = skill_note_path(suggestion.skill_addon, suggestion.skill_name)
+        return f"{scope_folder(MemoryScope(kind=MemoryScope.Kind.USER))}/{path}"
+    if target == RuleSuggestion.Target.AGENT and suggestion.agent is not None:
+        scope = MemoryScope(kind=MemoryScope.Kind.AGENT, agent=suggestion.agent)
+    elif target == RuleSuggestion.Target.CONVERSATION and suggestion.conversation.binding:
+        scope = MemoryScope(kind=MemoryScope.Kind.CHANNEL, binding=suggestion.conversation.binding)
+    else:
+        scope = MemoryScope(kind=MemoryScope.Kind.USER)
+    return f"{scope_folder(scope)}/{INDEX_PATH}"
+
+
+def target_label(suggestion: RuleSuggestion) -> str:
+    if suggestion.target == RuleSuggestion.Target.SKILL:
+        return gettext("the learned rules of the skill %(title)s") % {
+            "title": suggestion.skill_title
+        }
+    if suggestion.target == RuleSuggestion.Target.NEW_SKILL:
+        return gettext("a new skill, %(title)s, that starts with this rule") % {
+            "title": suggestion.skill_title
+        }
     if suggestion.target == RuleSuggestion.Target.AGENT and suggestion.agent is not None:
-        return scope_folder(MemoryScope(kind=MemoryScope.Kind.AGENT, agent=suggestion.agent))
-    return scope_folder(MemoryScope(kind=MemoryScope.Kind.USER))
+        return gettext("Memory of %(agent)s") % {"agent": suggestion.agent.name}
+    if suggestion.target == RuleSuggestion.Target.CONVERSATION:
+        return gettext("This conversation's memory")
+    return gettext("Your memory")
 
 
 def undo_open(suggestion: RuleSuggestion) -> bool:
@@ -89,9 +118,12 @@ def undo_open(suggestion: RuleSuggestion) -> bool:
 @dataclass(frozen=True)
 class RuleCard:
     suggestion: RuleSuggestion
-    folder: str
+    file: str  # where the rule goes, as the Files page shows it
+    label: str
     undo_open: bool
     undo_until: str  # ISO time after which the page hides Undo
+    choices: Sequence[TargetChoice] = ()  # Save to, for a card that waits
+    chosen: str = ""
 
     @property
     def pk(self) -> int:
@@ -118,7 +150,7 @@ def rule_cards_for(user_id: int, message_ids: list[int]) -> dict[int, list[RuleC
                 state__in=[RuleSuggestion.State.SAVED, RuleSuggestion.State.UNDONE],
             )
         )
-        .select_related("agent")
+        .select_related("agent", "conversation__binding")
     )
     cards: dict[int, list[RuleCard]] = {}
     for row in rows:
@@ -131,7 +163,7 @@ def rule_cards_for(user_id: int, message_ids: list[int]) -> dict[int, list[RuleC
             else now
         )
         cards.setdefault(key, []).append(
-            RuleCard(row, target_folder(row), undo_open(row), until.isoformat())
+            RuleCard(row, target_file(row), target_label(row), undo_open(row), until.isoformat())
         )
     return cards
 
@@ -158,7 +190,34 @@ def rules_under_messages(
             key: [c for c in row if c.suggestion.origin != RuleSuggestion.Origin.DETECTED]
             for key, row in cards.items()
         }
-    return UnderMessages(cards=cards, off_reason=learning_reason)
+    choices: list[TargetChoice] = []
+    if not learning_reason and any(m.role == Message.Role.USER for m in messages):
+        # "Remember as rule…" under each own message: where it fits, or a target picked.
+        fits = TargetChoice("", gettext("Where it fits (first fit wins)"))
+        anywhere = RuleTarget(RuleSuggestion.Target.USER)
+        choices = [fits, *target_choices(conversation.owner, conversation, "", anywhere)]
+    return UnderMessages(
+        cards=_with_choices(conversation, cards), off_reason=learning_reason, choices=choices
+    )
+
+
+def _with_choices(
+    conversation: Conversation, cards: dict[int, list[RuleCard]]
+) -> dict[int, list[RuleCard]]:
+    """A waiting card offers Save to: where the router sent the rule, and the others."""
+    waiting = (RuleSuggestion.State.PENDING, RuleSuggestion.State.POSTPONED)
+    for row in cards.values():
+        for index, card in enumerate(row):
+            s = card.suggestion
+            if s.state not in waiting:
+                continue
+            routed = RuleTarget(s.target, s.skill_addon, s.skill_name, s.skill_title)
+            row[index] = replace(
+                card,
+                choices=target_choices(conversation.owner, conversation, s.text, routed),
+                chosen=routed.choice,
+            )
+    return cards
 
 
 def reference_for_user(user: User, reference_id: int) -> ReferenceFile:

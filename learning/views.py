@@ -45,7 +45,12 @@ def rule_save(request: HttpRequest, suggestion_id: int) -> HttpResponse:
     user = signed_in_user(request)
     suggestion = suggestion_for_user(user, suggestion_id)
     try:
-        rules.rule_save(user=user, suggestion=suggestion, text=request.POST.get("text", ""))
+        rules.rule_save(
+            user=user,
+            suggestion=suggestion,
+            text=request.POST.get("text", ""),
+            target=request.POST.get("target"),
+        )
     except Refusal as refusal:
         messages.error(
             request, _("The rule was not saved: %(message)s") % {"message": refusal.message}
@@ -104,7 +109,12 @@ def remember(request: HttpRequest, message_id: int) -> HttpResponse:
     user = signed_in_user(request)
     message = message_for_user(user, message_id)
     try:
-        rules.rule_remember(user=user, message=message, text=request.POST.get("text", ""))
+        rules.rule_remember(
+            user=user,
+            message=message,
+            text=request.POST.get("text", ""),
+            target=request.POST.get("target"),
+        )
     except Refusal as refusal:
         messages.error(
             request, _("The rule was not saved: %(message)s") % {"message": refusal.message}

@@ -8,6 +8,9 @@ from addons.core.manifest import Manifest, manifest_parse
 
 MEMORY_ADDON = "memory"
 SAVE_MODE = "save-mode"
+# The person's learning switch (M13) and whether rules may go to skills (M21).
+LEARNING = "learning"
+SKILL_RULES = "skill-rules"
 # The choices of the memory add-on's save-mode setting (declared below).
 SaveMode = Literal["ask", "auto", "never"]
 
@@ -80,7 +83,36 @@ MEMORY_MANIFEST: Manifest = manifest_parse(
                     },
                 ],
                 "default": "ask",
-            }
+            },
+            {
+                "key": LEARNING,
+                "label": "Rule learning",
+                "type": "string",
+                "description": "Whether the assistant suggests lasting rules from your messages.",
+                "choices": [
+                    {
+                        "value": "suggest",
+                        "label": "Suggest rules",
+                        "description": "A card under an answer offers a rule you stated.",
+                    },
+                    {
+                        "value": "off",
+                        "label": "Off",
+                        "description": "No rule is looked for; Remember as rule still works.",
+                    },
+                ],
+                "default": "suggest",
+            },
+            {
+                "key": SKILL_RULES,
+                "label": "May create skills and save learned rules in them",
+                "type": "boolean",
+                "description": (
+                    "A rule about a language, tool or tagged topic goes to its skill; "
+                    "off: every rule goes to memory."
+                ),
+                "default": True,
+            },
         ],
         "skills": [
             {
@@ -88,6 +120,7 @@ MEMORY_MANIFEST: Manifest = manifest_parse(
                 "description": "Read the matching note before answering; save notes the right way.",
                 "instructions": _MEMORY_SKILL,
                 "allowedTools": ["context_read", "propose_change", "revert_change", "list_memory"],
+                "topics": ["memory", "notes", "gedächtnis", "notizen"],
             },
             {
                 "name": "memory-check-own-files",

@@ -11,6 +11,7 @@ class MemoryAddonConfig(AppConfig):
     def ready(self) -> None:
         from accounts.models import Agent, User
         from addons.builtins import BuiltinAddon, builtin_addon_register
+        from addons.skill_writer import rules_writer_register
         from host.storage import register_storage_counter
 
         # events: the live-page listeners; tasks: the jobs register with Celery in every
@@ -18,6 +19,7 @@ class MemoryAddonConfig(AppConfig):
         from memory_addon import events, receivers, tasks  # noqa: F401
         from memory_addon.addons import MEMORY_MANIFEST
         from memory_addon.selectors import memory_bytes
+        from memory_addon.services.skill_rules import skill_rules_replace
 
         post_save.connect(receivers.user_created, sender=User, dispatch_uid="memory-user-scope")
         post_save.connect(receivers.agent_created, sender=Agent, dispatch_uid="memory-agent-scope")
@@ -25,6 +27,7 @@ class MemoryAddonConfig(AppConfig):
             receivers.scopes_after_migrate, sender=self, dispatch_uid="memory-missing-scopes"
         )
         register_storage_counter(memory_bytes)
+        rules_writer_register(skill_rules_replace)
         builtin_addon_register(
             BuiltinAddon(MEMORY_MANIFEST, page="memory_addon_page", needs_memory=True)
         )

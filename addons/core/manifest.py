@@ -39,6 +39,9 @@ _PLACEHOLDER = re.compile(r"\{([a-z][a-z0-9-]*)\}")
 AddonId = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9-]{1,39}$")]
 Key = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9-]{0,39}$")]
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
+Topic = Annotated[
+    str, StringConstraints(strip_whitespace=True, to_lower=True, min_length=1, max_length=40)
+]
 LongText = Annotated[str, StringConstraints(strip_whitespace=True, max_length=1000)]
 
 
@@ -129,6 +132,8 @@ class Skill(_Strict):
         str, StringConstraints(strip_whitespace=True, min_length=1, max_length=4000)
     ]
     allowed_tools: tuple[str, ...] = Field((), alias="allowedTools")
+    # What the skill is about: a confirmed rule on one of these goes to its learned rules.
+    topics: tuple[Topic, ...] = Field((), max_length=20)
 
     @field_validator("allowed_tools")
     @classmethod

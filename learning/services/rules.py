@@ -11,6 +11,7 @@ from django.utils import timezone
 from django.utils.translation import gettext
 
 from accounts.models import User
+from addons.services import host_skill_create, host_skill_forget_unused
 from chat.models import Conversation, Message
 from host import model_client as client
 from host.core.secret_guard import find_secret, mask_outbound
@@ -22,6 +23,7 @@ from host.secret_text import secret_refusal
 from learning.core.detection import detection_messages, parse_detection
 from learning.core.rule_filter import check
 from learning.models import LearningDay, RuleSuggestion
+from learning.rule_routing import RuleTarget, route_rule, skills_allowed, target_from_choice
 from learning.selectors import learning_off_reason, rule_detection_off_reason, undo_open
 from learning.services.model_call import model_call_once
 from memory_addon.core import entries
@@ -30,7 +32,12 @@ from memory_addon.models import ChangeSet
 from memory_addon.services.changes import change_set_apply, change_set_undo
 from memory_addon.services.locks import memory_lock
 from memory_addon.services.proposals import plan_writes
-from memory_addon.services.scopes import ensure_agent_scope, ensure_user_scope
+from memory_addon.services.scopes import (
+    ensure_agent_scope,
+    ensure_channel_scope,
+    ensure_user_scope,
+)
+from memory_addon.services.skill_rules import skill_rule_append
 
 logger = logging.getLogger(__name__)
 
@@ -143,12 +150,16 @@ def rule_detect(*, suggestion_id: int) -> str:
             detection.problem or "The rule looked like it held a secret.",
         )
         return RuleSuggestion.State.DROPPED
-    return _show_card(suggestion_id, detection.text)
+    return _show_card(suggestion_id, detection.text, about_agent=detection.target == "agent")
 
 
-def _show_card(suggestion_id: int, text: str) -> str:
+def _show_card(suggestion_id: int, text: str, *, about_agent: bool) -> str:
     with transaction.atomic(durable=True):
-        suggestion = RuleSuggestion.objects.select_for_update().get(pk=suggestion_id)
+        suggestion = (
+            RuleSuggestion.objects.select_for_update(of=("self",))
+            .select_related("user")
+            .get(pk=suggestion_id)
+        )
         day = _day_locked(suggestion.user_id)
         if day.cards >= settings.LEARNING_MAX_CARDS_PER_DAY:
             suggestion.state = RuleSuggestion.State.DROPPED
@@ -165,10 +176,9 @@ def _show_card(suggestion_id: int, text: str) -> str:
         )
         suggestion.text = text
         suggestion.state = RuleSuggestion.State.PENDING
-        if conversation.agent is not None:
-            suggestion.target = RuleSuggestion.Target.AGENT
-            suggestion.agent = conversation.agent
-        suggestion.save(update_fields=["text", "state", "target", "agent"])
+        target = route_rule(suggestion.user, text, conversation, about_agent=about_agent)
+        _aim(suggestion, conversation, target)
+        suggestion.save(update_fields=["text", "state", *_TARGET_FIELDS])
         _push_cards_on_commit(suggestion)
     return RuleSuggestion.State.PENDING
 
@@ -199,14 +209,61 @@ def _clean_rule(text: str) -> str:
         raise ChangeRefused(str(error)) from error
 
 
-def _save(user: User, suggestion: RuleSuggestion, text: str, origin: str) -> ChangeSet:
+_TARGET_FIELDS = ("target", "agent", "skill_addon", "skill_name", "skill_title")
+
+
+def _aim(suggestion: RuleSuggestion, conversation: Conversation, target: RuleTarget) -> None:
+    suggestion.target = target.kind
+    suggestion.agent = conversation.agent if target.kind == RuleSuggestion.Target.AGENT else None
+    suggestion.skill_addon = target.skill_addon
+    suggestion.skill_name = target.skill_name
+    suggestion.skill_title = target.skill_title
+
+
+def _target(user: User, conversation: Conversation, text: str, choice: str | None) -> RuleTarget:
+    """The Save to choice, checked; none given: where the router sends the rule."""
+    if choice is None or not choice.strip():
+        return route_rule(user, text, conversation)
+    return target_from_choice(user, conversation, choice)
+
+
+_SKILL_TARGETS = (RuleSuggestion.Target.SKILL, RuleSuggestion.Target.NEW_SKILL)
+
+
+def _save(
+    user: User, suggestion: RuleSuggestion, conversation: Conversation, text: str, origin: str
+) -> ChangeSet:
     finding = find_secret(text)
     if finding:
         raise SecretRefused(
             gettext("The rule: %(reason)s") % {"reason": secret_refusal(finding)}, kind=finding.kind
         )
-    if suggestion.target == RuleSuggestion.Target.AGENT and suggestion.agent is not None:
+    conversation_ref = str(suggestion.conversation_id)
+    message_ref = str(suggestion.answer_id or suggestion.user_message_id)
+    target = suggestion.target
+    if target in _SKILL_TARGETS:
+        if target == RuleSuggestion.Target.NEW_SKILL:
+            host_skill_create(
+                user=user,
+                name=suggestion.skill_name,
+                title=suggestion.skill_title,
+                by_assistant=True,
+            )
+        return skill_rule_append(
+            user=user,
+            addon_id=suggestion.skill_addon,
+            skill=suggestion.skill_name,
+            title=suggestion.skill_title,
+            text=text,
+            origin=origin,
+            source=ChangeSet.Source.LEARNING,
+            conversation_ref=conversation_ref,
+            message_ref=message_ref,
+        )
+    if target == RuleSuggestion.Target.AGENT and suggestion.agent is not None:
         scope = ensure_agent_scope(suggestion.agent)
+    elif target == RuleSuggestion.Target.CONVERSATION and conversation.binding is not None:
+        scope = ensure_channel_scope(conversation.binding, conversation.chat_key)
     else:
         scope = ensure_user_scope(user)
     op: Operation = {
@@ -225,14 +282,19 @@ def _save(user: User, suggestion: RuleSuggestion, text: str, origin: str) -> Cha
         machine=True,
         base_hashes=bases,
         summary=f"Rule: {text}",
-        conversation_ref=str(suggestion.conversation_id),
-        message_ref=str(suggestion.answer_id or suggestion.user_message_id),
+        conversation_ref=conversation_ref,
+        message_ref=message_ref,
         agent=suggestion.agent,
     )
 
 
-def rule_save(*, user: User, suggestion: RuleSuggestion, text: str) -> RuleSuggestion:
-    """Save the (edited) rule of a card as one change set; Undo stays open for 30 seconds."""
+def rule_save(
+    *, user: User, suggestion: RuleSuggestion, text: str, target: str | None = None
+) -> RuleSuggestion:
+    """Save the (edited) rule of a card as one change set; Undo stays open for 30 seconds.
+
+    target: the card's Save to choice; None lets the router decide for the saved text.
+    """
     cleaned = _clean_rule(text)
     with transaction.atomic(durable=True):
         memory_lock(user.pk)
@@ -242,22 +304,45 @@ def rule_save(*, user: User, suggestion: RuleSuggestion, text: str) -> RuleSugge
         reason = rule_detection_off_reason(user)
         if reason:
             raise NotAllowed(reason)
-        change_set = _save(user, locked, cleaned, ChangeSet.Origin.ASSISTANT)
+        conversation = Conversation.objects.select_related("agent", "binding").get(
+            pk=locked.conversation_id
+        )
+        if target is not None and target.strip():
+            _aim(locked, conversation, target_from_choice(user, conversation, target))
+        elif locked.target in _SKILL_TARGETS and not skills_allowed(user):
+            # Skills were allowed when the card was shown, not any more: memory instead.
+            _aim(locked, conversation, RuleTarget(RuleSuggestion.Target.USER))
+        change_set = _save(user, locked, conversation, cleaned, ChangeSet.Origin.ASSISTANT)
         now = timezone.now()
         locked.text, locked.change_set = cleaned, change_set
         locked.state = RuleSuggestion.State.SAVED
         locked.saved_at = locked.decided_at = now
-        locked.save(update_fields=["text", "state", "change_set", "saved_at", "decided_at"])
+        locked.save(
+            update_fields=[
+                "text",
+                "state",
+                "change_set",
+                "saved_at",
+                "decided_at",
+                *_TARGET_FIELDS,
+            ]
+        )
         _push_cards_on_commit(locked)
     return locked
 
 
-def rule_remember(*, user: User, message: Message, text: str) -> RuleSuggestion:
-    """ "Remember as rule…" on one of the person's own messages: no AI call, saved at once."""
+def rule_remember(
+    *, user: User, message: Message, text: str, target: str | None = None
+) -> RuleSuggestion:
+    """ "Remember as rule…" on one of the person's own messages: no AI call, saved at once.
+
+    target: the form's Save to choice; None lets the router decide."""
     if message.role != Message.Role.USER or message.conversation.owner_id != user.pk:
         raise ChangeRefused(gettext("Only your own messages can be remembered as a rule."))
     cleaned = _clean_rule(text)
-    conversation = Conversation.objects.select_related("agent").get(pk=message.conversation_id)
+    conversation = Conversation.objects.select_related("agent", "binding").get(
+        pk=message.conversation_id
+    )
     with transaction.atomic(durable=True):
         memory_lock(user.pk)
         reason = learning_off_reason(user)
@@ -271,9 +356,10 @@ def rule_remember(*, user: User, message: Message, text: str) -> RuleSuggestion:
             state=RuleSuggestion.State.SAVED,
             text=cleaned,
         )
-        if conversation.agent is not None:
-            suggestion.target, suggestion.agent = RuleSuggestion.Target.AGENT, conversation.agent
-        suggestion.change_set = _save(user, suggestion, cleaned, ChangeSet.Origin.PERSON)
+        _aim(suggestion, conversation, _target(user, conversation, cleaned, target))
+        suggestion.change_set = _save(
+            user, suggestion, conversation, cleaned, ChangeSet.Origin.PERSON
+        )
         suggestion.saved_at = suggestion.decided_at = timezone.now()
         suggestion.save()
         _push_cards_on_commit(suggestion)
@@ -288,6 +374,8 @@ def rule_undo(*, user: User, suggestion: RuleSuggestion) -> RuleSuggestion:
             "remove the rule in the Memory tab instead."
         )
     change_set_undo(user=user, change_set=suggestion.change_set, source=ChangeSet.Source.LEARNING)
+    if suggestion.target == RuleSuggestion.Target.NEW_SKILL:
+        host_skill_forget_unused(user=user, name=suggestion.skill_name)
     RuleSuggestion.objects.filter(pk=suggestion.pk, state=RuleSuggestion.State.SAVED).update(
         state=RuleSuggestion.State.UNDONE
     )

@@ -31,6 +31,7 @@ from memory_addon.models import ChangeSet, FileChange, MemoryFile, MemoryScope, 
 from memory_addon.services.locks import memory_lock
 from memory_addon.services.note_search import note_embeddings_refresh_on_commit
 from memory_addon.services.scopes import index_path
+from memory_addon.services.skill_rules_sync import skill_rules_follow
 from memory_addon.signals import change_set_written, memory_changed, send_on_commit
 
 ABSENT = ""  # the base hash of a file that does not exist
@@ -195,6 +196,7 @@ def change_set_apply(
             undoes=undoes,
         )
         rows = _record_and_store(change_set, scope, effective, machine=machine)
+        skill_rules_follow(scope, rows)
         _announce_on_commit(user, scope, change_set, rows)
     return change_set
 

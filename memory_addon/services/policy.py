@@ -36,6 +36,8 @@ class Policy:
     # Whether the person has reference files marked to send: a turn without any skips
     # their query (read in the same row, so it costs nothing).
     has_reference_files: bool = True
+    # Whether the organization lets rules go to skills (M21); the person may still say no.
+    skills: bool = True
 
 
 def kill_switch_on() -> bool:
@@ -64,6 +66,7 @@ def _policy_query(user_pk: int, with_addons: bool) -> QuerySet[User, Any]:
                 membership.values("organization__reference_files_enabled")[:1]
             ),
             rules=Subquery(membership.values("organization__rules")[:1]),
+            skills=Subquery(membership.values("organization__skills_enabled")[:1]),
             organization_name=Subquery(membership.values("organization__name")[:1]),
             **(turn_addon_columns() if with_addons else {}),
         )
@@ -73,7 +76,7 @@ def _policy_query(user_pk: int, with_addons: bool) -> QuerySet[User, Any]:
 
 _POLICY = CompiledQuery(lambda user_pk: _policy_query(user_pk, False), "user_pk")
 _POLICY_WITH_ADDONS = CompiledQuery(lambda user_pk: _policy_query(user_pk, True), "user_pk")
-_JSON_ARRAYS = ("addons_installed", "addons_rules", "addons_settings")
+_JSON_ARRAYS = ("addons_installed", "addons_rules", "addons_settings", "addons_host_skills")
 
 
 def _policy_row(user_pk: int, with_addons: bool) -> dict[str, Any]:
@@ -116,4 +119,5 @@ def policy_for(user: User, *, with_addons: bool = False) -> Policy:
         addon_enabled=addon_enabled,
         addons=addons,
         has_reference_files=has_reference_files,
+        skills=row["skills"],
     )

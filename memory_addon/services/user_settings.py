@@ -7,7 +7,7 @@ import logging
 from accounts.models import User
 from addons.selectors import addon_setting_get, declared_setting
 from addons.services import addon_user_set_enabled
-from memory_addon.addons import MEMORY_ADDON, SAVE_MODE, SaveMode
+from memory_addon.addons import LEARNING, MEMORY_ADDON, SAVE_MODE, SKILL_RULES, SaveMode
 
 logger = logging.getLogger(__name__)
 
@@ -26,3 +26,23 @@ def save_mode_for(user: User) -> SaveMode:
 def addon_set_enabled(*, user: User, addon: str, enabled: bool) -> None:
     """Turn an add-on on or off for a person; its files are never touched."""
     addon_user_set_enabled(user=user, addon_id=addon, enabled=enabled)
+
+
+def learning_suggests_for(user: User) -> bool:
+    """The person's learning switch (Suggest rules / Off); Off shows no rule card."""
+    try:
+        value = addon_setting_get(user=user, addon=MEMORY_ADDON, key=LEARNING)
+        return bool(declared_setting(MEMORY_ADDON, LEARNING).check(value) != "off")
+    except Exception:
+        logger.warning("learning switch of user %s unreadable; off", user.pk, exc_info=True)
+        return False
+
+
+def skill_rules_allowed_for(user: User) -> bool:
+    """The person's own "may create skills and save learned rules in them" (default on)."""
+    try:
+        value = addon_setting_get(user=user, addon=MEMORY_ADDON, key=SKILL_RULES)
+        return bool(declared_setting(MEMORY_ADDON, SKILL_RULES).check(value))
+    except Exception:  # unreadable: the narrower choice, as for the save mode
+        logger.warning("skill-rules of user %s unreadable; off", user.pk, exc_info=True)
+        return False

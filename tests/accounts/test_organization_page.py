@@ -98,3 +98,22 @@ def test_the_page_speaks_german(client, organization):
     page = client.get("/accounts/organization/", headers={"accept-language": "de"})
     assert "<h1>Organisation</h1>" in page.text
     assert "Gedächtnis für Mitglieder" in page.text
+
+
+def test_an_admin_forbids_skills_and_members_rules_stop_going_to_skills(client, organization):
+    from chat.models import Conversation
+    from learning.rule_routing import route_rule
+
+    admin = _member(organization, Membership.Role.ADMIN)
+    member = _member(organization)
+    conversation = Conversation.objects.create(owner=member)
+    rule = "Always use type hints in Python."
+    assert route_rule(member, rule, conversation).kind == "new_skill"
+    client.force_login(admin)
+    page = client.get("/accounts/organization/").text
+    assert 'name="skills_enabled"' in page
+    client.post("/accounts/organization/", {**POLICY, "skills_enabled": ""})
+    assert policy_for(member).skills is False
+    assert route_rule(member, rule, conversation).kind == "user"
+    client.post("/accounts/organization/", {**POLICY, "skills_enabled": "on"})
+    assert route_rule(member, rule, conversation).kind == "new_skill"

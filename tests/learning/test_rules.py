@@ -297,7 +297,23 @@ def test_an_edited_rule_with_a_secret_or_over_300_characters_is_refused(
     assert index_text(person) == ""
 
 
-def test_a_chat_with_a_saved_agent_saves_into_the_agents_memory(
+def test_a_rule_about_the_agent_saves_into_the_agents_memory(
+    fake_openai, person, profile, django_capture_on_commit_callbacks
+):
+    agent = AgentFactory(owner=person, memory_allowed=True)
+    conv = Conversation.objects.create(owner=person, ai_profile=profile, agent=agent)
+    Message.objects.create(conversation=conv, role="user", content=RULE)
+    answer = Message.objects.create(conversation=conv, role="assistant", state="complete")
+    fake_openai.chat_replies.append(rule_reply(target="agent"))
+    suggestion = detect(answer.pk, django_capture_on_commit_callbacks)
+    [card] = rule_cards_for(person.pk, [answer.pk])[answer.pk]
+    assert card.file == f"Memory/agents/{agent.slug}/index.md"
+    rules.rule_save(user=person, suggestion=suggestion, text=suggestion.text)
+    assert "British English" in MemoryFile.objects.get(scope=ensure_agent_scope(agent)).content
+    assert index_text(person) == ""
+
+
+def test_a_rule_in_an_agents_chat_that_does_not_name_it_goes_to_the_persons_memory(
     fake_openai, person, profile, django_capture_on_commit_callbacks
 ):
     agent = AgentFactory(owner=person, memory_allowed=True)
@@ -306,11 +322,9 @@ def test_a_chat_with_a_saved_agent_saves_into_the_agents_memory(
     answer = Message.objects.create(conversation=conv, role="assistant", state="complete")
     fake_openai.chat_replies.append(rule_reply())
     suggestion = detect(answer.pk, django_capture_on_commit_callbacks)
-    [card] = rule_cards_for(person.pk, [answer.pk])[answer.pk]
-    assert card.folder == f"Memory/agents/{agent.slug}"
     rules.rule_save(user=person, suggestion=suggestion, text=suggestion.text)
-    assert "British English" in MemoryFile.objects.get(scope=ensure_agent_scope(agent)).content
-    assert index_text(person) == ""
+    assert "British English" in index_text(person)
+    assert not MemoryFile.objects.filter(scope=ensure_agent_scope(agent)).exists()
 
 
 def test_remember_as_rule_saves_with_no_ai_call(fake_openai, person, answered):
@@ -327,11 +341,13 @@ def test_remember_as_rule_saves_with_no_ai_call(fake_openai, person, answered):
 def _switch_off(how: str, person, settings) -> None:
     if how == "save mode never":
         addon_setting_put(user=person, addon="memory", key="save-mode", value="never")
+    elif how == "learning switch off":
+        addon_setting_put(user=person, addon="memory", key="learning", value="off")
     else:
         settings.MEMORY_AI_MEMORY = "off"
 
 
-@pytest.mark.parametrize("how", ["save mode never", "kill switch"])
+@pytest.mark.parametrize("how", ["save mode never", "learning switch off", "kill switch"])
 def test_never_and_the_kill_switch_look_for_no_rule_and_silence_waiting_cards(
     fake_openai,
     person,
