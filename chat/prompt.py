@@ -74,8 +74,15 @@ def _retrieved(
     conversation: Conversation, turn: Turn, query: str
 ) -> tuple[str, list[dict[str, Any]], dict[str, Any]]:
     from knowledge.retrieval import retrieve
+    from knowledge.selectors import stores_readable_by
 
-    stores = list(conversation.stores.select_related("ai_profile"))
+    # Checked at every turn: a collection no longer shared with the person is not searched,
+    # though the conversation (or the schedule that made it) still names it.
+    stores = list(
+        conversation.stores.filter(
+            pk__in=stores_readable_by(conversation.owner).values("pk")
+        ).select_related("ai_profile")
+    )
     if not stores:
         return "", [], {}
     usable = [s for s in stores if s.autonomous_opt_in or not turn.is_background]

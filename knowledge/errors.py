@@ -13,3 +13,9 @@ class JobBusy(KnowledgeRefusal):
 
 class IndexMismatch(KnowledgeRefusal):
     status = 409
+
+
+class StoreReadOnly(KnowledgeRefusal):
+    """The person may read the collection but not manage it."""
+
+    status = 403

@@ -50,6 +50,22 @@ class StoreOut(Schema):
     qdrant_url: str
 
 
+class SharingIn(Schema):
+    organization_id: int | None = Field(
+        None, description="Your organization: its members read, its admins manage."
+    )
+    readers: list[int] = Field([], max_length=500, description="People of your organization.")
+    managers: list[int] = Field(
+        [], max_length=500, description="People of your organization who may also change it."
+    )
+
+
+class SharingOut(Schema):
+    organization_id: int | None
+    readers: list[int]
+    managers: list[int]
+
+
 class FolderSourceIn(Schema):
     path: str = Field(
         description="Absolute folder on the server, under a folder an admin granted you.",
