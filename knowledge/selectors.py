@@ -158,9 +158,7 @@ def store_files(store: Store, *, source_id: int | None = None) -> StoreFiles:
 
 
 def _shares_reaching(user: User) -> QuerySet[StoreShare]:
-    return StoreShare.objects.filter(Q(user=user) | Q(organization__membership__user=user)).values(
-        "store_id"
-    )
+    return StoreShare.objects.filter(Q(user=user) | Q(organization__membership__user=user))
 
 
 def _shares_managing(user: User) -> QuerySet[StoreShare]:
