@@ -74,14 +74,15 @@ def _retrieved(
     conversation: Conversation, turn: Turn, query: str
 ) -> tuple[str, list[dict[str, Any]], dict[str, Any]]:
     from knowledge.retrieval import retrieve
-    from knowledge.selectors import stores_readable_by
+    from knowledge.selectors import stores_for_turn
 
     # Checked at every turn: a collection no longer shared with the person is not searched,
     # though the conversation (or the schedule that made it) still names it.
-    stores = list(
-        conversation.stores.filter(
-            pk__in=stores_readable_by(conversation.owner).values("pk")
-        ).select_related("ai_profile")
+    profile = conversation.ai_profile
+    stores = stores_for_turn(
+        conversation.owner,
+        attached=conversation.stores.all(),
+        role=profile.role if profile is not None else "",
     )
     if not stores:
         return "", [], {}

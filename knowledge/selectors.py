@@ -182,6 +182,17 @@ def shared_store_ids_managed_by(user: User) -> set[int]:
     return set(_shares_managing(user).values_list("store_id", flat=True))
 
 
+def stores_for_turn(user: User, *, attached: QuerySet[Store], role: str) -> list[Store]:
+    """What one chat turn searches, of the collections the person may read now: those the
+    conversation names, and those assigned to the role (text, coding) of its AI profile."""
+    wanted = Q(pk__in=attached.values("pk"))
+    if role == "text":
+        wanted |= Q(role_text=True)
+    elif role == "coding":
+        wanted |= Q(role_coding=True)
+    return list(stores_readable_by(user).filter(wanted).select_related("ai_profile"))
+
+
 def store_managed_by(user: User, store: Store) -> bool:
     if store.owner_id == user.pk:
         return True
