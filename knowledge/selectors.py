@@ -157,17 +157,31 @@ def store_files(store: Store, *, source_id: int | None = None) -> StoreFiles:
 # one you may read but not manage is a 403 on the manage actions (StoreReadOnly).
 
 
+def _organization_ids(user: User, *, admin: bool = False) -> QuerySet[Membership]:
+    memberships = Membership.objects.filter(user=user)
+    if admin:
+        memberships = memberships.filter(role=Membership.Role.ADMIN)
+    return memberships.values("organization_id")
+
+
+def _shares_in_organization(user: User) -> QuerySet[StoreShare]:
+    # A share counts only while the owner and the person are in one organization: leaving
+    # it ends what was shared there, for a named person as for the organization.
+    return StoreShare.objects.filter(
+        store__owner__membership__organization_id__in=_organization_ids(user)
+    )
+
+
 def _shares_reaching(user: User) -> QuerySet[StoreShare]:
-    return StoreShare.objects.filter(Q(user=user) | Q(organization__membership__user=user))
+    return _shares_in_organization(user).filter(
+        Q(user=user) | Q(organization_id__in=_organization_ids(user))
+    )
 
 
 def _shares_managing(user: User) -> QuerySet[StoreShare]:
-    return StoreShare.objects.filter(
+    return _shares_in_organization(user).filter(
         Q(user=user, access=StoreShare.Access.MANAGE)
-        | Q(
-            organization__membership__user=user,
-            organization__membership__role=Membership.Role.ADMIN,
-        )
+        | Q(organization_id__in=_organization_ids(user, admin=True))
     )
 
 

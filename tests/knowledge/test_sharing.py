@@ -329,3 +329,23 @@ def test_a_share_reaches_no_one_once_it_is_taken_back(client, world):
     for role in ROLES[1:]:
         client.force_login(world.people[role])
         assert client.get(f"/knowledge/{world.store.pk}/").status_code == 404
+
+
+def test_a_share_ends_when_the_person_or_the_owner_leaves_the_organization(client, world):
+    url = f"/api/knowledge/stores/{world.store.pk}"
+    Membership.objects.filter(user=world.people["named_reader"]).delete()
+    client.force_login(world.people["named_reader"])
+    assert client.get(url).status_code == 404
+    Membership.objects.filter(user=world.people["owner"]).delete()
+    for role in ("org_member", "org_admin", "named_manager"):
+        client.force_login(world.people[role])
+        assert client.get(url).status_code == 404
+
+
+def test_the_collection_page_speaks_german_to_a_reader(client, world):
+    client.force_login(world.people["named_reader"])
+    page = client.get(f"/knowledge/{world.store.pk}/", HTTP_ACCEPT_LANGUAGE="de").content
+    assert "Sie dürfen sie lesen und durchsuchen, aber nicht ändern" in page.decode()
+    refused = client.post(f"/knowledge/{world.store.pk}/delete/", HTTP_ACCEPT_LANGUAGE="de")
+    assert refused.status_code == 403
+    assert "lesen, aber nicht ändern" in refused.content.decode()
