@@ -37,6 +37,7 @@ class StoreIn(Schema):
 
 class StoreOut(Schema):
     id: int
+    owner_id: int = Field(description="Collections shared with you have another owner.")
     name: str
     provider: str
     model_name: str

@@ -157,11 +157,11 @@ def store_files(store: Store, *, source_id: int | None = None) -> StoreFiles:
 # one you may read but not manage is a 403 on the manage actions (StoreReadOnly).
 
 
-def _organization_ids(user: User, *, admin: bool = False) -> QuerySet[Membership]:
+def _organization_ids(user: User, *, admin: bool = False) -> QuerySet[Membership, int]:
     memberships = Membership.objects.filter(user=user)
     if admin:
         memberships = memberships.filter(role=Membership.Role.ADMIN)
-    return memberships.values("organization_id")
+    return memberships.values_list("organization_id", flat=True)
 
 
 def _shares_in_organization(user: User) -> QuerySet[StoreShare]:
