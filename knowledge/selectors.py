@@ -286,14 +286,16 @@ def store_sharing(store: Store) -> Sharing:
     )
 
 
-def share_candidates(user: User) -> tuple[Organization | None, list[User]]:
-    """The organization a person may share with, and the people in it they may name."""
+def share_candidates(user: User, store: Store) -> tuple[Organization | None, list[User]]:
+    """The organization a person may share the collection with, and the people in it they
+    may name: everyone there but the owner (a manager sees themselves, so saving the form
+    keeps their own share)."""
     organization = Organization.objects.filter(membership__user=user).first()
     if organization is None:
         return None, []
     people = list(
         User.objects.filter(membership__organization=organization)
-        .exclude(pk=user.pk)
+        .exclude(pk=store.owner_id)
         .order_by("username")
     )
     return organization, people

@@ -94,7 +94,7 @@ def _store_context(request: HttpRequest, store: Store, **extra: Any) -> dict[str
     user = signed_in_user(request)
     access = selectors.store_access(user, store)
     sharing = selectors.store_sharing(store)
-    organization, people = selectors.share_candidates(user)
+    organization, people = selectors.share_candidates(user, store)
     jobs = list(store.jobs.select_related("source", "store")[:1])
     review_job = (
         store.jobs.filter(kind=Job.Kind.SCAN, state=Job.State.REVIEW)
@@ -388,7 +388,7 @@ def test_search(request: HttpRequest, store_id: int) -> HttpResponse:
 def store_sharing(request: HttpRequest, store_id: int) -> HttpResponse:
     store = _store(request, store_id, manage=True)
     user = signed_in_user(request)
-    organization, people = selectors.share_candidates(user)
+    organization, people = selectors.share_candidates(user, store)
     form = ShareForm(request.POST, organization=organization, people=people)
     if form.is_valid():
         try:

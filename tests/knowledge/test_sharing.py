@@ -349,3 +349,21 @@ def test_the_collection_page_speaks_german_to_a_reader(client, world):
     refused = client.post(f"/knowledge/{world.store.pk}/delete/", HTTP_ACCEPT_LANGUAGE="de")
     assert refused.status_code == 403
     assert "lesen, aber nicht ändern" in refused.content.decode()
+
+
+def test_a_manager_saving_the_sharing_form_unchanged_keeps_every_share(client, world):
+    manager = world.people["named_manager"]
+    client.force_login(manager)
+    form = client.get(f"/knowledge/{world.store.pk}/").context["share_form"]
+    before = set(StoreShare.objects.filter(store=world.store).values_list("user", "access"))
+    response = client.post(
+        f"/knowledge/{world.store.pk}/sharing/",
+        {
+            "organization": "on",
+            "readers": form["readers"].value(),
+            "managers": form["managers"].value(),
+        },
+    )
+    assert response.status_code == 302
+    after = set(StoreShare.objects.filter(store=world.store).values_list("user", "access"))
+    assert after == before and (manager.pk, "manage") in after
