@@ -7,7 +7,6 @@ from typing import Any
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -22,17 +21,13 @@ from host.errors import Refusal
 from host.htmx import HtmxHttpRequest
 from knowledge import selectors, services
 from knowledge.core.formats import TEXT_NAMES
-from knowledge.errors import StoreReadOnly
 from knowledge.forms import FolderSourceForm, SearchForm, ShareForm, StoreForm, UploadForm
 from knowledge.models import Job, Source, Store
 from knowledge.retrieval import retrieve
 
 
 def _store(request: HttpRequest, store_id: int, *, manage: bool = False) -> Store:
-    try:
-        return selectors.store_for_user(signed_in_user(request), store_id, manage=manage)
-    except StoreReadOnly as refusal:
-        raise PermissionDenied(refusal.message) from refusal
+    return selectors.store_for_user(signed_in_user(request), store_id, manage=manage)
 
 
 @login_required
@@ -276,10 +271,7 @@ def store_files(request: HttpRequest, store_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def document_remove(request: HttpRequest, document_id: int) -> HttpResponse:
-    try:
-        document = selectors.document_for_user(signed_in_user(request), document_id, manage=True)
-    except StoreReadOnly as refusal:
-        raise PermissionDenied(refusal.message) from refusal
+    document = selectors.document_for_user(signed_in_user(request), document_id, manage=True)
     store_id = document.source.store_id
     try:
         services.document_remove(document=document)
@@ -298,10 +290,7 @@ def document_remove(request: HttpRequest, document_id: int) -> HttpResponse:
 
 
 def _source(request: HttpRequest, source_id: int) -> Source:
-    try:
-        return selectors.source_for_user(signed_in_user(request), source_id, manage=True)
-    except StoreReadOnly as refusal:
-        raise PermissionDenied(refusal.message) from refusal
+    return selectors.source_for_user(signed_in_user(request), source_id, manage=True)
 
 
 @login_required
@@ -333,10 +322,7 @@ def source_action(request: HttpRequest, source_id: int, action: str) -> HttpResp
 
 
 def _job(request: HttpRequest, job_id: int, *, manage: bool = False) -> Job:
-    try:
-        return selectors.job_for_user(signed_in_user(request), job_id, manage=manage)
-    except StoreReadOnly as refusal:
-        raise PermissionDenied(refusal.message) from refusal
+    return selectors.job_for_user(signed_in_user(request), job_id, manage=manage)
 
 
 @login_required
