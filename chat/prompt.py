@@ -74,8 +74,16 @@ def _retrieved(
     conversation: Conversation, turn: Turn, query: str
 ) -> tuple[str, list[dict[str, Any]], dict[str, Any]]:
     from knowledge.retrieval import retrieve
+    from knowledge.selectors import stores_for_turn
 
-    stores = list(conversation.stores.select_related("ai_profile"))
+    # Checked at every turn: a collection no longer shared with the person is not searched,
+    # though the conversation (or the schedule that made it) still names it.
+    profile = conversation.ai_profile
+    stores = stores_for_turn(
+        conversation.owner,
+        attached=conversation.stores.all(),
+        role=profile.role if profile is not None else "",
+    )
     if not stores:
         return "", [], {}
     usable = [s for s in stores if s.autonomous_opt_in or not turn.is_background]

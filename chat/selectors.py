@@ -14,6 +14,7 @@ from chat.models import Conversation, Message, Schedule
 from chat.under_messages import under_messages
 from host.core.markdown import render_markdown
 from knowledge.models import Store
+from knowledge.selectors import stores_readable_by
 from memory_addon.models import ChangeSet, Proposal
 from memory_addon.selectors import ProposalRow, proposals_with_diffs
 from memory_addon.services.policy import Policy
@@ -65,7 +66,7 @@ def agents_for_user(user: User) -> list[Agent]:
 
 
 def stores_for_user(user: User) -> list[Store]:
-    return list(Store.objects.filter(owner=user).order_by("name"))
+    return list(stores_readable_by(user).order_by("name"))
 
 
 @dataclass

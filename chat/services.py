@@ -15,6 +15,7 @@ from chat.models import Conversation, Message
 from host.errors import ChangeRefused
 from host.queue import queue_job_on_commit
 from knowledge.models import Store
+from knowledge.selectors import stores_readable_by
 from memory_addon.turns import RunKind
 
 logger = logging.getLogger(__name__)
@@ -56,7 +57,7 @@ def _owned_agent(user: User, agent_id: int | None) -> Agent | None:
 
 
 def _owned_stores(user: User, store_ids: list[int]) -> list[Store]:
-    stores = list(Store.objects.filter(owner=user, pk__in=store_ids))
+    stores = list(stores_readable_by(user).filter(pk__in=store_ids))
     if len(stores) != len(set(store_ids)):
         raise ChatRefused(gettext("No such collection."))
     return stores

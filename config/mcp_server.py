@@ -188,8 +188,8 @@ def tool_run(caller: Caller, name: str, arguments: dict[str, Any]) -> tuple[bool
 
 def _search(user: User, arguments: dict[str, Any]) -> tuple[bool, str]:
     from host.errors import Refusal
-    from knowledge.models import Store
     from knowledge.retrieval import retrieve
+    from knowledge.selectors import stores_readable_by
     from memory_addon.core.tool_arguments import arguments_refusal
 
     problem = arguments_refusal("search", SEARCH_TOOL["function"]["parameters"], arguments)
@@ -198,7 +198,7 @@ def _search(user: User, arguments: dict[str, Any]) -> tuple[bool, str]:
     query = str(arguments["query"]).strip()
     if not query:
         return False, "Refused: give a query: a few words to search for."
-    stores = Store.objects.filter(owner=user)
+    stores = stores_readable_by(user)
     wanted = arguments.get("collection_ids")
     if wanted:
         stores = stores.filter(pk__in=[int(i) for i in wanted])

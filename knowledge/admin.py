@@ -2,12 +2,19 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from knowledge.models import FolderGrant, Job, Source, Store
+from knowledge.models import FolderGrant, Job, Source, Store, StoreShare
+
+
+class StoreShareInline(admin.TabularInline[StoreShare, Store]):
+    model = StoreShare
+    extra = 0
+    raw_id_fields = ["user", "organization"]
 
 
 @admin.register(Store)
 class StoreAdmin(admin.ModelAdmin[Store]):
     list_display = ["name", "owner", "provider", "model_name", "dimension"]
+    inlines = [StoreShareInline]
 
 
 @admin.register(Source)

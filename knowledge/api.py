@@ -19,13 +19,21 @@ from knowledge.schemas import (
     JobOut,
     RetrieveIn,
     RetrieveOut,
+    SharingIn,
+    SharingOut,
     SourceAddedOut,
     SourceOut,
     SourcePatch,
     StoreIn,
     StoreOut,
 )
-from knowledge.selectors import job_for_user, source_for_user, store_for_user
+from knowledge.selectors import (
+    job_for_user,
+    source_for_user,
+    store_for_user,
+    store_sharing,
+    stores_readable_by,
+)
 
 router = Router(tags=["knowledge"])
 ERRORS = {400: ErrorOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut}
@@ -38,21 +46,23 @@ class SourceAdded(TypedDict):
     job: Job
 
 
-def _store(request: HttpRequest, store_id: int) -> Store:
-    return store_for_user(signed_in_user(request), store_id)
+def _store(request: HttpRequest, store_id: int, *, manage: bool = False) -> Store:
+    return store_for_user(signed_in_user(request), store_id, manage=manage)
 
 
-def _source(request: HttpRequest, source_id: int) -> Source:
-    return source_for_user(signed_in_user(request), source_id)
+def _source(request: HttpRequest, source_id: int, *, manage: bool = False) -> Source:
+    return source_for_user(signed_in_user(request), source_id, manage=manage)
 
 
-def _job(request: HttpRequest, job_id: int) -> Job:
-    return job_for_user(signed_in_user(request), job_id)
+def _job(request: HttpRequest, job_id: int, *, manage: bool = False) -> Job:
+    return job_for_user(signed_in_user(request), job_id, manage=manage)
 
 
-@router.get("/stores", response=list[StoreOut], summary="Your collections")
+@router.get(
+    "/stores", response=list[StoreOut], summary="Your collections and those shared with you"
+)
 def store_list(request: HttpRequest) -> list[Store]:
-    return list(Store.objects.filter(owner=signed_in_user(request)))
+    return list(stores_readable_by(signed_in_user(request)))
 
 
 @router.post(
@@ -84,11 +94,11 @@ def store_get(request: HttpRequest, store_id: int) -> Store:
 
 @router.delete(
     "/stores/{store_id}",
-    response={204: None, 404: ErrorOut, 503: ErrorOut},
+    response={204: None, 403: ErrorOut, 404: ErrorOut, 503: ErrorOut},
     summary="Delete a collection",
 )
 def store_remove(request: HttpRequest, store_id: int) -> Status[None]:
-    services.store_delete(store=_store(request, store_id))
+    services.store_delete(store=_store(request, store_id, manage=True))
     return Status(204, None)
 
 
@@ -108,13 +118,14 @@ def source_list(request: HttpRequest, store_id: int) -> list[Source]:
 )
 def source_add(request: HttpRequest, store_id: int, payload: FolderSourceIn) -> Status[SourceAdded]:
     source, job = services.source_add_folder(
-        store=_store(request, store_id),
+        store=_store(request, store_id, manage=True),
         path=payload.path,
         include=payload.include,
         exclude=payload.exclude,
         use_gitignore=payload.use_gitignore,
         max_file_mib=payload.max_file_mib,
         sync_mode=payload.sync_mode,
+        actor=signed_in_user(request),
     )
     return Status(201, SourceAdded(source=source, job=job))
 
@@ -125,14 +136,14 @@ def source_add(request: HttpRequest, store_id: int, payload: FolderSourceIn) -> 
     summary="Update now: scan for changes (review before indexing)",
 )
 def source_update(request: HttpRequest, source_id: int) -> Status[Job]:
-    return Status(202, services.source_update_now(source=_source(request, source_id)))
+    return Status(202, services.source_update_now(source=_source(request, source_id, manage=True)))
 
 
 @router.patch(
     "/sources/{source_id}", response={200: SourceOut, **ERRORS}, summary="Enable or disable"
 )
 def source_patch(request: HttpRequest, source_id: int, payload: SourcePatch) -> Source:
-    source = _source(request, source_id)
+    source = _source(request, source_id, manage=True)
     services.source_set_enabled(source=source, enabled=payload.enabled)
     source.refresh_from_db()
     return source
@@ -144,7 +155,7 @@ def source_patch(request: HttpRequest, source_id: int, payload: SourcePatch) -> 
     summary="Remove a source and its chunks (never the original files)",
 )
 def source_delete(request: HttpRequest, source_id: int) -> Status[None]:
-    services.source_remove(source=_source(request, source_id))
+    services.source_remove(source=_source(request, source_id, manage=True))
     return Status(204, None)
 
 
@@ -159,14 +170,14 @@ def job_get(request: HttpRequest, job_id: int) -> Job:
     summary="Confirm a scan's review and start indexing",
 )
 def job_confirm(request: HttpRequest, job_id: int) -> Status[Job]:
-    return Status(202, services.scan_confirm(scan_job=_job(request, job_id)))
+    return Status(202, services.scan_confirm(scan_job=_job(request, job_id, manage=True)))
 
 
 @router.post(
     "/jobs/{job_id}/cancel", response={200: JobOut, **ERRORS}, summary="Cancel a running job"
 )
 def job_cancel(request: HttpRequest, job_id: int) -> Job:
-    job = _job(request, job_id)
+    job = _job(request, job_id, manage=True)
     services.job_cancel(job=job)
     job.refresh_from_db()
     return job
@@ -178,8 +189,8 @@ def job_cancel(request: HttpRequest, job_id: int) -> Job:
     summary="The bounded, cited block for a prompt (also the test search)",
 )
 def retrieve_endpoint(request: HttpRequest, payload: RetrieveIn) -> RetrieveOut:
-    owner = signed_in_user(request)
-    stores = list(Store.objects.filter(owner=owner, pk__in=payload.store_ids))
+    readable = stores_readable_by(signed_in_user(request))
+    stores = list(readable.filter(pk__in=payload.store_ids))
     if len(stores) != len(set(payload.store_ids)):
         raise Http404
     result = retrieve(
@@ -189,3 +200,38 @@ def retrieve_endpoint(request: HttpRequest, payload: RetrieveIn) -> RetrieveOut:
         block=result.block,
         excerpts=[ExcerptOut(**excerpt) for excerpt in result.sent_along()],
     )
+
+
+def _sharing_out(store: Store) -> SharingOut:
+    sharing = store_sharing(store)
+    return SharingOut(
+        organization_id=sharing.organization.pk if sharing.organization else None,
+        readers=[user.pk for user in sharing.readers],
+        managers=[user.pk for user in sharing.managers],
+    )
+
+
+@router.get(
+    "/stores/{store_id}/sharing",
+    response={200: SharingOut, 404: ErrorOut},
+    summary="Who the collection is shared with",
+)
+def sharing_get(request: HttpRequest, store_id: int) -> SharingOut:
+    return _sharing_out(_store(request, store_id))
+
+
+@router.put(
+    "/stores/{store_id}/sharing",
+    response={200: SharingOut, **ERRORS},
+    summary="Share with your organization (members read, admins manage) and named people",
+)
+def sharing_set(request: HttpRequest, store_id: int, payload: SharingIn) -> SharingOut:
+    store = _store(request, store_id, manage=True)
+    services.store_share_set(
+        store=store,
+        actor=signed_in_user(request),
+        organization_id=payload.organization_id,
+        readers=payload.readers,
+        managers=payload.managers,
+    )
+    return _sharing_out(store)

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from django.core.exceptions import PermissionDenied
+
 from host.errors import Refusal
 
 
@@ -13,3 +15,10 @@ class JobBusy(KnowledgeRefusal):
 
 class IndexMismatch(KnowledgeRefusal):
     status = 409
+
+
+class StoreReadOnly(KnowledgeRefusal, PermissionDenied):
+    """The person may read the collection but not manage it: 403 from the API root's
+    Refusal handler and, as a PermissionDenied, from every page view with its reason."""
+
+    status = 403

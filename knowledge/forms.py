@@ -1,11 +1,11 @@
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.utils.translation import gettext_lazy
 
-from accounts.models import AIProfile, User
+from accounts.models import AIProfile, Organization, User
 from knowledge.core.scanning import folder_path_problem
 from knowledge.models import Source, Store
 
@@ -136,3 +136,55 @@ class SearchForm(forms.Form):
         max_value=10_000_000,
         initial=8192,
     )
+
+
+class ShareForm(forms.Form):
+    """Sharing on the collection's page: the sharer's organization and people in it."""
+
+    organization = forms.BooleanField(required=False)
+    readers = forms.MultipleChoiceField(
+        label=gettext_lazy("People who may read it"),
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+    )
+    managers = forms.MultipleChoiceField(
+        label=gettext_lazy("People who may also change it"),
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+    )
+
+    def __init__(
+        self,
+        *args: Any,
+        organization: Organization | None,
+        people: list[User],
+        shared_with_organization: bool = False,
+        readers: list[int] | None = None,
+        managers: list[int] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.organization_name = organization.name if organization else ""
+        if organization is not None:
+            self.fields["organization"].label = gettext_lazy(
+                "Share with %(organization)s: members read, admins manage"
+            ) % {"organization": organization.name}
+        else:
+            del self.fields["organization"]
+        choices = [(str(person.pk), person.get_username()) for person in people]
+        for name, initial in (("readers", readers), ("managers", managers)):
+            field = cast("forms.MultipleChoiceField", self.fields[name])
+            field.choices = choices
+            field.initial = [str(pk) for pk in initial or []]
+        if organization is not None:
+            self.fields["organization"].initial = shared_with_organization
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        both = set(data.get("readers", [])) & set(data.get("managers", []))
+        if both:
+            self.add_error(
+                "managers",
+                gettext_lazy("Choose each person once: either to read or to change it."),
+            )
+        return data

@@ -387,3 +387,51 @@ class FolderGrant(models.Model):
             raise ValidationError(
                 {"path": f"The folder must be under KNOWLEDGE_ALLOWED_ROOTS ({where})."}
             )
+
+
+class StoreShare(models.Model):
+    """Who besides the owner may use a collection.
+
+    A share with an organization lets its members read and its admins manage; a share
+    with a person names what they may do. A person outside the sharer's organization
+    cannot be named, so a share never reaches across organizations.
+    """
+
+    class Access(models.TextChoices):
+        READ = "read", gettext_lazy("Read")
+        MANAGE = "manage", gettext_lazy("Manage")
+
+    store = models.ForeignKey(Store, on_delete=models.CASCADE, related_name="shares")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="knowledge_shares",
+    )
+    organization = models.ForeignKey(
+        "accounts.Organization",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="knowledge_shares",
+    )
+    # For an organization the members' access is always read and its admins' manage.
+    access = models.CharField(max_length=8, choices=Access.choices, default=Access.READ)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints: ClassVar = [
+            models.CheckConstraint(
+                condition=Q(user__isnull=False, organization__isnull=True)
+                | Q(user__isnull=True, organization__isnull=False),
+                name="store_share_to_user_or_organization",
+            ),
+            models.UniqueConstraint(fields=["store", "user"], name="unique_store_share_user"),
+            models.UniqueConstraint(
+                fields=["store", "organization"], name="unique_store_share_organization"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.store_id} → {self.user or self.organization} ({self.access})"

@@ -37,6 +37,7 @@ class StoreIn(Schema):
 
 class StoreOut(Schema):
     id: int
+    owner_id: int = Field(description="Collections shared with you have another owner.")
     name: str
     provider: str
     model_name: str
@@ -48,6 +49,22 @@ class StoreOut(Schema):
     semantic: bool
     backend: str
     qdrant_url: str
+
+
+class SharingIn(Schema):
+    organization_id: int | None = Field(
+        None, description="Your organization: its members read, its admins manage."
+    )
+    readers: list[int] = Field([], max_length=500, description="People of your organization.")
+    managers: list[int] = Field(
+        [], max_length=500, description="People of your organization who may also change it."
+    )
+
+
+class SharingOut(Schema):
+    organization_id: int | None
+    readers: list[int]
+    managers: list[int]
 
 
 class FolderSourceIn(Schema):

@@ -5,14 +5,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from django.db.models import Count
+from django.contrib.auth.models import AnonymousUser
+from django.db.models import Count, Q, QuerySet
 from django.shortcuts import get_object_or_404
+from django.utils.translation import gettext
 
-from accounts.models import User
+from accounts.models import Membership, Organization, User
 from knowledge.core.scanning import ProblemRow, ReviewRow
-from knowledge.models import Document, Job, Source, Store
+from knowledge.errors import StoreReadOnly
+from knowledge.models import Document, Job, Source, Store, StoreShare
 
 FileStatus = Literal["indexed", "waiting", "skipped"]
+Access = Literal["owner", "manage", "read"]
 
 
 @dataclass(frozen=True)
@@ -148,30 +152,150 @@ def store_files(store: Store, *, source_id: int | None = None) -> StoreFiles:
     return StoreFiles(rows=rows)
 
 
-def document_for(user_id: int, document_id: int) -> Document | None:
-    """The document if it belongs to one of this person's collections."""
-    return (
-        Document.objects.filter(pk=document_id, source__store__owner_id=user_id)
-        .select_related("source__store")
-        .first()
+# The one access rule for collections, for pages, htmx forms, the API, MCP, chat turns and
+# scheduled runs alike. A collection you may not read is a 404, never a hint that it exists;
+# one you may read but not manage is a 403 on the manage actions (StoreReadOnly).
+
+
+def _organization_ids(user: User, *, admin: bool = False) -> QuerySet[Membership, int]:
+    memberships = Membership.objects.filter(user=user)
+    if admin:
+        memberships = memberships.filter(role=Membership.Role.ADMIN)
+    return memberships.values_list("organization_id", flat=True)
+
+
+def _shares_in_organization(user: User) -> QuerySet[StoreShare]:
+    # A share counts only while the owner and the person are in one organization: leaving
+    # it ends what was shared there, for a named person as for the organization.
+    return StoreShare.objects.filter(
+        store__owner__membership__organization_id__in=_organization_ids(user)
     )
 
 
-# The owner checks, one per resource, for pages and the API alike: a foreign or missing id
-# is a 404, never a hint that the row exists.
-
-
-def store_for_user(user: User, store_id: int) -> Store:
-    return get_object_or_404(Store, pk=store_id, owner=user)
-
-
-def source_for_user(user: User, source_id: int) -> Source:
-    return get_object_or_404(
-        Source.objects.select_related("store"), pk=source_id, store__owner=user
+def _shares_reaching(user: User) -> QuerySet[StoreShare]:
+    return _shares_in_organization(user).filter(
+        Q(user=user) | Q(organization_id__in=_organization_ids(user))
     )
 
 
-def job_for_user(user: User, job_id: int) -> Job:
-    return get_object_or_404(
-        Job.objects.select_related("store", "source"), pk=job_id, store__owner=user
+def _shares_managing(user: User) -> QuerySet[StoreShare]:
+    return _shares_in_organization(user).filter(
+        Q(user=user, access=StoreShare.Access.MANAGE)
+        | Q(organization_id__in=_organization_ids(user, admin=True))
     )
+
+
+def stores_readable_by(user: User | AnonymousUser) -> QuerySet[Store]:
+    """Your own collections and those shared with you or your organization."""
+    if not user.is_authenticated:
+        return Store.objects.none()
+    return Store.objects.filter(Q(owner=user) | Q(pk__in=_shares_reaching(user).values("store_id")))
+
+
+def shared_store_ids_managed_by(user: User) -> set[int]:
+    return set(_shares_managing(user).values_list("store_id", flat=True))
+
+
+def stores_for_turn(user: User, *, attached: QuerySet[Store], role: str) -> list[Store]:
+    """What one chat turn searches, of the collections the person may read now: those the
+    conversation names, and those assigned to the role (text, coding) of its AI profile."""
+    wanted = Q(pk__in=attached.values("pk"))
+    if role == "text":
+        wanted |= Q(role_text=True)
+    elif role == "coding":
+        wanted |= Q(role_coding=True)
+    return list(stores_readable_by(user).filter(wanted).select_related("ai_profile"))
+
+
+def store_managed_by(user: User, store: Store) -> bool:
+    if store.owner_id == user.pk:
+        return True
+    return _shares_managing(user).filter(store_id=store.pk).exists()
+
+
+def store_access(user: User, store: Store) -> Access:
+    if store.owner_id == user.pk:
+        return "owner"
+    return "manage" if store_managed_by(user, store) else "read"
+
+
+def _check_manage(user: User, store: Store, manage: bool) -> None:
+    if manage and not store_managed_by(user, store):
+        raise StoreReadOnly(
+            gettext(
+                "You may read the collection “%(name)s” but not change it: "
+                "ask its owner for the right to manage it."
+            )
+            % {"name": store.name}
+        )
+
+
+def store_for_user(user: User, store_id: int, *, manage: bool = False) -> Store:
+    store = get_object_or_404(stores_readable_by(user).select_related("owner"), pk=store_id)
+    _check_manage(user, store, manage)
+    return store
+
+
+def source_for_user(user: User, source_id: int, *, manage: bool = False) -> Source:
+    source = get_object_or_404(
+        Source.objects.select_related("store"),
+        pk=source_id,
+        store__in=stores_readable_by(user),
+    )
+    _check_manage(user, source.store, manage)
+    return source
+
+
+def job_for_user(user: User, job_id: int, *, manage: bool = False) -> Job:
+    job = get_object_or_404(
+        Job.objects.select_related("store", "source"),
+        pk=job_id,
+        store__in=stores_readable_by(user),
+    )
+    _check_manage(user, job.store, manage)
+    return job
+
+
+def document_for_user(user: User, document_id: int, *, manage: bool = False) -> Document:
+    document = get_object_or_404(
+        Document.objects.select_related("source__store"),
+        pk=document_id,
+        source__store__in=stores_readable_by(user),
+    )
+    _check_manage(user, document.source.store, manage)
+    return document
+
+
+@dataclass(frozen=True)
+class Sharing:
+    """Who a collection is shared with, besides its owner."""
+
+    organization: Organization | None
+    readers: list[User]
+    managers: list[User]
+
+
+def store_sharing(store: Store) -> Sharing:
+    shares = list(store.shares.select_related("user", "organization").order_by("id"))
+    organization = next((s.organization for s in shares if s.organization is not None), None)
+    people = [s for s in shares if s.user is not None]
+    return Sharing(
+        organization=organization,
+        readers=[s.user for s in people if s.user and s.access == StoreShare.Access.READ],
+        managers=[s.user for s in people if s.user and s.access == StoreShare.Access.MANAGE],
+    )
+
+
+def share_candidates(user: User, store: Store) -> tuple[Organization | None, list[User]]:
+    """The organization a person may share the collection with, and the people in it they
+    may name: everyone there but the owner (a manager sees themselves, so saving the form
+    keeps their own share)."""
+    organization = Organization.objects.filter(membership__user=user).first()
+    if organization is None:
+        return None, []
+    people = list(
+        User.objects.filter(membership__organization=organization)
+        .exclude(pk=store.owner_id)
+        .order_by("username")
+    )
+    return organization, people

@@ -14,6 +14,7 @@ urlpatterns = [
     path("<int:store_id>/uploads/", views.source_upload, name="knowledge_upload"),
     path("<int:store_id>/search/", views.test_search, name="knowledge_search"),
     path("<int:store_id>/files/", views.store_files, name="knowledge_files"),
+    path("<int:store_id>/sharing/", views.store_sharing, name="knowledge_sharing"),
     path(
         "files/<int:document_id>/remove/", views.document_remove, name="knowledge_document_remove"
     ),

@@ -21,20 +21,24 @@ from host.errors import Refusal
 from host.htmx import HtmxHttpRequest
 from knowledge import selectors, services
 from knowledge.core.formats import TEXT_NAMES
-from knowledge.forms import FolderSourceForm, SearchForm, StoreForm, UploadForm
+from knowledge.forms import FolderSourceForm, SearchForm, ShareForm, StoreForm, UploadForm
 from knowledge.models import Job, Source, Store
 from knowledge.retrieval import retrieve
 
 
-def _store(request: HttpRequest, store_id: int) -> Store:
-    return selectors.store_for_user(signed_in_user(request), store_id)
+def _store(request: HttpRequest, store_id: int, *, manage: bool = False) -> Store:
+    return selectors.store_for_user(signed_in_user(request), store_id, manage=manage)
 
 
 @login_required
 @require_GET
 def store_list(request: HttpRequest) -> HttpResponse:
-    stores = Store.objects.filter(owner=signed_in_user(request))
-    return render(request, "knowledge/list.html", {"stores": stores})
+    user = signed_in_user(request)
+    stores = selectors.stores_readable_by(user).select_related("owner")
+    managed = selectors.shared_store_ids_managed_by(user)
+    return render(
+        request, "knowledge/list.html", {"stores": stores, "me": user, "managed": managed}
+    )
 
 
 @login_required
@@ -81,7 +85,11 @@ def _index_problem(store: Store) -> str:
     return ""
 
 
-def _store_context(store: Store, **extra: Any) -> dict[str, Any]:
+def _store_context(request: HttpRequest, store: Store, **extra: Any) -> dict[str, Any]:
+    user = signed_in_user(request)
+    access = selectors.store_access(user, store)
+    sharing = selectors.store_sharing(store)
+    organization, people = selectors.share_candidates(user, store)
     jobs = list(store.jobs.select_related("source", "store")[:1])
     review_job = (
         store.jobs.filter(kind=Job.Kind.SCAN, state=Job.State.REVIEW)
@@ -90,6 +98,17 @@ def _store_context(store: Store, **extra: Any) -> dict[str, Any]:
     )
     return {
         "store": store,
+        "access": access,
+        "read_only": access == "read",
+        "sharing": sharing,
+        "share_form": extra.pop("share_form", None)
+        or ShareForm(
+            organization=organization,
+            people=people,
+            shared_with_organization=sharing.organization is not None,
+            readers=[person.pk for person in sharing.readers],
+            managers=[person.pk for person in sharing.managers],
+        ),
         "sources": list(store.sources.all()),
         "job": jobs[0] if jobs else None,
         "review_job": review_job,
@@ -97,7 +116,7 @@ def _store_context(store: Store, **extra: Any) -> dict[str, Any]:
         "upload_form": extra.pop("upload_form", None) or UploadForm(),
         **_upload_context(),
         "search_form": extra.pop("search_form", None) or SearchForm(),
-        "allowed_roots": services.granted_folders(store.owner),
+        "allowed_roots": services.granted_folders(user),
         "watch_interval_minutes": settings.KNOWLEDGE_WATCH_INTERVAL_SECONDS // 60,
         "index_problem": extra.pop("index_problem", None)
         if "index_problem" in extra
@@ -109,13 +128,15 @@ def _store_context(store: Store, **extra: Any) -> dict[str, Any]:
 @login_required
 @require_GET
 def store_page(request: HttpRequest, store_id: int) -> HttpResponse:
-    return render(request, "knowledge/store.html", _store_context(_store(request, store_id)))
+    return render(
+        request, "knowledge/store.html", _store_context(request, _store(request, store_id))
+    )
 
 
 @login_required
 @require_POST
 def store_delete(request: HttpRequest, store_id: int) -> HttpResponse:
-    store = _store(request, store_id)
+    store = _store(request, store_id, manage=True)
     services.store_delete(store=store)
     messages.success(
         request,
@@ -128,7 +149,7 @@ def store_delete(request: HttpRequest, store_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def store_rebuild(request: HttpRequest, store_id: int) -> HttpResponse:
-    store = _store(request, store_id)
+    store = _store(request, store_id, manage=True)
     try:
         services.store_rebuild(store=store)
     except Refusal as refusal:
@@ -143,7 +164,7 @@ def store_rebuild(request: HttpRequest, store_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def source_add_folder(request: HttpRequest, store_id: int) -> HttpResponse:
-    store = _store(request, store_id)
+    store = _store(request, store_id, manage=True)
     form = FolderSourceForm(request.POST)
     if form.is_valid():
         data = form.cleaned_data
@@ -156,6 +177,7 @@ def source_add_folder(request: HttpRequest, store_id: int) -> HttpResponse:
                 use_gitignore=data["use_gitignore"],
                 max_file_mib=data["max_file_mib"],
                 sync_mode=data["sync_mode"],
+                actor=signed_in_user(request),
             )
         except Refusal as refusal:
             form.add_error("path", refusal.message)
@@ -165,7 +187,10 @@ def source_add_folder(request: HttpRequest, store_id: int) -> HttpResponse:
             )
             return redirect("knowledge_store", store_id=store.pk)
     return render(
-        request, "knowledge/store.html", _store_context(store, folder_form=form), status=400
+        request,
+        "knowledge/store.html",
+        _store_context(request, store, folder_form=form),
+        status=400,
     )
 
 
@@ -182,7 +207,7 @@ def _upload_context() -> dict[str, Any]:
 @login_required
 @require_POST
 def source_upload(request: HtmxHttpRequest, store_id: int) -> HttpResponse:
-    store = _store(request, store_id)
+    store = _store(request, store_id, manage=True)
     form = UploadForm(request.POST, request.FILES)
     if form.is_valid():
         try:
@@ -206,7 +231,10 @@ def source_upload(request: HtmxHttpRequest, store_id: int) -> HttpResponse:
             status=400,
         )
     return render(
-        request, "knowledge/store.html", _store_context(store, upload_form=form), status=400
+        request,
+        "knowledge/store.html",
+        _store_context(request, store, upload_form=form),
+        status=400,
     )
 
 
@@ -229,16 +257,21 @@ def store_files(request: HttpRequest, store_id: int) -> HttpResponse:
     return render(
         request,
         "knowledge/files.html",
-        {"store": store, "files": files, "rows": rows, "source": source, "show": show},
+        {
+            "store": store,
+            "files": files,
+            "rows": rows,
+            "source": source,
+            "show": show,
+            "read_only": not selectors.store_managed_by(signed_in_user(request), store),
+        },
     )
 
 
 @login_required
 @require_POST
 def document_remove(request: HttpRequest, document_id: int) -> HttpResponse:
-    document = selectors.document_for(signed_in_user(request).pk, document_id)
-    if document is None:
-        raise Http404
+    document = selectors.document_for_user(signed_in_user(request), document_id, manage=True)
     store_id = document.source.store_id
     try:
         services.document_remove(document=document)
@@ -257,7 +290,7 @@ def document_remove(request: HttpRequest, document_id: int) -> HttpResponse:
 
 
 def _source(request: HttpRequest, source_id: int) -> Source:
-    return selectors.source_for_user(signed_in_user(request), source_id)
+    return selectors.source_for_user(signed_in_user(request), source_id, manage=True)
 
 
 @login_required
@@ -288,8 +321,8 @@ def source_action(request: HttpRequest, source_id: int, action: str) -> HttpResp
     return redirect("knowledge_store", store_id=source.store_id)
 
 
-def _job(request: HttpRequest, job_id: int) -> Job:
-    return selectors.job_for_user(signed_in_user(request), job_id)
+def _job(request: HttpRequest, job_id: int, *, manage: bool = False) -> Job:
+    return selectors.job_for_user(signed_in_user(request), job_id, manage=manage)
 
 
 @login_required
@@ -297,7 +330,7 @@ def _job(request: HttpRequest, job_id: int) -> Job:
 def job_action(request: HttpRequest, job_id: int, action: str) -> HttpResponse:
     if action not in ("confirm", "dismiss", "cancel"):
         raise Http404
-    job = _job(request, job_id)
+    job = _job(request, job_id, manage=True)
     try:
         if action == "confirm":
             services.scan_confirm(scan_job=job)
@@ -333,4 +366,32 @@ def test_search(request: HttpRequest, store_id: int) -> HttpResponse:
             context["search_error"] = refusal.message
         else:
             context["result"] = result
-    return render(request, "knowledge/store.html", _store_context(store, **context))
+    return render(request, "knowledge/store.html", _store_context(request, store, **context))
+
+
+@login_required
+@require_POST
+def store_sharing(request: HttpRequest, store_id: int) -> HttpResponse:
+    store = _store(request, store_id, manage=True)
+    user = signed_in_user(request)
+    organization, people = selectors.share_candidates(user, store)
+    form = ShareForm(request.POST, organization=organization, people=people)
+    if form.is_valid():
+        try:
+            services.store_share_set(
+                store=store,
+                actor=user,
+                organization_id=organization.pk
+                if organization and form.cleaned_data["organization"]
+                else None,
+                readers=[int(pk) for pk in form.cleaned_data["readers"]],
+                managers=[int(pk) for pk in form.cleaned_data["managers"]],
+            )
+        except Refusal as refusal:
+            field = refusal.details.get("field")
+            form.add_error("organization" if field == "organization_id" else field, refusal.message)
+        else:
+            messages.success(request, _("Saved who the collection is shared with."))
+            return redirect("knowledge_store", store_id=store.pk)
+    context = _store_context(request, store, share_form=form)
+    return render(request, "knowledge/store.html", context, status=400)

@@ -17,6 +17,7 @@ from knowledge.services.folders import allowed_roots, granted_folders
 from knowledge.services.indexing import index_run
 from knowledge.services.jobs import job_cancel, stale_jobs_reap
 from knowledge.services.scans import scan_confirm, scan_dismiss, scan_run
+from knowledge.services.sharing import ShareRefused, store_share_set
 from knowledge.services.sources import (
     document_remove,
     source_add_folder,
@@ -30,6 +31,7 @@ from knowledge.services.stores import store_create, store_delete, store_rebuild
 from knowledge.services.uploads import upload_bytes, upload_formats, upload_label, upload_safe_name
 
 __all__ = [
+    "ShareRefused",
     "allowed_roots",
     "document_remove",
     "embedder_build",
@@ -50,6 +52,7 @@ __all__ = [
     "store_delete",
     "store_embedder",
     "store_rebuild",
+    "store_share_set",
     "upload_bytes",
     "upload_formats",
     "upload_label",

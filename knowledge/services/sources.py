@@ -13,6 +13,7 @@ from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.utils.translation import gettext as _
 
+from accounts.models import User
 from host import filestore
 from host.errors import LimitExceeded
 from host.outbound import release_db_connection
@@ -51,8 +52,12 @@ def source_add_folder(
     use_gitignore: bool = True,
     max_file_mib: int = 50,
     sync_mode: str = Source.SyncMode.MANUAL,
+    actor: User | None = None,
 ) -> tuple[Source, Job]:
     folder = _check_folder(path, store.owner)
+    if actor is not None and actor.pk != store.owner_id:
+        # A manager of a shared collection cannot borrow the owner's folder grants.
+        _check_granted(actor, folder)
     if not 1 <= max_file_mib <= 1024:
         raise KnowledgeRefusal(_("The file size limit must be between 1 MiB and 1024 MiB (1 GiB)."))
     with transaction.atomic(durable=True):
