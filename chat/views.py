@@ -15,7 +15,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.auth import signed_in_user
-from chat import schedules, services
+from chat import questions, schedules, services
 from chat.export import conversation_markdown
 from chat.models import Conversation, Message, Schedule
 from chat.selectors import (
@@ -26,6 +26,7 @@ from chat.selectors import (
     message_view,
     message_views,
     profiles_for_user,
+    question_for_user,
     schedule_for_user,
     stores_for_user,
 )
@@ -185,6 +186,37 @@ def message_stop(request: HtmxHttpRequest, message_id: int) -> HttpResponse:
     if request.htmx:
         return HttpResponse(status=204)
     return _back(message.conversation)
+
+
+@login_required
+@require_POST
+def question_answer(request: HtmxHttpRequest, question_id: int) -> HttpResponse:
+    """The person's answer to a question under an answer (M19); a refused one re-renders
+    the card with the error on the field to fix, and keeps what was typed."""
+    user = signed_in_user(request)
+    question = question_for_user(user, question_id)
+    values = {name: request.POST.get(name, "") for name in ("choice", "other", "rule", "save_to")}
+    errors: dict[str, str] = {}
+    try:
+        question = questions.question_answer(
+            user=user,
+            question_id=question.pk,
+            choice=values["choice"],
+            other=values["other"],
+            rule=values["rule"],
+            save_to="agent" if values["save_to"] == "agent" else "user",
+        )
+    except questions.AnswerRefused as refusal:
+        errors[refusal.field] = refusal.message
+    except Refusal as refusal:
+        errors["choice"] = refusal.message
+        question.refresh_from_db()
+    if not request.htmx:
+        for error in errors.values():
+            messages.error(request, error)
+        return _back(question.message.conversation)
+    context = {"question": question, "errors": errors, "values": values}
+    return render(request, "chat/_question_card.html", context)
 
 
 @login_required

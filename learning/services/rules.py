@@ -280,6 +280,37 @@ def rule_remember(*, user: User, message: Message, text: str) -> RuleSuggestion:
     return suggestion
 
 
+def rule_from_question(
+    *, user: User, conversation: Conversation, message: Message, text: str, to: str
+) -> RuleSuggestion:
+    """The permanent rule of an answered question (M19), saved inside the answer's own
+    transaction under the rules every saved rule follows; Undo as for a rule card."""
+    cleaned = _clean_rule(text)
+    memory_lock(user.pk)
+    reason = rule_detection_off_reason(user, conversation)
+    if reason:
+        raise NotAllowed(reason)
+    asked = _question_of(message)
+    if asked is None:
+        raise ChangeRefused(gettext("There is no message this rule belongs to."))
+    suggestion = RuleSuggestion(
+        user=user,
+        conversation=conversation,
+        user_message=asked,
+        answer=message,
+        origin=RuleSuggestion.Origin.MANUAL,
+        state=RuleSuggestion.State.SAVED,
+        text=cleaned,
+    )
+    if to == "agent" and conversation.agent is not None:
+        suggestion.target, suggestion.agent = RuleSuggestion.Target.AGENT, conversation.agent
+    suggestion.change_set = _save(user, suggestion, cleaned, ChangeSet.Origin.PERSON)
+    suggestion.saved_at = suggestion.decided_at = timezone.now()
+    suggestion.save()
+    _push_cards_on_commit(suggestion)
+    return suggestion
+
+
 def rule_undo(*, user: User, suggestion: RuleSuggestion) -> RuleSuggestion:
     """Remove a just-saved rule again (within 30 seconds), through the change-set undo."""
     if not undo_open(suggestion) or suggestion.change_set is None:
