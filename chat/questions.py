@@ -208,7 +208,7 @@ def question_answer(
     rule = " ".join(rule.split())
     with transaction.atomic(durable=True):
         question = (
-            Question.objects.select_for_update()
+            Question.objects.select_for_update(of=("self",))
             .select_related("message__conversation__agent")
             .filter(pk=question_id, owner=user)
             .first()

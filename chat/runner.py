@@ -148,7 +148,7 @@ def turn_run(*, message_id: int) -> None:
         return
     streamer = Streamer(message, message.conversation.owner_id)
     resumed = questions.question_to_resume(message)
-    if resumed is not None:
+    if resumed is not None and message.content:
         streamer.add(message.content)  # the same answer goes on after the question
     usage: dict[str, int] = dict(message.usage) if resumed is not None else {}
     try:
