@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Literal, Protocol
@@ -141,9 +142,18 @@ BACKGROUND_NOTE = (
 
 
 def question_park(
-    *, message: Message, call_id: str, asked: Asked, tail: list[dict[str, Any]], next_round: int
+    *,
+    message: Message,
+    call_id: str,
+    asked: Asked,
+    tail: list[dict[str, Any]],
+    next_round: int,
+    shown: int,
 ) -> Question:
-    """Store the question and what the turn needs to go on; the answer waits for it."""
+    """Store the question and what the turn needs to go on; the answer waits for it.
+
+    shown: how much of the answer's text was written before the question (a messaging
+    app got it with the question, so it gets only the rest later)."""
     with transaction.atomic(durable=True):
         number = message.questions.count() + 1
         return Question.objects.create(
@@ -154,7 +164,7 @@ def question_park(
             text=asked.question,
             why=asked.why,
             options=asked.options,
-            resume={"tail": tail, "round": next_round},
+            resume={"tail": tail, "round": next_round, "shown": shown},
             expires_at=timezone.now() + timedelta(seconds=settings.CHAT_QUESTION_TIMEOUT_SECONDS),
         )
 
@@ -202,9 +212,11 @@ def question_answer(
     other: str = "",
     rule: str = "",
     save_to: SaveTo = "user",
+    queue_turn: bool = True,
 ) -> Question:
     """The person's answer: the optional rule is saved with it (or neither is), then the
-    answer's turn goes on as a new chat job."""
+    answer's turn goes on as a new chat job (queue_turn=False: the caller runs it, as a
+    messaging bridge does within its own job)."""
     rule = " ".join(rule.split())
     with transaction.atomic(durable=True):
         question = (
@@ -223,7 +235,7 @@ def question_answer(
         question.state, question.answer, question.rule = Question.State.ANSWERED, answer, rule
         question.answered_at = timezone.now()
         question.save(update_fields=["state", "answer", "rule", "answered_at"])
-        _resume_on_commit(question)
+        _resume_on_commit(question, queue_turn=queue_turn)
     return question
 
 
@@ -275,13 +287,13 @@ def tool_result(question: Question) -> str:
     return text
 
 
-def _resume_on_commit(question: Question) -> None:
+def _resume_on_commit(question: Question, *, queue_turn: bool = True) -> None:
     """The parked answer goes back on the chat queue; a worker claims it as a new job."""
     now = timezone.now()
     resumed = Message.objects.filter(pk=question.message_id, state=Message.State.WAITING).update(
         state=Message.State.STREAMING, started_at=None, finished_at=None, heartbeat_at=now
     )
-    if resumed:
+    if resumed and queue_turn:
         queue_job_on_commit("chat.turn_run", question.message_id, queue=settings.CHAT_QUEUE)
 
 
@@ -299,3 +311,36 @@ def question_to_resume(message: Message) -> Question | None:
         resumed_at=timezone.now()
     )
     return question if claimed else None
+
+
+def question_waiting_in(conversation_id: int) -> Question | None:
+    """The question a conversation's newest answer waits on, if any."""
+    return (
+        Question.objects.filter(
+            message__conversation_id=conversation_id, state=Question.State.WAITING
+        )
+        .select_related("message")
+        .order_by("-asked_at", "-id")
+        .first()
+    )
+
+
+_NUMBERED = re.compile(r"\s*(\d{1,2})\s*[.):]?(?:\s+(.*))?\s*", re.DOTALL)
+
+
+def reply_as_answer(question: Question, text: str) -> tuple[str, str]:
+    """A reply in a messaging app as (choice, other): a number picks a suggested answer,
+    text after it adds to it; any other text is another answer."""
+    match = _NUMBERED.fullmatch(text)
+    if match and 1 <= int(match.group(1)) <= len(question.options):
+        return question.options[int(match.group(1)) - 1], match.group(2) or ""
+    return "", text
+
+
+def question_as_text(question: Question) -> str:
+    """The question as a numbered message for a messaging app."""
+    lines = [f"Question {question.number}: {question.text}", f"Why it asks: {question.why}"]
+    for number, option in enumerate(question.options, start=1):
+        lines.append(f"{number}. {option}" + (" (recommended)" if number == 1 else ""))
+    lines.append("Reply with a number, or with your own answer.")
+    return "\n".join(lines)

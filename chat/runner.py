@@ -256,6 +256,7 @@ def _answer(
                 asked=arguments,
                 tail=conversation_messages[prompt_length:],
                 next_round=round_number if only_asked else round_number + 1,
+                shown=len(streamer.text),
             )
             return _End(Message.State.WAITING)
     if not streamer.text.strip() and not calls_log:
