@@ -183,6 +183,15 @@ def question_for_user(user: User, question_id: int) -> Question:
         raise Http404("No such question.") from None
 
 
+def questions_waiting_for(user: User) -> list[Question]:
+    """Every question waiting for the person's answer, oldest first (the Inbox)."""
+    return list(
+        Question.objects.filter(owner=user, state=Question.State.WAITING).select_related(
+            "message__conversation__agent"
+        )
+    )
+
+
 def schedule_for_user(user: User, schedule_id: int) -> Schedule:
     return get_object_or_404(Schedule, pk=schedule_id, owner=user)
 

@@ -10,11 +10,13 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.utils.text import slugify
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.auth import signed_in_user
+from accounts.models import User
 from chat import questions, schedules, services
 from chat.export import conversation_markdown
 from chat.models import Conversation, Message, Schedule
@@ -27,6 +29,7 @@ from chat.selectors import (
     message_views,
     profiles_for_user,
     question_for_user,
+    questions_waiting_for,
     schedule_for_user,
     stores_for_user,
 )
@@ -186,6 +189,14 @@ def message_stop(request: HtmxHttpRequest, message_id: int) -> HttpResponse:
     if request.htmx:
         return HttpResponse(status=204)
     return _back(message.conversation)
+
+
+def inbox_questions(request: HttpRequest, user: User) -> str:
+    """The questions waiting for the person, for the Inbox (registered in ready())."""
+    waiting = questions_waiting_for(user)
+    if not waiting:
+        return ""
+    return render_to_string("chat/_inbox_questions.html", {"questions": waiting}, request)
 
 
 @login_required
