@@ -200,6 +200,15 @@ def inbox_questions(request: HttpRequest, user: User) -> str:
 
 
 @login_required
+@require_GET
+def question_fragment(request: HttpRequest, question_id: int) -> HttpResponse:
+    """One question card in the page's language: a card pushed live (rendered without
+    it) fetches itself once from here."""
+    question = question_for_user(signed_in_user(request), question_id)
+    return render(request, "chat/_question_card.html", {"question": question, "values": {}})
+
+
+@login_required
 @require_POST
 def question_answer(request: HtmxHttpRequest, question_id: int) -> HttpResponse:
     """The person's answer to a question under an answer (M19); a refused one re-renders
