@@ -13,6 +13,7 @@ from typing import Any
 from django.conf import settings
 from django.db import connection
 
+from accounts.models import AIProfile
 from addons.context import addon_context_build
 from chat.models import Conversation, Message
 from chat.questions import BACKGROUND_NOTE, ask_person_schema
@@ -149,6 +150,16 @@ def _beside[T](work: Callable[[], T]) -> Callable[[], T]:
     return wait
 
 
+def _with_ask_person(
+    tools: list[ToolSchema] | None, profile: AIProfile, turn: Turn
+) -> tuple[list[ToolSchema] | None, bool]:
+    """The tools offered with ask_person (M19) added when someone can answer: scheduled
+    and background runs never ask, nobody is there."""
+    if not profile.supports_tools or turn.is_background:
+        return tools, False
+    return [*(tools or []), ask_person_schema(strict=profile.strict_tools)], True
+
+
 def prepare(message: Message) -> Prepared:
     conversation = message.conversation
     profile = conversation.ai_profile
@@ -189,12 +200,8 @@ def prepare(message: Message) -> Prepared:
         if profile.supports_tools and not context.reason_off
         else None
     )
-    # Scheduled and background runs never ask: nobody is there to answer.
-    asks = profile.supports_tools and not turn.is_background
-    offered = [*(tools or []), ask_person_schema(strict=profile.strict_tools)] if asks else tools
-    system_parts = [SYSTEM]
-    if turn.is_background:
-        system_parts.append(BACKGROUND_NOTE)
+    offered, asks = _with_ask_person(tools, profile, turn)
+    system_parts = [SYSTEM, *([BACKGROUND_NOTE] if turn.is_background else [])]
     if not tools:
         system_parts.append(
             "You cannot call memory tools in this conversation: use the memory index lines as they "

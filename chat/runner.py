@@ -210,21 +210,7 @@ def _answer(
         connection.close()
 
     streamer.start(announce)
-    conversation_messages = list(prepared.messages)
-    calls_log: list[dict[str, Any]] = []
-    first_round = 1
-    if resumed is not None:
-        answer = questions.tool_result(resumed)
-        conversation_messages += resumed.resume.get("tail", [])
-        conversation_messages.append(
-            {"role": "tool", "tool_call_id": resumed.call_id, "content": answer}
-        )
-        calls_log = [
-            {**c, "result": answer[:2000]} if c.get("id") == resumed.call_id else c
-            for c in message.tool_calls
-        ]
-        first_round = int(resumed.resume.get("round", 1))
-    prompt_length = len(prepared.messages)
+    conversation_messages, calls_log, first_round = _going_on(message, prepared, resumed)
     for round_number in range(first_round, settings.CHAT_MAX_TOOL_ROUNDS + 1):
         last_round = round_number == settings.CHAT_MAX_TOOL_ROUNDS
         result = _model_round(prepared, conversation_messages, streamer, usage, last=last_round)
@@ -254,7 +240,7 @@ def _answer(
                 message=message,
                 call_id=call_id,
                 asked=arguments,
-                tail=conversation_messages[prompt_length:],
+                tail=conversation_messages[len(prepared.messages) :],
                 next_round=round_number if only_asked else round_number + 1,
                 shown=len(streamer.text),
             )
@@ -262,6 +248,26 @@ def _answer(
     if not streamer.text.strip() and not calls_log:
         return _End(Message.State.COMPLETE, "The model finished without writing an answer.")
     return _End(Message.State.COMPLETE)
+
+
+def _going_on(
+    message: Message, prepared: Prepared, resumed: Question | None
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
+    """What the model is sent, the calls so far and the first round: from the prompt, or,
+    after a question, the prompt, what came after it, and the answer as the tool result."""
+    if resumed is None:
+        return list(prepared.messages), [], 1
+    answer = questions.tool_result(resumed)
+    sent = [
+        *prepared.messages,
+        *resumed.resume.get("tail", []),
+        {"role": "tool", "tool_call_id": resumed.call_id, "content": answer},
+    ]
+    calls_log = [
+        {**c, "result": answer[:2000]} if c.get("id") == resumed.call_id else c
+        for c in message.tool_calls
+    ]
+    return sent, calls_log, int(resumed.resume.get("round", 1))
 
 
 def _model_round(

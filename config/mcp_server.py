@@ -322,9 +322,8 @@ def _client_can_answer(ctx: ServerRequestContext[Any, Any]) -> bool:
     form = types.ClientCapabilities(
         elicitation=types.ElicitationCapability(form=types.FormElicitationCapability())
     )
-    return (
-        ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
-        and ctx.session.check_client_capability(form)
+    return ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and ctx.session.check_client_capability(
+        form
     )
 
 
@@ -348,7 +347,9 @@ def _ask_request(arguments: dict[str, Any]) -> types.InputRequiredResult | types
 
     asked = ask_arguments(json.dumps(arguments))
     if isinstance(asked, str):
-        return types.CallToolResult(content=[types.TextContent(type="text", text=asked)], is_error=True)
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=asked)], is_error=True
+        )
     options = "\n".join(
         f"{n}. {option}" + (" (recommended)" if n == 1 else "")
         for n, option in enumerate(asked.options, start=1)

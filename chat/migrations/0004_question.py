@@ -6,42 +6,87 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('chat', '0003_conversation_external_chat'),
+        ("chat", "0003_conversation_external_chat"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='message',
-            name='state',
-            field=models.CharField(choices=[('streaming', 'Answering'), ('complete', 'Complete'), ('failed', 'Failed'), ('stopped', 'Stopped'), ('waiting', 'Waiting for you')], default='complete', max_length=16),
+            model_name="message",
+            name="state",
+            field=models.CharField(
+                choices=[
+                    ("streaming", "Answering"),
+                    ("complete", "Complete"),
+                    ("failed", "Failed"),
+                    ("stopped", "Stopped"),
+                    ("waiting", "Waiting for you"),
+                ],
+                default="complete",
+                max_length=16,
+            ),
         ),
         migrations.CreateModel(
-            name='Question',
+            name="Question",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('number', models.PositiveSmallIntegerField()),
-                ('call_id', models.CharField(max_length=200)),
-                ('text', models.TextField()),
-                ('why', models.TextField()),
-                ('options', models.JSONField(default=list)),
-                ('state', models.CharField(choices=[('waiting', 'Waiting for you'), ('answered', 'Answered'), ('decided', 'Decided without you')], default='waiting', max_length=16)),
-                ('answer', models.TextField(blank=True)),
-                ('rule', models.CharField(blank=True, max_length=300)),
-                ('resume', models.JSONField(default=dict)),
-                ('asked_at', models.DateTimeField(auto_now_add=True)),
-                ('expires_at', models.DateTimeField()),
-                ('answered_at', models.DateTimeField(blank=True, null=True)),
-                ('resumed_at', models.DateTimeField(blank=True, null=True)),
-                ('message', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='questions', to='chat.message')),
-                ('owner', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='chat_questions', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("number", models.PositiveSmallIntegerField()),
+                ("call_id", models.CharField(max_length=200)),
+                ("text", models.TextField()),
+                ("why", models.TextField()),
+                ("options", models.JSONField(default=list)),
+                (
+                    "state",
+                    models.CharField(
+                        choices=[
+                            ("waiting", "Waiting for you"),
+                            ("answered", "Answered"),
+                            ("decided", "Decided without you"),
+                        ],
+                        default="waiting",
+                        max_length=16,
+                    ),
+                ),
+                ("answer", models.TextField(blank=True)),
+                ("rule", models.CharField(blank=True, max_length=300)),
+                ("resume", models.JSONField(default=dict)),
+                ("asked_at", models.DateTimeField(auto_now_add=True)),
+                ("expires_at", models.DateTimeField()),
+                ("answered_at", models.DateTimeField(blank=True, null=True)),
+                ("resumed_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "message",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="questions",
+                        to="chat.message",
+                    ),
+                ),
+                (
+                    "owner",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="chat_questions",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['asked_at', 'id'],
-                'indexes': [models.Index(fields=['state', 'expires_at'], name='chat_question_due_idx')],
-                'constraints': [models.UniqueConstraint(fields=('message', 'number'), name='one_question_number')],
+                "ordering": ["asked_at", "id"],
+                "indexes": [
+                    models.Index(fields=["state", "expires_at"], name="chat_question_due_idx")
+                ],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("message", "number"), name="one_question_number"
+                    )
+                ],
             },
         ),
     ]

@@ -40,7 +40,9 @@ def test_a_question_goes_out_numbered_and_a_numbered_reply_answers_it(
         {"content": "The reminder goes out on Mondays, after school."},
     ]
     secret = bound[1]
-    assert send_message(webhook_url, secret, "Set up the reminder", chat_id="fam").status_code == 202
+    assert (
+        send_message(webhook_url, secret, "Set up the reminder", chat_id="fam").status_code == 202
+    )
     deliver_all(work())
     assert receiver.wait_for(1)
     asked = receiver.received[0]["text"]

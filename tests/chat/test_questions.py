@@ -92,7 +92,10 @@ def test_a_question_parks_the_answer_and_the_reply_goes_on_in_the_same_answer(
         (json.dumps({**CITY, "extra": 1}), "'extra' is not a field"),
         (json.dumps({**CITY, "question": ""}), "'question'"),
         (json.dumps({**CITY, "options": ["Rome"]}), "at least 2"),
-        (json.dumps({**CITY, "options": ["a", "b", "c", "d", "e"], "recommended": "a"}), "at most 4"),
+        (
+            json.dumps({**CITY, "options": ["a", "b", "c", "d", "e"], "recommended": "a"}),
+            "at most 4",
+        ),
         (json.dumps({**CITY, "recommended": "Paris"}), "'recommended' must be one of"),
         ("not json", "not valid JSON"),
     ],

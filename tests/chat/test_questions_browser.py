@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from chat.models import Conversation, Message, Question
+from chat.models import Message, Question
 from chat.questions import questions_expire
 from tests.chat.test_chat_browser import open_chat
 from tests.conftest import off_loop
@@ -137,7 +137,9 @@ def test_after_three_questions_the_model_decides_and_the_answer_shows_it(
         card.locator(".notice").wait_for()
     page.locator("article.msg-assistant[data-state=complete]").wait_for()
     assert "Decided without you: Rome." in page.locator("article.msg-assistant .md").inner_text()
-    assert off_loop(lambda: Question.objects.filter(message__conversation=conversation).count()) == 3
+    assert (
+        off_loop(lambda: Question.objects.filter(message__conversation=conversation).count()) == 3
+    )
     assert "already asked 3 questions" in fake_openai.chat_requests[-1]["messages"][-1]["content"]
     assert fits(page)
 

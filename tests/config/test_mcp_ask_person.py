@@ -75,9 +75,7 @@ def test_the_question_is_elicited_and_the_persons_answer_is_the_tool_result(
     assert results == [(True, "The person answered: Milan — by train")]
 
 
-def test_a_declined_question_tells_the_model_to_decide_and_name_its_choice(
-    live_asgi_server, token
-):
+def test_a_declined_question_tells_the_model_to_decide_and_name_its_choice(live_asgi_server, token):
     reply = types.ElicitResult(action="decline")
     _, results, _ = session(live_asgi_server, token, reply, [CITY])
     ((ok, text),) = results
