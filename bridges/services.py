@@ -330,6 +330,33 @@ def _answered(inbound: InboundMessage, question: Question) -> bool:
     return True
 
 
+def decided_answer_send(*, answer_id: int, question_id: int) -> None:
+    """The rest of an answer whose question nobody answered in time goes back to the chat
+    it was asked in, as a message of its own (no one's reply carries it)."""
+    answer = Message.objects.select_related("conversation__binding").filter(pk=answer_id).first()
+    question = Question.objects.filter(pk=question_id).first()
+    if answer is None or question is None or answer.conversation.binding is None:
+        return
+    conversation = answer.conversation
+    binding = conversation.binding
+    try:
+        with transaction.atomic():
+            row = InboundMessage.objects.create(
+                binding=binding,
+                webhook_id=f"question_decided_{question.pk}",
+                kind=binding.bridge,
+                chat_id=conversation.external_chat,
+                thread_id=conversation.external_thread,
+                text="",
+                state=InboundMessage.State.ANSWERING,
+                answer=answer,
+            )
+    except IntegrityError:
+        return  # sent already (the turn ran twice)
+    row.binding = binding
+    _inbound_finish(row, already_sent=int(question.resume.get("shown", 0)))
+
+
 def _asked_note(count: int) -> str:
     if count == 1:
         return "I asked to save 1 note to your memory; it waits for your confirmation in the Inbox."

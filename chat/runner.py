@@ -25,7 +25,7 @@ from django.utils import timezone
 from chat import events, questions
 from chat.models import Conversation, Message, Question
 from chat.prompt import Prepared, prepare
-from chat.signals import answer_completed
+from chat.signals import answer_completed, decided_answer_ended
 from chat.stream import Streamer
 from host import model_client as client
 from host.core.storable import storable, storable_value
@@ -180,6 +180,11 @@ def turn_run(*, message_id: int) -> None:
         _announce_complete(message)
     elif end.state == Message.State.WAITING:
         events.push_memory(message.conversation.owner_id, message)
+    if resumed is not None and resumed.state == Question.State.DECIDED:
+        # Nobody's reply runs this turn: whoever delivers the answer elsewhere listens.
+        decided_answer_ended.send_robust(
+            sender=Message, answer_id=message.pk, question_id=resumed.pk
+        )
 
 
 def _announce_complete(message: Message) -> None:

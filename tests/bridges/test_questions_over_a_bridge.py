@@ -4,11 +4,16 @@ message, and a reply in the same chat answers it; a reply elsewhere does not."""
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
+from bridges.models import InboundMessage
 from bridges.services import callback_send
 from chat.models import Message, Question
+from chat.questions import questions_expire
+from chat.runner import turn_run
 from scripts.sample_bridge import send_message
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -84,3 +89,36 @@ def test_a_reply_from_another_chat_of_the_binding_does_not_answer_the_question(
     work()
     assert Question.objects.get().state == Question.State.WAITING
     assert Message.objects.filter(role="assistant", content="Hello, work.").exists()
+
+
+@pytest.fixture
+def unconsumed_chat_queue(settings):
+    """The timed-out turn is run by the test itself: no chat worker may take it."""
+    from config.celery import app
+
+    settings.CHAT_QUEUE = "chat-bridge-question-tests"
+    yield
+    with app.connection_for_write() as conn:
+        conn.default_channel.queue_purge(settings.CHAT_QUEUE)
+
+
+def test_a_question_nobody_answers_is_decided_and_the_rest_goes_back_to_the_chat(
+    fake_openai, webhook_url, bound, receiver, work, unconsumed_chat_queue
+):
+    fake_openai.chat_replies += [
+        {"content": "I can set that up.", "tool_calls": [ASK]},
+        {"content": "Decided without you: Friday."},
+    ]
+    send_message(webhook_url, bound[1], "Set up the reminder", chat_id="fam")
+    deliver_all(work())
+    assert receiver.wait_for(1)
+    question = Question.objects.get()
+    Question.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
+    assert questions_expire() == 1  # the scheduled sweep, driven here
+    turn_run(message_id=question.message_id)  # the chat job it queued
+    sent = InboundMessage.objects.get(webhook_id=f"question_decided_{question.pk}")
+    assert sent.chat_id == "fam" and sent.state == InboundMessage.State.ANSWERED
+    deliver_all([sent])
+    assert receiver.wait_for(2)
+    assert receiver.received[1]["text"] == "Decided without you: Friday."
+    assert receiver.received[1]["chat_id"] == "fam"
