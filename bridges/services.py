@@ -335,10 +335,10 @@ def decided_answer_send(*, answer_id: int, question_id: int) -> None:
     it was asked in, as a message of its own (no one's reply carries it)."""
     answer = Message.objects.select_related("conversation__binding").filter(pk=answer_id).first()
     question = Question.objects.filter(pk=question_id).first()
-    if answer is None or question is None or answer.conversation.binding is None:
+    binding = answer.conversation.binding if answer is not None else None
+    if answer is None or question is None or binding is None:
         return
     conversation = answer.conversation
-    binding = conversation.binding
     try:
         with transaction.atomic():
             row = InboundMessage.objects.create(
@@ -353,7 +353,6 @@ def decided_answer_send(*, answer_id: int, question_id: int) -> None:
             )
     except IntegrityError:
         return  # sent already (the turn ran twice)
-    row.binding = binding
     _inbound_finish(row, already_sent=int(question.resume.get("shown", 0)))
 
 
