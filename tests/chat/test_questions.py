@@ -12,6 +12,7 @@ from chat.models import Conversation, Message, Question
 from chat.prompt import prepare
 from chat.questions import BACKGROUND_NOTE, question_answer, questions_expire
 from chat.runner import REPEATED_ERROR_NOTE, turn_run
+from tests.factories import AgentFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -51,6 +52,15 @@ def test_chat_turns_offer_ask_person_with_its_schema(fake_openai, ask):
     assert parameters["required"] == ["question", "why", "options", "recommended"]
     assert parameters["properties"]["options"]["minItems"] == 2
     assert parameters["properties"]["options"]["maxItems"] == 4
+
+
+def test_a_saved_agents_conversation_offers_ask_person_too(fake_openai, ask, person, profile):
+    agent = AgentFactory(owner=person, memory_allowed=True, instructions="Plan trips.")
+    conversation = Conversation.objects.create(owner=person, ai_profile=profile, agent=agent)
+    fake_openai.chat_replies.append({"tool_calls": [ask_call()]})
+    answer = run(ask("Plan my trip", conversation))
+    assert "ask_person" in {t["function"]["name"] for t in fake_openai.chat_requests[-1]["tools"]}
+    assert answer.state == Message.State.WAITING and answer.questions.count() == 1
 
 
 def test_a_question_parks_the_answer_and_the_reply_goes_on_in_the_same_answer(
