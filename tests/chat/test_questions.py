@@ -11,7 +11,7 @@ from django.utils import timezone
 from chat.models import Conversation, Message, Question
 from chat.prompt import prepare
 from chat.questions import BACKGROUND_NOTE, question_answer, questions_expire
-from chat.runner import REPEATED_ERROR_NOTE, turn_run
+from chat.runner import REPEATED_ERROR_NOTE, messages_reap_stalled, turn_run
 from tests.factories import AgentFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -216,3 +216,17 @@ def test_the_same_tool_error_a_second_time_gets_a_note_to_change_approach(fake_o
     assert not second["ok"] and second["result"].endswith(REPEATED_ERROR_NOTE.strip())
     told = fake_openai.chat_requests[-1]["messages"][-1]["content"]
     assert "change your approach, or ask the person" in told
+
+
+def test_an_answer_queued_again_after_a_late_answer_is_not_reaped_as_never_picked_up(
+    fake_openai, ask, person, settings
+):
+    fake_openai.chat_replies += [{"tool_calls": [ask_call()]}, {"content": "Rome, then."}]
+    answer = run(ask("Plan my trip"))
+    # The person answers long after the answer was created (but within the timeout).
+    Message.objects.filter(pk=answer.pk).update(
+        created_at=timezone.now() - timedelta(seconds=settings.CHAT_QUEUED_MAX_SECONDS + 60)
+    )
+    question_answer(user=person, question_id=answer.questions.get().pk, choice="Rome")
+    assert messages_reap_stalled() == 0
+    assert run(answer).state == Message.State.COMPLETE

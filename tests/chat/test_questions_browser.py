@@ -32,6 +32,7 @@ WORDS = {
         "answer": "Answer",
         "answered": "You answered: Milan — by train",
         "decided": "Not answered in time",
+        "waiting": "Waiting for your answer",
         "message": "Message",
         "send": "Send",
     },
@@ -43,6 +44,7 @@ WORDS = {
         "answer": "Antworten",
         "answered": "Ihre Antwort: Milan — by train",
         "decided": "Nicht rechtzeitig beantwortet",
+        "waiting": "Wartet auf Ihre Antwort",
         "message": "Nachricht",
         "send": "Senden",
     },
@@ -72,10 +74,11 @@ def send(page, language: str, text: str) -> None:
 
 
 def waiting_card(page):
-    """The card of the question the answer waits on, once the page shows it."""
-    page.locator("article.question-card").wait_for()
-    card_id = page.locator("article.question-card").get_attribute("id")
-    return page.locator(f"#{card_id}")
+    """The card of the question the answer waits on, once the page shows it in its own
+    language (a card pushed live fetches itself once and loses its hx-trigger)."""
+    settled = page.locator("article.question-card:not([hx-trigger])")
+    settled.wait_for()
+    return page.locator(f"#{settled.get_attribute('id')}")
 
 
 def fits(page) -> bool:
@@ -93,7 +96,10 @@ def test_the_card_is_answered_and_the_same_answer_goes_on(
     ]
     page = opened(sign_in, person, conversation, language, viewport)
     send(page, language, "Plan my trip")
-    page.locator("article.msg-assistant[data-state=waiting]").wait_for()
+    waiting = page.locator("article.msg-assistant[data-state=waiting]")
+    waiting.wait_for()
+    # Pushed live without the page's language: the page's own words fill it in.
+    assert waiting.get_by_role("status").inner_text() == words["waiting"]
     card = waiting_card(page)
     card.get_by_text(words["why"]).wait_for()  # fetched again in the page's language
     assert "Only you know where you will be." in card.inner_text()
