@@ -148,8 +148,10 @@ def turn_run(*, message_id: int) -> None:
         return
     streamer = Streamer(message, message.conversation.owner_id)
     resumed = questions.question_to_resume(message)
-    if resumed is not None and message.content:
-        streamer.add(message.content)  # the same answer goes on after the question
+    if resumed is not None:
+        streamer.first_token_at = message.first_token_at  # kept from before the question
+        if message.content:
+            streamer.add(message.content)  # the same answer goes on after the question
     usage: dict[str, int] = dict(message.usage) if resumed is not None else {}
     try:
         end = _answer(message, streamer, usage, resumed)

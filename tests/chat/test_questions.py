@@ -82,9 +82,11 @@ def test_a_question_parks_the_answer_and_the_reply_goes_on_in_the_same_answer(
     answer.refresh_from_db()
     assert answer.state == Message.State.STREAMING  # queued again as a new chat job
 
+    first_token_at = answer.first_token_at
     answer = run(answer)
     assert answer.state == Message.State.COMPLETE
     assert answer.content == "Let me plan it.\n\nStarting from Milan, then."
+    assert answer.first_token_at == first_token_at
     sent = fake_openai.chat_requests[-1]["messages"]
     assert sent[-2]["tool_calls"][0]["function"]["name"] == "ask_person"
     assert sent[-1] == {
