@@ -12,8 +12,9 @@ class BridgesConfig(AppConfig):
     def ready(self) -> None:
         # The jobs register with the Celery app in every process: the services queue them
         # by name (host/queue.py), with the task's own options.
-        from bridges import outbox, tasks  # noqa: F401
+        from bridges import outbox, receivers, tasks  # noqa: F401
         from bridges.selectors import endpoint_secrets_of
+        from chat.signals import decided_answer_ended
         from host.stored_secrets import register_stored_secrets
         from knowledge import signals as knowledge_signals
         from memory_addon import signals as memory_signals
@@ -21,6 +22,10 @@ class BridgesConfig(AppConfig):
         from memory_addon.models import ChangeSet, Proposal
 
         register_stored_secrets(endpoint_secrets_of)
+        # M19: an answer that went on after its question timed out goes back to its chat.
+        decided_answer_ended.connect(
+            receivers.decided_answer_ended, dispatch_uid="bridges-decided-answer"
+        )
         # B4: the outbox hears the changes inside their transaction; memory and knowledge
         # never name bridges.
         for signal, receiver in (

@@ -20,10 +20,16 @@ from bridges.delivery_gate import Deferred, gated_post, seconds_until
 from bridges.models import EventEndpoint, InboundMessage
 from bridges.outgoing import backoff_seconds, check_webhook_target
 from bridges.signing import new_secret
-from chat.models import Conversation, Message
+from chat.models import Conversation, Message, Question
+from chat.questions import (
+    question_answer,
+    question_as_text,
+    question_waiting_in,
+    reply_as_answer,
+)
 from chat.services import answers_in_flight, default_profile
 from host.core.storable import storable
-from host.errors import ChangeRefused
+from host.errors import ChangeRefused, Refusal
 from host.outbound import OutboundRefused
 from host.queue import queue_job, queue_job_on_commit
 from memory_addon.models import Proposal
@@ -273,6 +279,14 @@ def inbound_process(*, inbound_id: int) -> None:
         ):
             _inbound_finish(inbound)
         return
+    question = _waiting_question(inbound)
+    if question is not None and _answered(inbound, question):
+        # The reply answers the question: the same answer goes on, and only its rest
+        # goes back (the text before the question went with it).
+        turn_run(message_id=question.message_id)
+        inbound.answer_id = question.message_id
+        _inbound_finish(inbound, already_sent=int(question.resume.get("shown", 0)))
+        return
     try:
         answer = _start_turn(inbound)
     except BridgeRefused as refusal:
@@ -285,6 +299,63 @@ def inbound_process(*, inbound_id: int) -> None:
     _inbound_finish(inbound)
 
 
+def _waiting_question(inbound: InboundMessage) -> Question | None:
+    """The question waiting in the very chat (and thread) this message came from."""
+    conversation = (
+        Conversation.objects.filter(
+            binding=inbound.binding,
+            external_chat=inbound.chat_id,
+            external_thread=inbound.thread_id,
+        )
+        .order_by("pk")
+        .first()
+    )
+    return question_waiting_in(conversation.pk) if conversation else None
+
+
+def _answered(inbound: InboundMessage, question: Question) -> bool:
+    """Take the message as the question's answer; False when it was decided meanwhile."""
+    choice, other = reply_as_answer(question, inbound.text)
+    try:
+        question_answer(
+            user=inbound.binding.owner,
+            question_id=question.pk,
+            choice=choice,
+            other=other,
+            queue_turn=False,  # this job runs the rest of the turn itself
+        )
+    except Refusal:
+        return False  # decided after the timeout: the message starts a turn of its own
+    InboundMessage.objects.filter(pk=inbound.pk).update(answer_id=question.message_id)
+    return True
+
+
+def decided_answer_send(*, answer_id: int, question_id: int) -> None:
+    """The rest of an answer whose question nobody answered in time goes back to the chat
+    it was asked in, as a message of its own (no one's reply carries it)."""
+    answer = Message.objects.select_related("conversation__binding").filter(pk=answer_id).first()
+    question = Question.objects.filter(pk=question_id).first()
+    binding = answer.conversation.binding if answer is not None else None
+    if answer is None or question is None or binding is None:
+        return
+    conversation = answer.conversation
+    try:
+        with transaction.atomic():
+            row = InboundMessage.objects.create(
+                binding=binding,
+                webhook_id=f"question_decided_{question.pk}",
+                kind=binding.bridge,
+                chat_id=conversation.external_chat,
+                thread_id=conversation.external_thread,
+                text="",
+                state=InboundMessage.State.ANSWERING,
+                answer=answer,
+            )
+    except IntegrityError:
+        return  # sent already (the turn ran twice)
+    _inbound_finish(row, already_sent=int(question.resume.get("shown", 0)))
+
+
 def _asked_note(count: int) -> str:
     if count == 1:
         return "I asked to save 1 note to your memory; it waits for your confirmation in the Inbox."
@@ -294,15 +365,20 @@ def _asked_note(count: int) -> str:
     )
 
 
-def _inbound_finish(inbound: InboundMessage) -> None:
+def _inbound_finish(inbound: InboundMessage, *, already_sent: int = 0) -> None:
     answer = Message.objects.filter(pk=inbound.answer_id or 0).first()
     if answer is None:
         return
     asked = Proposal.objects.filter(
         user_id=inbound.binding.owner_id, source="bridge", message_ref=str(answer.pk)
     ).count()
-    ok = answer.state == Message.State.COMPLETE
-    text = answer.content.strip()
+    text = answer.content[already_sent:].strip()
+    ok = answer.state in (Message.State.COMPLETE, Message.State.WAITING)
+    if answer.state == Message.State.WAITING:
+        # A question (M19) goes back as a numbered message; a reply answers it.
+        question = question_waiting_in(answer.conversation_id)
+        if question is not None:
+            text = f"{text}\n\n{question_as_text(question)}".strip()
     if asked:
         # Messages from messaging apps always ask (M9): the sender is told so in words.
         text = f"{text}\n\n{_asked_note(asked)}".strip()

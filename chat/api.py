@@ -6,17 +6,26 @@ from django.http import HttpRequest
 from ninja import Router, Status
 
 from accounts.auth import signed_in_user
-from chat import services
-from chat.models import Conversation, Message
+from chat import questions, services
+from chat.models import Conversation, Message, Question
 from chat.schemas import (
+    AnswerErrorOut,
     ConversationDetailOut,
     ConversationIn,
     ConversationOut,
     ErrorOut,
     MessageIn,
     MessageOut,
+    QuestionAnswerIn,
+    QuestionOut,
 )
-from chat.selectors import conversation_for_user, conversations_for_user, message_for_user
+from chat.selectors import (
+    conversation_for_user,
+    conversations_for_user,
+    message_for_user,
+    question_for_user,
+    questions_waiting_for,
+)
 
 router = Router(tags=["chat"])
 
@@ -95,3 +104,30 @@ def message_stop(request: HttpRequest, message_id: int) -> Status[Message]:
     message = message_for_user(signed_in_user(request), message_id)
     services.message_stop(message=message)
     return Status(202, message)
+
+
+@router.get(
+    "/questions", response=list[QuestionOut], summary="Questions waiting for your answer (M19)"
+)
+def questions_waiting(request: HttpRequest) -> list[Question]:
+    """Oldest first; each belongs to an answer in state `waiting`."""
+    return questions_waiting_for(signed_in_user(request))
+
+
+@router.post(
+    "/questions/{question_id}/answer",
+    response={200: QuestionOut, 400: AnswerErrorOut, 404: ErrorOut, 409: ErrorOut},
+    summary="Answer a question; the answer it belongs to goes on in the background",
+)
+def question_answer(request: HttpRequest, question_id: int, payload: QuestionAnswerIn) -> Question:
+    """A refusal names the `field` to fix (choice, rule, save_to); nothing is saved then."""
+    user = signed_in_user(request)
+    question = question_for_user(user, question_id)
+    return questions.question_answer(
+        user=user,
+        question_id=question.pk,
+        choice=payload.choice,
+        other=payload.other,
+        rule=payload.rule,
+        save_to=payload.save_to,
+    )

@@ -78,6 +78,8 @@ class Message(models.Model):
         COMPLETE = "complete", gettext_lazy("Complete")
         FAILED = "failed", gettext_lazy("Failed")
         STOPPED = "stopped", gettext_lazy("Stopped")
+        # Parked on a question to the person (M19): no worker holds it meanwhile.
+        WAITING = "waiting", gettext_lazy("Waiting for you")
 
     conversation = models.ForeignKey(
         Conversation, on_delete=models.CASCADE, related_name="messages"
@@ -121,6 +123,51 @@ class Message(models.Model):
         if self.started_at and self.finished_at:
             return int((self.finished_at - self.started_at).total_seconds() * 1000)
         return None
+
+
+class Question(models.Model):
+    """A question the model asked the person during an answer (M19).
+
+    The answer's turn is parked while it waits: `resume` keeps what the model said and
+    was told since the prompt, so a new chat job continues the same answer.
+    """
+
+    class State(models.TextChoices):
+        WAITING = "waiting", gettext_lazy("Waiting for you")
+        ANSWERED = "answered", gettext_lazy("Answered")
+        DECIDED = "decided", gettext_lazy("Decided without you")
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chat_questions"
+    )
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="questions")
+    # Counts up within the answer; a messaging app shows it, and a reply may name it.
+    number = models.PositiveSmallIntegerField()
+    call_id = models.CharField(max_length=200)
+    text = models.TextField()
+    why = models.TextField()
+    options = models.JSONField(default=list)  # the recommended one first
+    state = models.CharField(max_length=16, choices=State.choices, default=State.WAITING)
+    answer = models.TextField(blank=True)
+    rule = models.CharField(max_length=300, blank=True)
+    # {"tail": model messages after the prompt, "round": the round to go on with}
+    resume = models.JSONField(default=dict)
+    asked_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    answered_at = models.DateTimeField(null=True, blank=True)
+    resumed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering: ClassVar = ["asked_at", "id"]
+        indexes: ClassVar = [
+            models.Index(fields=["state", "expires_at"], name="chat_question_due_idx")
+        ]
+        constraints: ClassVar = [
+            models.UniqueConstraint(fields=["message", "number"], name="one_question_number")
+        ]
+
+    def __str__(self) -> str:
+        return f"Question {self.number} of message {self.message_id}"
 
 
 class Schedule(models.Model):

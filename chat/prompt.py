@@ -13,8 +13,10 @@ from typing import Any
 from django.conf import settings
 from django.db import connection
 
+from accounts.models import AIProfile
 from addons.context import addon_context_build
 from chat.models import Conversation, Message
+from chat.questions import BACKGROUND_NOTE, ask_person_schema
 from host import model_client as client
 from host.core.secret_guard import mask_outbound
 from host.core.tokens import estimate_tokens
@@ -46,6 +48,7 @@ class Prepared:
     sent_along: dict[str, Any] = field(default_factory=dict)
     citations: list[dict[str, Any]] = field(default_factory=list)
     policy: Policy | None = None
+    asks: bool = False  # ask_person is offered: someone reads along and can answer (M19)
 
 
 def _endpoint(conversation: Conversation) -> client.Endpoint:
@@ -155,6 +158,16 @@ def _beside[T](work: Callable[[], T]) -> Callable[[], T]:
     return wait
 
 
+def _with_ask_person(
+    tools: list[ToolSchema] | None, profile: AIProfile, turn: Turn
+) -> tuple[list[ToolSchema] | None, bool]:
+    """The tools offered with ask_person (M19) added when someone can answer: scheduled
+    and background runs never ask, nobody is there."""
+    if not profile.supports_tools or turn.is_background:
+        return tools, False
+    return [*(tools or []), ask_person_schema(strict=profile.strict_tools)], True
+
+
 def prepare(message: Message) -> Prepared:
     conversation = message.conversation
     profile = conversation.ai_profile
@@ -195,10 +208,11 @@ def prepare(message: Message) -> Prepared:
         if profile.supports_tools and not context.reason_off
         else None
     )
-    system_parts = [SYSTEM]
+    offered, asks = _with_ask_person(tools, profile, turn)
+    system_parts = [SYSTEM, *([BACKGROUND_NOTE] if turn.is_background else [])]
     if not tools:
         system_parts.append(
-            "You cannot call tools in this conversation: use the memory index lines as they "
+            "You cannot call memory tools in this conversation: use the memory index lines as they "
             "are, and if the person asks you to remember something, say that saving is not "
             "available here."
         )
@@ -230,7 +244,7 @@ def prepare(message: Message) -> Prepared:
         - min(settings.CHAT_ANSWER_RESERVE_TOKENS, profile.context_window // 4)
         - estimate_tokens(system)
         - estimate_tokens(current.content)
-        - (estimate_tokens(json.dumps(tools)) if tools else 0)
+        - (estimate_tokens(json.dumps(offered)) if offered else 0)
     )
     kept: list[Message] = []
     for old in reversed(history):
@@ -256,4 +270,6 @@ def prepare(message: Message) -> Prepared:
         "tools": bool(tools),
         "tools_note": "" if profile.supports_tools else NO_TOOLS_NOTE,
     }
-    return Prepared(turn, _endpoint(conversation), messages, tools, sent_along, citations, policy)
+    return Prepared(
+        turn, _endpoint(conversation), messages, offered, sent_along, citations, policy, asks
+    )

@@ -19,13 +19,14 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection
+from django.db.models import Q
 from django.utils import timezone
 
 from addons.services import skill_uses_record
-from chat import events
-from chat.models import Conversation, Message
+from chat import events, questions
+from chat.models import Conversation, Message, Question
 from chat.prompt import Prepared, prepare
-from chat.signals import answer_completed
+from chat.signals import answer_completed, decided_answer_ended
 from chat.stream import Streamer
 from host import model_client as client
 from host.core.storable import storable, storable_value
@@ -147,9 +148,14 @@ def turn_run(*, message_id: int) -> None:
     if message is None:
         return
     streamer = Streamer(message, message.conversation.owner_id)
-    usage: dict[str, int] = {}
+    resumed = questions.question_to_resume(message)
+    if resumed is not None:
+        streamer.first_token_at = message.first_token_at  # kept from before the question
+        if message.content:
+            streamer.add(message.content)  # the same answer goes on after the question
+    usage: dict[str, int] = dict(message.usage) if resumed is not None else {}
     try:
-        end = _answer(message, streamer, usage)
+        end = _answer(message, streamer, usage, resumed)
     except client.ModelError as error:
         # The transport's whole-call bound ends a trickling stream at the answer's own
         # deadline: say so, not that the stream was cut.
@@ -175,6 +181,13 @@ def turn_run(*, message_id: int) -> None:
     )
     if end.state == Message.State.COMPLETE:
         _announce_complete(message)
+    elif end.state == Message.State.WAITING:
+        events.push_memory(message.conversation.owner_id, message)
+    if resumed is not None and resumed.state == Question.State.DECIDED:
+        # Nobody's reply runs this turn: whoever delivers the answer elsewhere listens.
+        decided_answer_ended.send_robust(
+            sender=Message, answer_id=message.pk, question_id=resumed.pk
+        )
 
 
 def _announce_complete(message: Message) -> None:
@@ -184,8 +197,11 @@ def _announce_complete(message: Message) -> None:
     answer_completed.send_robust(sender=Message, answer_id=message.pk)
 
 
-def _answer(message: Message, streamer: Streamer, usage: dict[str, int]) -> _End:
-    """The rounds of one answer; returns how it ended (errors raise ModelError)."""
+def _answer(
+    message: Message, streamer: Streamer, usage: dict[str, int], resumed: Question | None
+) -> _End:
+    """The rounds of one answer, or of its rest after a question; returns how it ended
+    (errors raise ModelError)."""
     user_id = message.conversation.owner_id
     if streamer.should_stop():
         return _End(Message.State.STOPPED)
@@ -206,9 +222,8 @@ def _answer(message: Message, streamer: Streamer, usage: dict[str, int]) -> _End
         connection.close()
 
     streamer.start(announce)
-    conversation_messages = prepared.messages
-    calls_log: list[dict[str, Any]] = []
-    for round_number in range(1, settings.CHAT_MAX_TOOL_ROUNDS + 1):
+    conversation_messages, calls_log, first_round = _going_on(message, prepared, resumed)
+    for round_number in range(first_round, settings.CHAT_MAX_TOOL_ROUNDS + 1):
         last_round = round_number == settings.CHAT_MAX_TOOL_ROUNDS
         result = _model_round(prepared, conversation_messages, streamer, usage, last=last_round)
         if streamer.capped:
@@ -226,10 +241,45 @@ def _answer(message: Message, streamer: Streamer, usage: dict[str, int]) -> _End
                 return end
         if not result.tool_calls or last_round:
             break
-        _run_tool_calls(prepared, message, round_number, result, conversation_messages, calls_log)
+        asked = _run_tool_calls(
+            prepared, message, round_number, result, conversation_messages, calls_log
+        )
+        if asked is not None:
+            call_id, arguments = asked
+            # A round that only asked is not a tool round: the answer goes on with it.
+            only_asked = all(c.name == questions.ASK_PERSON for c in result.tool_calls)
+            questions.question_park(
+                message=message,
+                call_id=call_id,
+                asked=arguments,
+                tail=conversation_messages[len(prepared.messages) :],
+                next_round=round_number if only_asked else round_number + 1,
+                shown=len(streamer.text),
+            )
+            return _End(Message.State.WAITING)
     if not streamer.text.strip() and not calls_log:
         return _End(Message.State.COMPLETE, "The model finished without writing an answer.")
     return _End(Message.State.COMPLETE)
+
+
+def _going_on(
+    message: Message, prepared: Prepared, resumed: Question | None
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
+    """What the model is sent, the calls so far and the first round: from the prompt, or,
+    after a question, the prompt, what came after it, and the answer as the tool result."""
+    if resumed is None:
+        return list(prepared.messages), [], 1
+    answer = questions.tool_result(resumed)
+    sent = [
+        *prepared.messages,
+        *resumed.resume.get("tail", []),
+        {"role": "tool", "tool_call_id": resumed.call_id, "content": answer},
+    ]
+    calls_log = [
+        {**c, "result": answer[:2000]} if c.get("id") == resumed.call_id else c
+        for c in message.tool_calls
+    ]
+    return sent, calls_log, int(resumed.resume.get("round", 1))
 
 
 def _model_round(
@@ -292,9 +342,12 @@ def _run_tool_calls(
     result: client.RoundResult,
     conversation_messages: list[dict[str, Any]],
     calls_log: list[dict[str, Any]],
-) -> None:
+) -> tuple[str, questions.Asked] | None:
     """Run the round's tool calls (up to the limit per round) and hand their results to
-    the model's next round; the calls are stored and shown as they ran."""
+    the model's next round; the calls are stored and shown as they ran.
+
+    Returns the call id and arguments of a question to the person: its result comes
+    when the person answers, so it gets no tool message here."""
     conversation_messages.append(
         {
             "role": "assistant",
@@ -314,14 +367,58 @@ def _run_tool_calls(
         f"Not run: at most {allowed} tool calls are run per round. "
         "Call it again in your next round if you still need it."
     )
+    asked: tuple[str, questions.Asked] | None = None
     for number, call in enumerate(result.tool_calls):
-        ok, text = _execute(prepared.turn, call) if number < allowed else (False, over_limit)
-        text = storable(text)
+        if number >= allowed:
+            ok, text = False, over_limit
+        elif call.name == questions.ASK_PERSON and prepared.asks:
+            question = _question(prepared, message, call, asked is not None)
+            if isinstance(question, questions.Asked):
+                asked = (call.id, question)
+                calls_log.append(_logged(round_number, call, True, "Waiting for the answer."))
+                continue
+            ok, text = False, question
+        else:
+            ok, text = _execute(prepared.turn, call)
+        text = storable(_repeated_error_noted(calls_log, call, ok, text))
         calls_log.append(_logged(round_number, call, ok, text))
         conversation_messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
     Message.objects.filter(pk=message.pk).update(tool_calls=calls_log, heartbeat_at=timezone.now())
     message.tool_calls = calls_log
     events.push_memory(message.conversation.owner_id, message)
+    return asked
+
+
+def _question(
+    prepared: Prepared, message: Message, call: client.ToolCall, one_asked: bool
+) -> questions.Asked | str:
+    """The question to park, or the tool error the model gets instead."""
+    asked = questions.ask_arguments(call.arguments, strict=prepared.turn.strict_tools)
+    if isinstance(asked, str):
+        return asked
+    if one_asked:
+        return "Not asked: ask one question at a time; ask this one after the answer."
+    if message.questions.count() >= settings.CHAT_MAX_QUESTIONS_PER_RUN:
+        return questions.over_limit_note()
+    return asked
+
+
+REPEATED_ERROR_NOTE = (
+    "\n\nNote from the host: this same error already came back earlier in this "
+    "answer. Do not repeat the call as it is: change your approach, or ask the person."
+)
+
+
+def _repeated_error_noted(
+    calls_log: list[dict[str, Any]], call: client.ToolCall, ok: bool, text: str
+) -> str:
+    """A tool error the turn has seen before gets a note, so the model stops repeating."""
+    if ok:
+        return text
+    seen = any(
+        not c["ok"] and c["name"] == call.name and c["result"] == text[:2000] for c in calls_log
+    )
+    return text + REPEATED_ERROR_NOTE if seen else text
 
 
 def _logged(round_number: int, call: client.ToolCall, ok: bool, text: str) -> dict[str, Any]:
@@ -346,13 +443,16 @@ def _execute(turn: Turn, call: client.ToolCall) -> ToolResult:
 def messages_reap_stalled() -> int:
     """Mark answers whose worker died (or that no worker picked up) as failed."""
     now = timezone.now()
+    queued_cutoff = now - timedelta(seconds=settings.CHAT_QUEUED_MAX_SECONDS)
     stalled = Message.objects.filter(state=Message.State.STREAMING).filter(
         started_at__isnull=False,
         heartbeat_at__lt=now - timedelta(seconds=settings.CHAT_STALE_SECONDS),
     ) | Message.objects.filter(
+        # An answer going on after a question is queued again: its heartbeat says when.
+        Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=queued_cutoff),
         state=Message.State.STREAMING,
         started_at__isnull=True,
-        created_at__lt=now - timedelta(seconds=settings.CHAT_QUEUED_MAX_SECONDS),
+        created_at__lt=queued_cutoff,
     )
     count = 0
     for message in stalled.select_related("conversation"):

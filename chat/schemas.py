@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from ninja import Field, ModelSchema, Schema
 
-from chat.models import Conversation, Message
+from chat.models import Conversation, Message, Question
 
 
 class ConversationOut(ModelSchema):
@@ -49,3 +49,28 @@ class MessageIn(Schema):
 
 class ErrorOut(Schema):
     detail: str
+
+
+class QuestionOut(ModelSchema):
+    class Meta:
+        model = Question
+        fields = ["id", "message", "number", "text", "why", "options", "state", "answer", "rule"]
+
+
+class QuestionAnswerIn(Schema):
+    """One of `options` and/or another answer (added to the choice when both are given)."""
+
+    choice: str = Field("", examples=["Rome"])
+    other: str = Field("", examples=["by train"])
+    rule: str = Field("", description="An optional permanent rule, saved with the answer.")
+    save_to: str = Field(
+        "",
+        max_length=200,
+        description="Where the rule goes: empty for where it fits (first fit wins), "
+        '"user", "agent", "conversation", "skill:<add-on>/<name>" or "new:<name>".',
+    )
+
+
+class AnswerErrorOut(Schema):
+    detail: str
+    field: str | None = None

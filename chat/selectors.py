@@ -10,7 +10,7 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404
 
 from accounts.models import Agent, AIProfile, User
-from chat.models import Conversation, Message, Schedule
+from chat.models import Conversation, Message, Question, Schedule
 from chat.under_messages import under_messages
 from host.core.markdown import render_markdown
 from knowledge.models import Store
@@ -80,6 +80,7 @@ class MessageView:
     rules: Sequence[object] = field(default_factory=list)
     learning_reason: str = ""
     rule_choices: Sequence[object] = ()
+    questions: list[Question] = field(default_factory=list)  # M19, in the order asked
 
     @property
     def pk(self) -> int:
@@ -137,6 +138,12 @@ def message_views(
     ref_of = {p.pk: p.message_ref for p in proposals}
     # Learning fills this in (chat/under_messages.py): the chat never imports it.
     learning = under_messages(conversation, messages, policy, with_cards=rule_cards)
+    asked: dict[int, list[Question]] = {}
+    # Only an answer that called tools can have asked.
+    answer_ids = [m.pk for m in messages if m.role == Message.Role.ASSISTANT and m.tool_calls]
+    if answer_ids:
+        for question in Question.objects.filter(message_id__in=answer_ids):
+            asked.setdefault(question.message_id, []).append(question)
     views = []
     for message in messages:
         key = str(message.pk)
@@ -154,6 +161,7 @@ def message_views(
                 rules=learning.cards.get(message.pk, []),
                 learning_reason=learning.off_reason,
                 rule_choices=learning.choices,
+                questions=asked.get(message.pk, []),
             )
         )
     return views
@@ -163,6 +171,25 @@ def message_view(
     message: Message, policy: Policy | None = None, *, rule_cards: bool = True
 ) -> MessageView:
     return message_views(message.conversation, [message], policy, rule_cards=rule_cards)[0]
+
+
+def question_for_user(user: User, question_id: int) -> Question:
+    """The one owner check for a question; a foreign or missing id is a 404."""
+    try:
+        return Question.objects.select_related("message__conversation__agent").get(
+            pk=question_id, owner=user
+        )
+    except (Question.DoesNotExist, ValueError, TypeError):
+        raise Http404("No such question.") from None
+
+
+def questions_waiting_for(user: User) -> list[Question]:
+    """Every question waiting for the person's answer, oldest first (the Inbox)."""
+    return list(
+        Question.objects.filter(owner=user, state=Question.State.WAITING).select_related(
+            "message__conversation__agent"
+        )
+    )
 
 
 def schedule_for_user(user: User, schedule_id: int) -> Schedule:

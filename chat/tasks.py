@@ -3,7 +3,7 @@ from __future__ import annotations
 from celery import shared_task
 from celery.contrib.django.task import DjangoTask
 
-from chat import runner, schedules
+from chat import questions, runner, schedules
 
 
 @shared_task(
@@ -25,3 +25,8 @@ def reap_stalled_task() -> int:
 @shared_task(name="chat.schedules_due", ignore_result=True)
 def schedules_due_task() -> int:
     return schedules.schedules_due()
+
+
+@shared_task(name="chat.questions_expire", ignore_result=True)
+def questions_expire_task() -> int:
+    return questions.questions_expire()

@@ -20,4 +20,10 @@ urlpatterns = [
     path("schedules/<int:schedule_id>/delete/", views.schedule_delete, name="chat_schedule_delete"),
     path("messages/<int:message_id>/", views.message_fragment, name="chat_message"),
     path("messages/<int:message_id>/stop/", views.message_stop, name="chat_stop"),
+    path("questions/<int:question_id>/", views.question_fragment, name="chat_question"),
+    path(
+        "questions/<int:question_id>/answer/",
+        views.question_answer,
+        name="chat_question_answer",
+    ),
 ]

@@ -10,12 +10,14 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.utils.text import slugify
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.auth import signed_in_user
-from chat import schedules, services
+from accounts.models import User
+from chat import questions, schedules, services
 from chat.export import conversation_markdown
 from chat.models import Conversation, Message, Schedule
 from chat.selectors import (
@@ -26,6 +28,8 @@ from chat.selectors import (
     message_view,
     message_views,
     profiles_for_user,
+    question_for_user,
+    questions_waiting_for,
     schedule_for_user,
     stores_for_user,
 )
@@ -185,6 +189,54 @@ def message_stop(request: HtmxHttpRequest, message_id: int) -> HttpResponse:
     if request.htmx:
         return HttpResponse(status=204)
     return _back(message.conversation)
+
+
+def inbox_questions(request: HttpRequest, user: User) -> str:
+    """The questions waiting for the person, for the Inbox (registered in ready())."""
+    waiting = questions_waiting_for(user)
+    if not waiting:
+        return ""
+    return render_to_string("chat/_inbox_questions.html", {"questions": waiting}, request)
+
+
+@login_required
+@require_GET
+def question_fragment(request: HttpRequest, question_id: int) -> HttpResponse:
+    """One question card in the page's language: a card pushed live (rendered without
+    it) fetches itself once from here."""
+    question = question_for_user(signed_in_user(request), question_id)
+    return render(request, "chat/_question_card.html", {"question": question, "values": {}})
+
+
+@login_required
+@require_POST
+def question_answer(request: HtmxHttpRequest, question_id: int) -> HttpResponse:
+    """The person's answer to a question under an answer (M19); a refused one re-renders
+    the card with the error on the field to fix, and keeps what was typed."""
+    user = signed_in_user(request)
+    question = question_for_user(user, question_id)
+    values = {name: request.POST.get(name, "") for name in ("choice", "other", "rule", "save_to")}
+    errors: dict[str, str] = {}
+    try:
+        question = questions.question_answer(
+            user=user,
+            question_id=question.pk,
+            choice=values["choice"],
+            other=values["other"],
+            rule=values["rule"],
+            save_to=values["save_to"],
+        )
+    except questions.AnswerRefused as refusal:
+        errors[refusal.field] = refusal.message
+    except Refusal as refusal:
+        errors["choice"] = refusal.message
+        question.refresh_from_db()
+    if not request.htmx:
+        for error in errors.values():
+            messages.error(request, error)
+        return _back(question.message.conversation)
+    context = {"question": question, "errors": errors, "values": values}
+    return render(request, "chat/_question_card.html", context)
 
 
 @login_required

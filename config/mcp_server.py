@@ -19,6 +19,7 @@ called, as on the REST API.
 from __future__ import annotations
 
 import asyncio
+import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, unquote
@@ -33,6 +34,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from accounts.bearer import bearer_challenge, unauthenticated_detail
 from accounts.models import User
@@ -313,10 +315,93 @@ def _caller(ctx: ServerRequestContext[Any, Any]) -> Caller:
     return caller
 
 
+def _client_can_answer(ctx: ServerRequestContext[Any, Any]) -> bool:
+    """ask_person (M19) needs a person behind the client: it is offered only to a client
+    that declared form elicitation and speaks the protocol that carries it in a tool
+    call's answer (this server is stateless: it has no channel to ask on later)."""
+    form = types.ClientCapabilities(
+        elicitation=types.ElicitationCapability(form=types.FormElicitationCapability())
+    )
+    return ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and ctx.session.check_client_capability(
+        form
+    )
+
+
+ASK_PERSON = "ask_person"  # chat.questions.ASK_PERSON: that module needs the app registry
+
+
+def _asks(ctx: ServerRequestContext[Any, Any], caller: Caller) -> bool:
+    return (
+        not caller.project_key
+        and tool_refusal(caller.scope, ASK_PERSON, bank=False) is None
+        and _client_can_answer(ctx)
+    )
+
+
+ASK_KEY = "ask"  # the key of the one input request of an ask_person call
+
+
+def _ask_request(arguments: dict[str, Any]) -> types.InputRequiredResult | types.CallToolResult:
+    """The question as a form the client shows its person; bad arguments are a tool error."""
+    from chat.questions import ask_arguments
+
+    asked = ask_arguments(json.dumps(arguments))
+    if isinstance(asked, str):
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=asked)], is_error=True
+        )
+    options = "\n".join(
+        f"{n}. {option}" + (" (recommended)" if n == 1 else "")
+        for n, option in enumerate(asked.options, start=1)
+    )
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "choice": {
+                "type": "string",
+                "title": "Suggested answers",
+                "enum": asked.options,
+                "default": asked.options[0],
+            },
+            "other": {
+                "type": "string",
+                "title": "Another answer",
+                "description": "Added to the chosen answer when one is chosen.",
+            },
+        },
+    }
+    message = f"{asked.question}\n\nWhy it asks: {asked.why}\n\n{options}"
+    request = types.ElicitRequest(
+        params=types.ElicitRequestFormParams(message=message, requested_schema=schema)
+    )
+    return types.InputRequiredResult(input_requests={ASK_KEY: request})
+
+
+def _ask_answered(response: object) -> types.CallToolResult:
+    """What the person sent back through the client, as the tool's result."""
+    from chat.questions import decide_yourself
+
+    result = response if isinstance(response, types.ElicitResult) else None
+    content = (result.content or {}) if result is not None else {}
+    choice = str(content.get("choice") or "").strip()
+    other = " ".join(str(content.get("other") or "").split())
+    if result is None or result.action != "accept" or not (choice or other):
+        text = decide_yourself("The person did not answer.")
+    else:
+        answer = f"{choice} — {other}" if choice and other else choice or other
+        text = f"The person answered: {answer}"
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+
+
 async def _list_tools(
     ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
 ) -> types.ListToolsResult:
-    definitions = tool_definitions(_caller(ctx))
+    caller = _caller(ctx)
+    definitions = tool_definitions(caller)
+    if _asks(ctx, caller):
+        from chat.questions import ask_person_schema
+
+        definitions.append(ask_person_schema())
     return types.ListToolsResult(
         tools=[
             types.Tool(
@@ -334,14 +419,20 @@ async def _list_tools(
 
 async def _call_tool(
     ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
-) -> types.CallToolResult:
+) -> types.CallToolResult | types.InputRequiredResult:
     caller = _caller(ctx)
-    known = _tool_names(bank=bool(caller.project_key))
+    asks = _asks(ctx, caller)
+    known = sorted([*_tool_names(bank=bool(caller.project_key)), *([ASK_PERSON] if asks else [])])
     if params.name not in known:
         # A protocol error, as the spec has it for an unknown tool: not a tool's refusal.
         raise MCPError(
             INVALID_PARAMS, f"Unknown tool {params.name!r}. Available: {', '.join(known)}."
         )
+    if params.name == ASK_PERSON:
+        responses = params.input_responses or {}
+        if ASK_KEY in responses:
+            return _ask_answered(responses[ASK_KEY])
+        return _ask_request(dict(params.arguments or {}))
     ok, text = await database_sync_to_async(tool_run)(
         caller, params.name, dict(params.arguments or {})
     )

@@ -589,6 +589,14 @@ CELERY_BEAT_SCHEDULE["chat-reap-stalled"] = {
     "task": "chat.reap_stalled",
     "schedule": float(CHAT_REAP_INTERVAL_SECONDS),
 }
+# Questions during a run (M19): at most this many per answer; one unanswered this long
+# is decided by the model, found by a sweep every CHAT_REAP_INTERVAL_SECONDS.
+CHAT_MAX_QUESTIONS_PER_RUN = env_int("CHAT_MAX_QUESTIONS_PER_RUN", 3)
+CHAT_QUESTION_TIMEOUT_SECONDS = env_int("CHAT_QUESTION_TIMEOUT_SECONDS", 600)
+CELERY_BEAT_SCHEDULE["chat-questions-expire"] = {
+    "task": "chat.questions_expire",
+    "schedule": float(CHAT_REAP_INTERVAL_SECONDS),
+}
 CELERY_BEAT_SCHEDULE["chat-scheduled-runs"] = {
     "task": "chat.schedules_due",
     "schedule": 60.0,

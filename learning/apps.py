@@ -10,11 +10,15 @@ class LearningConfig(AppConfig):
     def ready(self) -> None:
         # The jobs register with the Celery app in every process: the services queue them
         # by name (host/queue.py), with the task's own options.
+        from chat.questions import question_rule_saver_register
         from chat.signals import answer_completed
         from chat.under_messages import under_messages_register
         from learning import receivers, tasks  # noqa: F401
         from learning.selectors import rules_under_messages
+        from learning.services.rules import rule_from_question
 
         # The chat never names learning: learning hears its answers and fills its cards.
         answer_completed.connect(receivers.answer_completed, dispatch_uid="learning-rule-check")
         under_messages_register(rules_under_messages)
+        # A question's permanent rule (M19) is saved the way every rule is.
+        question_rule_saver_register(rule_from_question)

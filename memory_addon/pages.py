@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from django.conf import settings
+from django.http import HttpRequest
+from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext
 
 from accounts.models import User
@@ -206,3 +209,19 @@ def notes_matching(user: User, query: str, limit: int = 100) -> list[NoteMatch]:
             if needle in item.text.casefold():
                 matches.append(NoteMatch(scope, scope_folder(scope), item.text))
     return matches[:limit]
+
+
+# What apps above memory list in the Inbox besides proposals (the chat's questions, M19):
+# each registers a renderer from its ready(), so memory never reads their tables.
+InboxSection = Callable[[HttpRequest, User], str]
+_inbox_sections: list[InboxSection] = []
+
+
+def inbox_section_register(section: InboxSection) -> None:
+    if section not in _inbox_sections:
+        _inbox_sections.append(section)
+
+
+def inbox_sections(request: HttpRequest, user: User) -> list[SafeString]:
+    """The registered sections' HTML (trusted: rendered from their templates)."""
+    return [mark_safe(html) for section in _inbox_sections if (html := section(request, user))]  # noqa: S308

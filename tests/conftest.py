@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,6 +38,19 @@ hypothesis_settings.register_profile(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """Each session's tmp_path folders below a folder of its own that PostgreSQL's user
+    can pass through: under root, pgserver runs PostgreSQL as its own user and opens up
+    the folders above a data folder for it, and a pytest session starting alongside
+    (another checkout) closed `/tmp/pytest-of-root` again under a running test."""
+    if config.option.basetemp is None:
+        base = Path(tempfile.mkdtemp(prefix="memory-host-tests-"))
+        base.chmod(0o711)
+        config.option.basetemp = str(base / "t")
+        config.add_cleanup(lambda: shutil.rmtree(base, ignore_errors=True))
 
 
 def free_port() -> int:

@@ -13,10 +13,11 @@ from django.utils.translation import gettext
 from accounts.models import User
 from addons.services import host_skill_create, host_skill_forget_unused
 from chat.models import Conversation, Message
+from chat.questions import AnswerRefused
 from host import model_client as client
 from host.core.secret_guard import find_secret, mask_outbound
 from host.core.untrusted import normalise_untrusted
-from host.errors import ChangeRefused, NotAllowed, ProposalClosed, SecretRefused
+from host.errors import ChangeRefused, NotAllowed, ProposalClosed, Refusal, SecretRefused
 from host.outbound import OutboundRefused
 from host.queue import queue_job_on_commit
 from host.secret_text import secret_refusal
@@ -363,6 +364,41 @@ def rule_remember(
         suggestion.saved_at = suggestion.decided_at = timezone.now()
         suggestion.save()
         _push_cards_on_commit(suggestion)
+    return suggestion
+
+
+def rule_from_question(
+    *, user: User, conversation: Conversation, message: Message, text: str, to: str
+) -> RuleSuggestion:
+    """The permanent rule of an answered question (M19), saved inside the answer's own
+    transaction under the rules every saved rule follows, where the Save to choice says
+    (none: where the router sends it, M21); Undo as for a rule card."""
+    cleaned = _clean_rule(text)
+    memory_lock(user.pk)
+    reason = rule_detection_off_reason(user, conversation)
+    if reason:
+        raise NotAllowed(reason)
+    asked = _question_of(message)
+    if asked is None:
+        raise ChangeRefused(gettext("There is no message this rule belongs to."))
+    suggestion = RuleSuggestion(
+        user=user,
+        conversation=conversation,
+        user_message=asked,
+        answer=message,
+        origin=RuleSuggestion.Origin.MANUAL,
+        state=RuleSuggestion.State.SAVED,
+        text=cleaned,
+    )
+    try:
+        target = _target(user, conversation, cleaned, to)
+    except Refusal as refusal:
+        raise AnswerRefused(refusal.message, field="save_to") from refusal
+    _aim(suggestion, conversation, target)
+    suggestion.change_set = _save(user, suggestion, conversation, cleaned, ChangeSet.Origin.PERSON)
+    suggestion.saved_at = suggestion.decided_at = timezone.now()
+    suggestion.save()
+    _push_cards_on_commit(suggestion)
     return suggestion
 
 

@@ -20,7 +20,7 @@ from host.errors import Refusal
 from host.htmx import HtmxHttpRequest
 from memory_addon.core.entries import MAX_ENTRY_CHARS
 from memory_addon.models import ChangeSet
-from memory_addon.pages import banners_for
+from memory_addon.pages import banners_for, inbox_sections
 from memory_addon.selectors import pending_proposals, proposal_for_user, proposals_with_diffs
 from memory_addon.services.changes import change_sets_undo
 from memory_addon.services.proposals import (
@@ -44,6 +44,7 @@ def _inbox_render(request: HtmxHttpRequest, extra: dict[str, Any]) -> HttpRespon
         "proposals": proposals_with_diffs(pending_proposals(user)),
         "max_entry_chars": MAX_ENTRY_CHARS,
         "banners": banners_for(user),
+        "sections": [] if request.method == "POST" else inbox_sections(request, user),
         **extra,
     }
     # Only the bulk buttons swap the body; an htmx GET (a page catching up after its

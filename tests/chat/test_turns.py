@@ -261,7 +261,8 @@ def test_memory_off_sends_no_memory_and_no_tools(fake_openai, ask, conversation,
     answer = run(ask("Hi"))
     request = fake_openai.chat_requests[-1]
     assert "secret-ish" not in request["messages"][0]["content"]
-    assert "tools" not in request
+    # No memory tool; asking the person (M19) needs no memory.
+    assert [tool["function"]["name"] for tool in request["tools"]] == ["ask_person"]
     assert answer.sent_along["memory"]["off"] == "Memory is off for this request."
 
 

@@ -46,7 +46,7 @@ def test_generated_requests_never_get_a_server_error(live_asgi_server, tmp_path)
             "--checks",
             "not_a_server_error",
             "--max-examples",
-            "15",
+            "10",
             "--seed",
             "1",
             "--generation-deterministic",
