@@ -261,14 +261,16 @@ class Offered:
     distribution: str
     manifest: Manifest | None
     problem: str = ""
+    installed_version: str = ""  # set when this add-on is installed and the version differs
 
 
 def entry_point_find(name: str) -> EntryPoint | None:
     return next((ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name == name), None)
 
 
-def offered_addons(installed: set[str]) -> list[Offered]:
-    """Add-ons that installed Python distributions offer and that are not installed yet."""
+def offered_addons(installed: Mapping[str, str]) -> list[Offered]:
+    """Add-ons that installed Python distributions offer: not installed yet, or in another
+    version than the installed one (an update). `installed` maps add-on ids to versions."""
     offered = []
     for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda item: item.name):
         distribution = ep.dist.name if ep.dist else ""
@@ -277,8 +279,11 @@ def offered_addons(installed: set[str]) -> list[Offered]:
         except Exception as error:  # a broken distribution is listed with its reason
             offered.append(Offered(ep.name, distribution, None, str(error)[:300]))
             continue
-        if package.manifest.id not in installed:
+        version = installed.get(package.manifest.id)
+        if version is None:
             offered.append(Offered(ep.name, distribution, package.manifest))
+        elif version != package.manifest.version:
+            offered.append(Offered(ep.name, distribution, package.manifest, "", version))
     return offered
 
 
