@@ -8,7 +8,7 @@ from pydantic import JsonValue
 
 from accounts.auth import signed_in_user
 from accounts.models import User
-from addons.core.package import MAX_PACKAGE_BYTES
+from addons.core.package import MAX_PACKAGE_BYTES, too_large
 from addons.errors import AddonNotFound, ChangeRefused, NotAllowed
 from addons.models import HOST_SKILLS, HostSkill
 from addons.schemas import (
@@ -111,10 +111,7 @@ def _installed(user: User, installed: Installed) -> Status[AddonOut]:
 
 def _upload_bytes(package: UploadedFile) -> bytes:
     if package.size is not None and package.size > MAX_PACKAGE_BYTES:
-        raise ChangeRefused(
-            f"The package is {package.size // 1024} KiB; at most {MAX_PACKAGE_BYTES // 1024} KiB "
-            "is allowed."
-        )
+        raise ChangeRefused(too_large(package.size))
     return package.read(MAX_PACKAGE_BYTES + 1)
 
 

@@ -45,6 +45,14 @@ class Package:
         return sum(len(data) for data in self.files.values())
 
 
+def too_large(size: int) -> str:
+    """The refusal of an upload over the cap, with its size (rounded up, so never equal)."""
+    return (
+        f"The package is {(size + 1023) // 1024} KiB; "
+        f"at most {MAX_PACKAGE_BYTES // 1024} KiB is allowed."
+    )
+
+
 def clean_name(name: str) -> str:
     """A safe relative POSIX path, or PackageRefused naming the entry."""
     shown = name[:120]
@@ -117,9 +125,16 @@ def _check_references(manifest: Manifest, files: dict[str, bytes]) -> None:
                     f"{path}: a context file holds at most {MAX_CONTEXT_FILE_BYTES // 1024} KiB."
                 )
             try:
-                data.decode("utf-8")
+                text = data.decode("utf-8")
             except UnicodeDecodeError:
                 raise PackageRefused(f"{path}: a context file must be UTF-8 text.") from None
+            unknown = manifest.template_fields(text)
+            if unknown:
+                declared = ", ".join(s.key for s in manifest.settings) or "none"
+                raise PackageRefused(
+                    f"{path}: {{{{{unknown[0]}}}}} names no declared setting "
+                    f"(declared: {declared})."
+                )
     for page in manifest.pages:
         if page.path not in files:
             raise PackageRefused(f"pages: {page.path} is not in the package.")
@@ -128,7 +143,7 @@ def _check_references(manifest: Manifest, files: dict[str, bytes]) -> None:
 def package_from_zip(data: bytes) -> Package:
     """A checked package from an uploaded zip, or PackageRefused."""
     if len(data) > MAX_PACKAGE_BYTES:
-        raise PackageRefused(f"The package is larger than {MAX_PACKAGE_BYTES // 1024} KiB.")
+        raise PackageRefused(too_large(len(data)))
     try:
         archive = open_zip(data)
     except ZipRefused as refused:
