@@ -80,6 +80,7 @@ def _out(state: AddonState, off: set[str]) -> AddonOut:
         enabled_for_server=state.enabled,
         enabled_for_me=user_enabled(state, off),
         user_toggle=manifest.user_toggle,
+        dev=state.row is not None and state.row.dev,
         manifest=manifest.as_json(),
     )
 
@@ -99,7 +100,10 @@ def addon_list(request: HttpRequest) -> list[AddonOut]:
 
 def _choice(payload: UpdateIn) -> UpdateChoice:
     return UpdateChoice(
-        update=payload.update, consent=frozenset(payload.consent), downgrade=payload.downgrade
+        update=payload.update,
+        consent=frozenset(payload.consent),
+        downgrade=payload.downgrade,
+        dev=payload.dev,
     )
 
 

@@ -21,6 +21,8 @@ class InstalledAddon(models.Model):
     entry_point = models.CharField(max_length=200, blank=True)
     manifest = models.JSONField()
     enabled = models.BooleanField(default=False)
+    # Installed by `memory-host addon dev`: reinstalled on every edit of the author's folder.
+    dev = models.BooleanField(default=False)
     installed_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

@@ -33,6 +33,7 @@ class AddonOut(Schema):
     enabled_for_server: bool
     enabled_for_me: bool
     user_toggle: bool
+    dev: bool = Field(False, description="Installed from an author's folder in development.")
     manifest: dict[str, JsonValue]
     changes: UpdatePlanOut | None = Field(None, description="What an install or update changed.")
 
@@ -45,6 +46,9 @@ class UpdateIn(Schema):
         [], description="New permissions you agree to (each one the update adds)."
     )
     downgrade: bool = Field(False, description="Allow an older version over a newer one.")
+    dev: bool = Field(
+        False, description="Mark it as in development (`memory-host addon dev` sends this)."
+    )
 
 
 class EnabledIn(Schema):

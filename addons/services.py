@@ -64,6 +64,7 @@ class UpdateChoice:
     update: bool = False  # replace the installed version in place
     consent: frozenset[str] = frozenset()  # new permissions the administrator agreed to
     downgrade: bool = False  # an older version may replace a newer one
+    dev: bool = False  # from an author's folder (`memory-host addon dev`), marked as such
 
 
 def _plan(package: Package) -> UpdatePlan:
@@ -141,15 +142,16 @@ def _install(
                 entry_point=entry_point,
                 manifest=package.manifest.as_json(),
                 enabled=False,  # installed, then an administrator turns it on after reading it
+                dev=choice.dev,
                 installed_by=user,
             )
         else:
             _refuse_update(plan, choice)
             # People's settings, switches and learned rules are keyed by the add-on id, so
             # they stay; so does the server-wide switch.
-            row.source, row.entry_point = source, entry_point
+            row.source, row.entry_point, row.dev = source, entry_point, choice.dev
             row.manifest = package.manifest.as_json()
-            row.save(update_fields=["source", "entry_point", "manifest", "updated_at"])
+            row.save(update_fields=["source", "entry_point", "manifest", "dev", "updated_at"])
             row.files.all().delete()
         AddonFile.objects.bulk_create(
             AddonFile(addon=row, path=path, content=data, size=len(data))

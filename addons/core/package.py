@@ -32,7 +32,12 @@ ALLOWED_SUFFIXES = frozenset(
 
 
 class PackageRefused(ValueError):
-    """The package cannot be installed; the message says why, for the person installing."""
+    """The package cannot be installed; the message says why, for the person installing.
+    ``problems`` lists each mistake on its own when there are several (a manifest's)."""
+
+    def __init__(self, message: str, problems: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.problems = problems or [message]
 
 
 @dataclass(frozen=True)
@@ -108,7 +113,9 @@ def _assemble(entries: Iterator[tuple[str, bytes]]) -> Package:
     try:
         manifest = manifest_parse(raw_manifest)
     except ManifestError as error:
-        raise PackageRefused(f"manifest.json: {error}") from None
+        raise PackageRefused(
+            f"manifest.json: {error}", [f"manifest.json: {p}" for p in error.problems]
+        ) from None
     _check_references(manifest, files)
     return Package(manifest=manifest, files=files)
 
