@@ -1,8 +1,9 @@
-"""`memory-host addon new|check|pack|dev`: the add-on author's tools (H5).
+"""`memory-host addon new|check|pack|types|dev`: the add-on author's tools (H5).
 
 `new` writes a working add-on (a page, a number setting, a skill and a context file that
 uses it); `check` reads a folder or zip with the install's own rules and prints every
-problem; `pack` checks a folder and writes the zip to upload; `dev` installs a folder on a
+problem; `pack` checks a folder and writes the zip to upload; `types` writes sdk.d.ts
+(TypeScript types of `window.sdk` for the manifest's settings); `dev` installs a folder on a
 host as an update each time a file changes (administrators; the add-on is marked as in
 development). Only `dev` talks to a host (MEMORY_HOST_URL, MEMORY_HOST_TOKEN).
 """
@@ -29,6 +30,7 @@ from addons.core.package import (
     package_from_zip,
     too_large,
 )
+from addons.core.sdk_types import sdk_typescript
 
 _KEY_HELP = "2 to 40 lowercase letters, digits or dashes, starting with a letter"
 
@@ -139,11 +141,27 @@ def _new(args: argparse.Namespace, out: Callable[[str], None]) -> int:
     except ManifestError as error:
         out(f"error: id {addon_id!r} cannot be used ({error}); pass --id with {_KEY_HELP}.")
         return 2
+    files["sdk.d.ts"] = sdk_typescript(manifest_parse(files["manifest.json"]))
     for name, text in files.items():
         target = folder / name
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
     out(f"Wrote {len(files)} files to {folder}. Next: memory-host addon check {folder}")
+    return 0
+
+
+def _types(args: argparse.Namespace, out: Callable[[str], None]) -> int:
+    folder = Path(args.folder)
+    try:
+        manifest = manifest_parse((folder / "manifest.json").read_bytes())
+    except OSError as error:
+        out(f"error: cannot read {folder / 'manifest.json'} ({error.strerror}).")
+        return 2
+    except ManifestError as error:
+        out(f"error: manifest.json: {error}")
+        return 1
+    (folder / "sdk.d.ts").write_text(sdk_typescript(manifest), encoding="utf-8")
+    out(f"Wrote {folder / 'sdk.d.ts'} ({len(manifest.settings)} settings).")
     return 0
 
 
@@ -260,6 +278,8 @@ def addon_main(argv: list[str], *, base: str = "", token: str = "") -> int:
     pack = commands.add_parser("pack", help="check a folder and write its zip")
     pack.add_argument("folder")
     pack.add_argument("-o", "--output", help="the zip to write (default: <id>-<version>.zip)")
+    types = commands.add_parser("types", help="write sdk.d.ts: TypeScript types of the sdk")
+    types.add_argument("folder")
     dev = commands.add_parser("dev", help="install a folder and reinstall it on every change")
     dev.add_argument("folder")
     dev.add_argument("--once", action="store_true", help="install once and stop")
@@ -274,4 +294,6 @@ def addon_main(argv: list[str], *, base: str = "", token: str = "") -> int:
         return _check(args, out)
     if args.command == "pack":
         return _pack(args, out)
+    if args.command == "types":
+        return _types(args, out)
     return _dev(args, out, base, token)

@@ -179,8 +179,8 @@ def package_from_zip(data: bytes) -> Package:
 def _walk(folder: Traversable, prefix: str = "") -> Iterator[tuple[str, Traversable]]:
     for child in sorted(folder.iterdir(), key=lambda item: item.name):
         name = f"{prefix}{child.name}"
-        if child.name == "__pycache__" or child.name.endswith((".py", ".pyc", ".typed")):
-            continue  # the distribution's own code is not package content
+        if child.name == "__pycache__" or child.name.endswith((".py", ".pyc", ".typed", ".d.ts")):
+            continue  # the distribution's own code and the author's type stubs stay out
         if child.is_dir():
             yield from _walk(child, f"{name}/")
         else:

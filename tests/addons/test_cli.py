@@ -37,9 +37,10 @@ def test_new_writes_an_add_on_that_checks_packs_installs_and_shapes_the_turn(
         "context/detail.md",
         "pages/index.html",
         "pages/page.js",
+        "sdk.d.ts",
     }
     code, said = run(capsys, "check", str(folder))
-    assert code == 0 and "detail-level 0.1.0 can be installed" in said
+    assert code == 0 and "detail-level 0.1.0 can be installed (4 files" in said
     target = tmp_path / "out.zip"
     code, said = run(capsys, "pack", str(folder), "-o", str(target))
     assert code == 0, said
@@ -123,3 +124,26 @@ def test_dev_is_refused_for_someone_who_is_not_an_administrator(
     said = _dev_once(live_asgi_server, token, folder)
     assert "not installed: Only an administrator of this server can install" in said
     assert not InstalledAddon.objects.exists()
+
+
+def test_types_writes_typescript_definitions_of_the_declared_settings(capsys, tmp_path):
+    folder = tmp_path / "units"
+    run(capsys, "new", str(folder))
+    data = json.loads((folder / "manifest.json").read_text())
+    data["settings"] += [
+        {"key": "metric", "label": "Metric", "type": "boolean", "default": True},
+        {
+            "key": "unit",
+            "label": "Unit",
+            "type": "string",
+            "default": "m",
+            "choices": [{"value": "m", "label": "Metres"}, {"value": "ft", "label": "Feet"}],
+        },
+    ]
+    (folder / "manifest.json").write_text(json.dumps(data))
+    code, said = run(capsys, "types", str(folder))
+    assert code == 0, said
+    types = (folder / "sdk.d.ts").read_text()
+    assert '  "detail": number;' in types and '  "metric": boolean;' in types
+    assert '  "unit": "m" | "ft";' in types
+    assert "onChange<K extends SettingKey>(" in types and "timeoutMs: number;" in types
