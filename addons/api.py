@@ -9,6 +9,7 @@ from pydantic import JsonValue
 from accounts.auth import signed_in_user
 from accounts.models import User
 from addons.core.package import MAX_PACKAGE_BYTES, too_large
+from addons.core.update import UpdatePlan
 from addons.errors import AddonNotFound, ChangeRefused, NotAllowed
 from addons.models import HOST_SKILLS, HostSkill
 from addons.schemas import (
@@ -82,6 +83,7 @@ def _out(state: AddonState, off: set[str]) -> AddonOut:
         user_toggle=manifest.user_toggle,
         dev=state.row is not None and state.row.dev,
         manifest=manifest.as_json(),
+        changes=None,
     )
 
 
@@ -98,6 +100,10 @@ def addon_list(request: HttpRequest) -> list[AddonOut]:
     return [_out(state, off) for state in installed_addons()]
 
 
+def _plan_out(plan: UpdatePlan) -> UpdatePlanOut:
+    return UpdatePlanOut.model_validate(plan, from_attributes=True)
+
+
 def _choice(payload: UpdateIn) -> UpdateChoice:
     return UpdateChoice(
         update=payload.update,
@@ -109,14 +115,14 @@ def _choice(payload: UpdateIn) -> UpdateChoice:
 
 def _installed(user: User, installed: Installed) -> Status[AddonOut]:
     out = _out(_state(installed.row.addon_id), switched_off_by(user))
-    out.changes = UpdatePlanOut(**installed.plan.as_json())
+    out.changes = _plan_out(installed.plan)
     return Status(201 if installed.plan.direction == "new" else 200, out)
 
 
 def _upload_bytes(package: UploadedFile) -> bytes:
     if package.size is not None and package.size > MAX_PACKAGE_BYTES:
         raise ChangeRefused(too_large(package.size))
-    return package.read(MAX_PACKAGE_BYTES + 1)
+    return bytes(package.read(MAX_PACKAGE_BYTES + 1))
 
 
 @router.post(
@@ -145,7 +151,7 @@ def install_upload(
 )
 def install_upload_preview(request: HttpRequest, package: File[UploadedFile]) -> UpdatePlanOut:
     plan = addon_zip_plan(user=signed_in_user(request), data=_upload_bytes(package))
-    return UpdatePlanOut(**plan.as_json())
+    return _plan_out(plan)
 
 
 @router.post(
@@ -166,7 +172,7 @@ def install_entry_point(request: HttpRequest, payload: EntryPointIn) -> Status[A
 )
 def install_entry_point_preview(request: HttpRequest, payload: EntryPointNameIn) -> UpdatePlanOut:
     plan = addon_entry_point_plan(user=signed_in_user(request), name=payload.name)
-    return UpdatePlanOut(**plan.as_json())
+    return _plan_out(plan)
 
 
 @router.put(
