@@ -21,6 +21,7 @@ from addons.errors import AddonNotFound, UnknownSetting
 from addons.models import (
     HOST_SKILLS,
     AddonInstallation,
+    AddonLogEntry,
     AddonSetting,
     HostSkill,
     InstalledAddon,
@@ -385,3 +386,11 @@ def person_skill(user: User, addon_id: str, name: str) -> SkillView:
     if found is None:
         raise AddonNotFound(f"You have no skill {addon_id}/{name}.")
     return found
+
+
+def addon_log(*, addon_id: str = "", limit: int = 200) -> list[AddonLogEntry]:
+    """The newest log entries, of one add-on or of all; one query."""
+    entries = AddonLogEntry.objects.select_related("user")
+    if addon_id:
+        entries = entries.filter(addon_id=addon_id)
+    return list(entries[:limit])

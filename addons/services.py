@@ -31,6 +31,7 @@ from addons.models import (
     HOST_SKILLS,
     AddonFile,
     AddonInstallation,
+    AddonLogEntry,
     AddonSetting,
     HostSkill,
     InstalledAddon,
@@ -74,6 +75,12 @@ def _plan(package: Package) -> UpdatePlan:
     files = {f.path: bytes(f.content) for f in row.files.all()}
     installed = manifest_parse(row.manifest)
     return update_plan(installed=installed, installed_files=files, package=package)
+
+
+def _log(*, user: User | None, addon_id: str, action: str, detail: str) -> None:
+    AddonLogEntry.objects.create(
+        addon_id=addon_id[:200], action=action, detail=detail[:2000], user=user
+    )
 
 
 def _refuse_update(plan: UpdatePlan, choice: UpdateChoice) -> None:
@@ -157,6 +164,13 @@ def _install(
             AddonFile(addon=row, path=path, content=data, size=len(data))
             for path, data in sorted(package.files.items())
         )
+        if plan.direction == "new":
+            detail = f"version {plan.to_version} from {source}" + (" (development)" * choice.dev)
+            _log(user=user, addon_id=addon_id, action=AddonLogEntry.Action.INSTALLED, detail=detail)
+        else:
+            changed = len(plan.added_files) + len(plan.changed_files) + len(plan.removed_files)
+            detail = f"{plan.from_version} → {plan.to_version}, {changed} file(s) changed"
+            _log(user=user, addon_id=addon_id, action=AddonLogEntry.Action.UPDATED, detail=detail)
     return Installed(row, plan)
 
 
@@ -168,6 +182,14 @@ def _logged_refusal(user: User, what: str) -> Iterator[None]:
     except Refusal as refusal:
         logger.warning(
             "Add-on install refused (%s) for %s: %s", what, user.get_username(), refusal.message
+        )
+        changes = refusal.details.get("changes")
+        addon_id = str(changes.get("addon_id", "")) if isinstance(changes, dict) else ""
+        _log(
+            user=user,
+            addon_id=addon_id,
+            action=AddonLogEntry.Action.REFUSED,
+            detail=f"{what}: {refusal.message}",
         )
         raise
 
@@ -254,6 +276,12 @@ def addon_set_enabled(*, user: User, addon_id: str, enabled: bool) -> None:
             )
         else:
             InstalledAddon.objects.filter(addon_id=addon_id).update(enabled=enabled)
+        _log(
+            user=user,
+            addon_id=addon_id,
+            action=AddonLogEntry.Action.SWITCHED,
+            detail="on for the server" if enabled else "off for the server",
+        )
 
 
 @dataclass(frozen=True)
@@ -298,6 +326,13 @@ def addon_remove(*, user: User, addon_id: str) -> Removal:
     with transaction.atomic(durable=True):
         InstalledAddon.objects.filter(addon_id=addon_id).delete()
         AddonInstallation.objects.filter(addon=addon_id).delete()
+        _log(
+            user=user,
+            addon_id=addon_id,
+            action=AddonLogEntry.Action.REMOVED,
+            detail=f"{plan.package_files} file(s) deleted; "
+            f"{plan.kept_settings} setting value(s) kept",
+        )
     return plan
 
 

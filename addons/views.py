@@ -24,6 +24,7 @@ from addons.pages import addon_details
 from addons.selectors import (
     AddonState,
     SkillView,
+    addon_log,
     installed_addon,
     installed_addons,
     offered_addons,
@@ -182,6 +183,20 @@ def install_entry_point(request: HttpRequest) -> HttpResponse:
         messages.error(request, _("Not installed: %(message)s") % {"message": refusal.message})
         return redirect("addons:library")
     return _installed(request, installed)
+
+
+@login_required
+@require_GET
+def log(request: HttpRequest) -> HttpResponse:
+    """Administrators: what happened to add-ons here, newest first (one add-on with ?addon=)."""
+    if not signed_in_user(request).is_superuser:
+        raise Http404
+    addon_id = request.GET.get("addon", "")[:200]
+    return render(
+        request,
+        "addons/log.html",
+        {"entries": addon_log(addon_id=addon_id), "addon_id": addon_id},
+    )
 
 
 @login_required

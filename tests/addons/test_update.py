@@ -203,3 +203,28 @@ def test_uploading_an_installed_add_on_on_the_library_page_shows_the_changes_the
     done = page.post("/addons/install/", {"token": token, "update": "1"}, follow=True)
     assert "Updated Tone of voice to version 1.1.0" in done.content.decode()
     assert "Tone: formal two." in as_person.turn()["addons_block"]
+
+
+def test_admins_read_a_log_of_installs_updates_refusals_switches_and_removals(
+    admin, person, as_admin, tone_on
+):
+    upload(as_admin, version_zip("1.1.0"), update=True)
+    upload(as_admin, version_zip("1.2.0"))  # refused: not sent as an update
+    as_admin.delete(f"/api/addons/{ADDON}")
+    page = Client()
+    page.force_login(admin)
+    shown = page.get(f"/addons/log/?addon={ADDON}").content.decode()
+    for text in (
+        "Installed",
+        "version 1.0.0 from upload",
+        "on for the server",
+        "1.0.0 → 1.1.0, 0 file(s) changed",
+        "Install refused",
+        "already installed (version 1.1.0)",
+        "Removed",
+        admin.get_username(),
+    ):
+        assert text in shown, text
+    outsider = Client()
+    outsider.force_login(person)
+    assert outsider.get("/addons/log/").status_code == 404
