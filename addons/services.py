@@ -257,7 +257,8 @@ def addon_entry_point_plan(*, user: User, name: str) -> UpdatePlan:
 
 
 def addon_set_enabled(*, user: User, addon_id: str, enabled: bool) -> None:
-    """Turn an add-on on or off for the whole server. Off stops every read; files are kept."""
+    """Turn an add-on on or off for the whole server. Off stops every read for turns; files
+    and people's settings are kept."""
     _require_admin(user)
     state = installed_addon(addon_id)
     if state is None:

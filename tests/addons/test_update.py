@@ -228,3 +228,19 @@ def test_admins_read_a_log_of_installs_updates_refusals_switches_and_removals(
     outsider = Client()
     outsider.force_login(person)
     assert outsider.get("/addons/log/").status_code == 404
+
+
+def test_a_newer_distribution_updates_in_place_through_the_api(
+    as_admin, as_person, newer_distribution
+):
+    assert as_admin.post("/api/addons/install-entry-point", {"name": ADDON}).status_code == 201
+    as_person.put(f"/api/addons/{ADDON}/settings/tone", {"value": "brief"})
+    newer_distribution("1.1.0")
+    preview = as_admin.post("/api/addons/install-entry-point/preview", {"name": ADDON})
+    assert preview.status_code == 200 and preview.json()["changed_files"] == ["context/brief.md"]
+    refused = as_admin.post("/api/addons/install-entry-point", {"name": ADDON})
+    assert refused.status_code == 409 and refused.json()["changes"]["to_version"] == "1.1.0"
+    updated = as_admin.post("/api/addons/install-entry-point", {"name": ADDON, "update": True})
+    assert updated.status_code == 200, updated.content
+    assert updated.json()["version"] == "1.1.0" and updated.json()["enabled_for_server"] is False
+    assert as_person.get(f"/api/addons/{ADDON}/settings/tone").json()["value"] == "brief"
