@@ -244,3 +244,32 @@ def test_a_newer_distribution_updates_in_place_through_the_api(
     assert updated.status_code == 200, updated.content
     assert updated.json()["version"] == "1.1.0" and updated.json()["enabled_for_server"] is False
     assert as_person.get(f"/api/addons/{ADDON}/settings/tone").json()["value"] == "brief"
+
+
+def test_the_update_page_asks_for_each_new_permission_before_updating(admin, tone_on):
+    skill = {
+        "name": "lookup",
+        "description": "Looks up",
+        "instructions": "Look it up.",
+        "allowedTools": ["list_memory"],
+    }
+    newer = version_zip(
+        "2.0.0",
+        permissions=["context-files", "user-settings", "pages", "memory-tools"],
+        skills=[skill],
+    )
+    page = Client()
+    page.force_login(admin)
+    shown = page.post("/addons/install/", {"package": SimpleUploadedFile("a.zip", newer)})
+    body = shown.content.decode()
+    assert 'name="consent" value="memory-tools" required' in body
+    token = body.split('name="token" value="', 1)[1].split('"', 1)[0]
+    refused = page.post("/addons/install/", {"token": token, "update": "1"}, follow=True)
+    assert "new permissions: memory-tools" in refused.content.decode()
+    assert InstalledAddon.objects.get(addon_id=ADDON).manifest["version"] == "1.0.0"
+    shown = page.post("/addons/install/", {"package": SimpleUploadedFile("a.zip", newer)})
+    token = shown.content.decode().split('name="token" value="', 1)[1].split('"', 1)[0]
+    done = page.post(
+        "/addons/install/", {"token": token, "update": "1", "consent": "memory-tools"}, follow=True
+    )
+    assert "Updated Tone of voice to version 2.0.0" in done.content.decode()
