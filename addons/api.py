@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 from django.http import HttpRequest
-from ninja import File, Router, Status, UploadedFile
+from ninja import File, Form, Router, Status, UploadedFile
 from pydantic import JsonValue
 
 from accounts.auth import signed_in_user
-from addons.core.package import MAX_PACKAGE_BYTES
+from accounts.models import User
+from addons.core.package import MAX_PACKAGE_BYTES, too_large
+from addons.core.update import UpdatePlan
 from addons.errors import AddonNotFound, ChangeRefused, NotAllowed
 from addons.models import HOST_SKILLS, HostSkill
 from addons.schemas import (
     AddonOut,
     EnabledIn,
     EntryPointIn,
+    EntryPointNameIn,
     HostSkillEditIn,
     HostSkillIn,
     RemovalOut,
@@ -23,6 +26,8 @@ from addons.schemas import (
     SkillRulesIn,
     SkillRulesOut,
     SkillTagsIn,
+    UpdateIn,
+    UpdatePlanOut,
 )
 from addons.selectors import (
     AddonState,
@@ -37,12 +42,16 @@ from addons.selectors import (
     user_enabled,
 )
 from addons.services import (
+    Installed,
+    UpdateChoice,
+    addon_entry_point_plan,
     addon_install_entry_point,
     addon_install_zip,
     addon_remove,
     addon_set_enabled,
     addon_setting_put,
     addon_user_set_enabled,
+    addon_zip_plan,
     host_skill_create,
     host_skill_delete,
     host_skill_update,
@@ -72,7 +81,9 @@ def _out(state: AddonState, off: set[str]) -> AddonOut:
         enabled_for_server=state.enabled,
         enabled_for_me=user_enabled(state, off),
         user_toggle=manifest.user_toggle,
+        dev=state.row is not None and state.row.dev,
         manifest=manifest.as_json(),
+        changes=None,
     )
 
 
@@ -89,28 +100,79 @@ def addon_list(request: HttpRequest) -> list[AddonOut]:
     return [_out(state, off) for state in installed_addons()]
 
 
+def _plan_out(plan: UpdatePlan) -> UpdatePlanOut:
+    return UpdatePlanOut.model_validate(plan, from_attributes=True)
+
+
+def _choice(payload: UpdateIn) -> UpdateChoice:
+    return UpdateChoice(
+        update=payload.update,
+        consent=frozenset(payload.consent),
+        downgrade=payload.downgrade,
+        dev=payload.dev,
+    )
+
+
+def _installed(user: User, installed: Installed) -> Status[AddonOut]:
+    out = _out(_state(installed.row.addon_id), switched_off_by(user))
+    out.changes = _plan_out(installed.plan)
+    return Status(201 if installed.plan.direction == "new" else 200, out)
+
+
+def _upload_bytes(package: UploadedFile) -> bytes:
+    if package.size is not None and package.size > MAX_PACKAGE_BYTES:
+        raise ChangeRefused(too_large(package.size))
+    return bytes(package.read(MAX_PACKAGE_BYTES + 1))
+
+
 @router.post(
     "/install",
-    response={201: AddonOut, **ERRORS},
-    summary="Install an uploaded package (administrators); it starts switched off",
+    response={200: AddonOut, 201: AddonOut, **ERRORS},
+    summary="Install an uploaded package (administrators); a new one starts switched off",
+    description=(
+        "An add-on of the same id that is installed is refused (409, with the changes) unless "
+        "`update` is true: then it is replaced in place, keeping people's settings, switches "
+        "and learned rules and its on/off state (200). New permissions need `consent`, an "
+        "older version needs `downgrade`."
+    ),
 )
-def install_upload(request: HttpRequest, package: File[UploadedFile]) -> Status[AddonOut]:
+def install_upload(
+    request: HttpRequest, package: File[UploadedFile], choice: Form[UpdateIn]
+) -> Status[AddonOut]:
     user = signed_in_user(request)
-    if package.size is not None and package.size > MAX_PACKAGE_BYTES:
-        raise ChangeRefused(f"The package is larger than {MAX_PACKAGE_BYTES // 1024} KiB.")
-    row = addon_install_zip(user=user, data=package.read(MAX_PACKAGE_BYTES + 1))
-    return Status(201, _out(_state(row.addon_id), switched_off_by(user)))
+    installed = addon_install_zip(user=user, data=_upload_bytes(package), choice=_choice(choice))
+    return _installed(user, installed)
+
+
+@router.post(
+    "/install/preview",
+    response={200: UpdatePlanOut, **ERRORS},
+    summary="What installing an uploaded package would change; nothing is installed",
+)
+def install_upload_preview(request: HttpRequest, package: File[UploadedFile]) -> UpdatePlanOut:
+    plan = addon_zip_plan(user=signed_in_user(request), data=_upload_bytes(package))
+    return _plan_out(plan)
 
 
 @router.post(
     "/install-entry-point",
-    response={201: AddonOut, **ERRORS},
-    summary="Install the add-on an installed Python distribution offers (administrators)",
+    response={200: AddonOut, 201: AddonOut, **ERRORS},
+    summary="Install or update the add-on an installed Python distribution offers (administrators)",
 )
 def install_entry_point(request: HttpRequest, payload: EntryPointIn) -> Status[AddonOut]:
     user = signed_in_user(request)
-    row = addon_install_entry_point(user=user, name=payload.name)
-    return Status(201, _out(_state(row.addon_id), switched_off_by(user)))
+    installed = addon_install_entry_point(user=user, name=payload.name, choice=_choice(payload))
+    return _installed(user, installed)
+
+
+@router.post(
+    "/install-entry-point/preview",
+    response={200: UpdatePlanOut, **ERRORS},
+    summary="What installing a distribution's add-on would change; nothing is installed",
+)
+def install_entry_point_preview(request: HttpRequest, payload: EntryPointNameIn) -> UpdatePlanOut:
+    plan = addon_entry_point_plan(user=signed_in_user(request), name=payload.name)
+    return _plan_out(plan)
 
 
 @router.put(

@@ -19,6 +19,8 @@ from pydantic import JsonValue
 
 from accounts.models import User
 from addons.builtins import BUILTINS
+from addons.core.manifest import render_template
+from addons.core.package import MAX_CONTEXT_FILE_BYTES
 from addons.models import HOST_SKILLS, AddonFile
 from addons.selectors import AddonState, TurnAddons, turn_addons
 from host.core.budget import Candidate, Packed, pack
@@ -211,15 +213,18 @@ def _host_skill_candidates(
     return candidates
 
 
+Wanted = tuple[AddonState, str, dict[str, JsonValue]]  # add-on, file, the person's values
+
+
 def _wanted_files(
     active: list[AddonState], stored: dict[tuple[str, str], JsonValue]
-) -> list[tuple[AddonState, str]]:
+) -> list[Wanted]:
     """The context files the active add-ons declare, named with the person's settings."""
-    wanted: list[tuple[AddonState, str]] = []
+    wanted: list[Wanted] = []
     for state in active:
         if state.builtin:
             continue  # the memory add-on's files are the person's notes, sent by the memory block
-        values = {}
+        values: dict[str, JsonValue] = {}
         for declared in state.manifest.settings:
             value = stored.get((state.id, declared.key), declared.default)
             try:
@@ -227,7 +232,7 @@ def _wanted_files(
             except ValueError:
                 values[declared.key] = declared.default
         wanted += [
-            (state, state.manifest.resolve_context_file(path, values))
+            (state, state.manifest.resolve_context_file(path, values), values)
             for path in state.manifest.capabilities.context_files
         ]
     return wanted
@@ -241,7 +246,7 @@ def _file_candidates(
     if not wanted:
         return []
     query = Q()
-    for state, path in wanted:
+    for state, path, _ in wanted:
         query |= Q(addon__addon_id=state.id, path=path)
     contents = {
         (addon_id, path): bytes(content)
@@ -250,13 +255,17 @@ def _file_candidates(
         )
     }
     candidates: list[Candidate[SentSkill | SentFile]] = []
-    for state, path in wanted:
+    for state, path, values in wanted:
         raw = contents.get((state.id, path))
         if raw is None:
             continue
+        # Settings go in before the fence, so a person's text is masked and neutralised
+        # like the file itself, and the file stays within its size cap.
+        filled = render_template(raw.decode("utf-8", errors="replace"), values)
+        filled = filled.encode()[:MAX_CONTEXT_FILE_BYTES].decode("utf-8", errors="ignore")
         text = wrap_untrusted(
             "addon_file",
-            raw.decode("utf-8", errors="replace").strip(),
+            filled.strip(),
             attrs={"addon": state.id, "path": path},
             mask=mask,
         ).text

@@ -21,6 +21,8 @@ class InstalledAddon(models.Model):
     entry_point = models.CharField(max_length=200, blank=True)
     manifest = models.JSONField()
     enabled = models.BooleanField(default=False)
+    # Installed by `memory-host addon dev`: reinstalled on every edit of the author's folder.
+    dev = models.BooleanField(default=False)
     installed_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -181,3 +183,29 @@ class SkillUse(models.Model):
 
     def __str__(self) -> str:
         return f"{self.addon_id}/{self.skill}: {self.sent_count}"
+
+
+class AddonLogEntry(models.Model):
+    """What happened to an add-on on this server, for its administrators' log view."""
+
+    class Action(models.TextChoices):
+        INSTALLED = "installed", "Installed"
+        UPDATED = "updated", "Updated"
+        REFUSED = "refused", "Install refused"
+        SWITCHED = "switched", "Switched on or off"
+        REMOVED = "removed", "Removed"
+
+    addon_id = models.CharField(max_length=200, blank=True)  # blank: the package had no id
+    action = models.CharField(max_length=20, choices=Action.choices)
+    detail = models.TextField()
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering: ClassVar = ["-created_at", "-pk"]
+        indexes: ClassVar = [models.Index(fields=["addon_id", "-created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.addon_id or '?'} {self.action}"

@@ -1,9 +1,26 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Literal
 
 from ninja import Schema
 from pydantic import Field, JsonValue
+
+
+class UpdatePlanOut(Schema):
+    addon_id: str
+    name: str
+    from_version: str | None = Field(description="The installed version; null when not installed.")
+    to_version: str
+    direction: Literal["new", "upgrade", "same", "downgrade"]
+    added_files: list[str]
+    changed_files: list[str]
+    removed_files: list[str]
+    added_settings: list[str]
+    changed_settings: list[str]
+    removed_settings: list[str]
+    new_permissions: list[str] = Field(description="Updating needs consent to each of these.")
+    dropped_permissions: list[str]
 
 
 class AddonOut(Schema):
@@ -16,15 +33,34 @@ class AddonOut(Schema):
     enabled_for_server: bool
     enabled_for_me: bool
     user_toggle: bool
+    dev: bool = Field(False, description="Installed from an author's folder in development.")
     manifest: dict[str, JsonValue]
+    changes: UpdatePlanOut | None = Field(None, description="What an install or update changed.")
+
+
+class UpdateIn(Schema):
+    """How to treat an add-on of the same id that is already installed."""
+
+    update: bool = Field(False, description="Replace the installed version in place.")
+    consent: list[str] = Field(
+        [], description="New permissions you agree to (each one the update adds)."
+    )
+    downgrade: bool = Field(False, description="Allow an older version over a newer one.")
+    dev: bool = Field(
+        False, description="Mark it as in development (`memory-host addon dev` sends this)."
+    )
 
 
 class EnabledIn(Schema):
     enabled: bool
 
 
-class EntryPointIn(Schema):
+class EntryPointNameIn(Schema):
     name: str = Field(max_length=200, examples=["tone-of-voice"])
+
+
+class EntryPointIn(EntryPointNameIn, UpdateIn):
+    pass
 
 
 class RemovalOut(Schema):

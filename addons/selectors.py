@@ -21,6 +21,7 @@ from addons.errors import AddonNotFound, UnknownSetting
 from addons.models import (
     HOST_SKILLS,
     AddonInstallation,
+    AddonLogEntry,
     AddonSetting,
     HostSkill,
     InstalledAddon,
@@ -261,14 +262,16 @@ class Offered:
     distribution: str
     manifest: Manifest | None
     problem: str = ""
+    installed_version: str = ""  # set when this add-on is installed and the version differs
 
 
 def entry_point_find(name: str) -> EntryPoint | None:
     return next((ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name == name), None)
 
 
-def offered_addons(installed: set[str]) -> list[Offered]:
-    """Add-ons that installed Python distributions offer and that are not installed yet."""
+def offered_addons(installed: Mapping[str, str]) -> list[Offered]:
+    """Add-ons that installed Python distributions offer: not installed yet, or in another
+    version than the installed one (an update). `installed` maps add-on ids to versions."""
     offered = []
     for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda item: item.name):
         distribution = ep.dist.name if ep.dist else ""
@@ -277,8 +280,11 @@ def offered_addons(installed: set[str]) -> list[Offered]:
         except Exception as error:  # a broken distribution is listed with its reason
             offered.append(Offered(ep.name, distribution, None, str(error)[:300]))
             continue
-        if package.manifest.id not in installed:
+        version = installed.get(package.manifest.id)
+        if version is None:
             offered.append(Offered(ep.name, distribution, package.manifest))
+        elif version != package.manifest.version:
+            offered.append(Offered(ep.name, distribution, package.manifest, "", version))
     return offered
 
 
@@ -380,3 +386,11 @@ def person_skill(user: User, addon_id: str, name: str) -> SkillView:
     if found is None:
         raise AddonNotFound(f"You have no skill {addon_id}/{name}.")
     return found
+
+
+def addon_log(*, addon_id: str = "", limit: int = 200) -> list[AddonLogEntry]:
+    """The newest log entries, of one add-on or of all; one query."""
+    entries = AddonLogEntry.objects.select_related("user")
+    if addon_id:
+        entries = entries.filter(addon_id=addon_id)
+    return list(entries[:limit])

@@ -7,7 +7,10 @@ Installing, removing and the server-wide switch are for the server's administrat
 
 from __future__ import annotations
 
+import logging
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -19,13 +22,16 @@ from pydantic import JsonValue
 
 from accounts.models import User
 from addons.builtins import BUILTINS
+from addons.core.manifest import manifest_parse
 from addons.core.package import Package, PackageRefused, package_from_zip, package_of_entry_point
 from addons.core.skill_rules import RulesRefused, check_rules
+from addons.core.update import UpdatePlan, update_plan
 from addons.errors import AddonConflict, AddonNotFound, ChangeRefused, NotAllowed
 from addons.models import (
     HOST_SKILLS,
     AddonFile,
     AddonInstallation,
+    AddonLogEntry,
     AddonSetting,
     HostSkill,
     InstalledAddon,
@@ -36,9 +42,11 @@ from addons.models import (
 from addons.selectors import declared_setting, entry_point_find, installed_addon
 from addons.skill_writer import rules_writer
 from host.core.secret_guard import find_secret
-from host.errors import SecretRefused
+from host.errors import Refusal, SecretRefused
 from host.secret_text import secret_refusal
 from host.stored_secrets import stored_secrets
+
+logger = logging.getLogger(__name__)
 
 _SKILL_KEY = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
 
@@ -50,45 +58,150 @@ def _require_admin(user: User) -> None:
         )
 
 
-def _install(*, user: User, package: Package, source: str, entry_point: str = "") -> InstalledAddon:
+@dataclass(frozen=True)
+class UpdateChoice:
+    """How an administrator answers an install over an installed add-on."""
+
+    update: bool = False  # replace the installed version in place
+    consent: frozenset[str] = frozenset()  # new permissions the administrator agreed to
+    downgrade: bool = False  # an older version may replace a newer one
+    dev: bool = False  # from an author's folder (`memory-host addon dev`), marked as such
+
+
+def _plan(package: Package) -> UpdatePlan:
+    row = InstalledAddon.objects.filter(addon_id=package.manifest.id).first()
+    if row is None:
+        return update_plan(installed=None, installed_files={}, package=package)
+    files = {f.path: bytes(f.content) for f in row.files.all()}
+    installed = manifest_parse(row.manifest)
+    return update_plan(installed=installed, installed_files=files, package=package)
+
+
+def _log(*, user: User | None, addon_id: str, action: str, detail: str) -> None:
+    AddonLogEntry.objects.create(
+        addon_id=addon_id[:200], action=action, detail=detail[:2000], user=user
+    )
+
+
+def _refuse_update(plan: UpdatePlan, choice: UpdateChoice) -> None:
+    """An install over an installed add-on goes ahead only as the administrator chose."""
+    if not choice.update:
+        raise AddonConflict(
+            gettext(
+                "%(addon_id)s is already installed (version %(installed)s); to replace it with "
+                "version %(offered)s, update it: the library's Update button, or install again "
+                "with update=true."
+            )
+            % {
+                "addon_id": repr(plan.addon_id),
+                "installed": plan.from_version,
+                "offered": plan.to_version,
+            },
+            changes=plan.as_json(),
+        )
+    if plan.direction == "downgrade" and not choice.downgrade:
+        raise AddonConflict(
+            gettext(
+                "Version %(offered)s is older than the installed %(installed)s; confirm the "
+                "downgrade (downgrade=true) to install it."
+            )
+            % {"offered": plan.to_version, "installed": plan.from_version},
+            changes=plan.as_json(),
+        )
+    missing = [p for p in plan.new_permissions if p not in choice.consent]
+    if missing:
+        raise AddonConflict(
+            gettext(
+                "Version %(offered)s asks for new permissions: %(missing)s. Agree to them "
+                "(consent=%(first)s …) to update."
+            )
+            % {"offered": plan.to_version, "missing": ", ".join(missing), "first": missing[0]},
+            changes=plan.as_json(),
+        )
+
+
+@dataclass(frozen=True)
+class Installed:
+    row: InstalledAddon
+    plan: UpdatePlan  # what the install changed ("new" for a first install)
+
+
+def _install(
+    *,
+    user: User,
+    package: Package,
+    source: str,
+    entry_point: str = "",
+    choice: UpdateChoice,
+) -> Installed:
     addon_id = package.manifest.id
     if addon_id in BUILTINS:
         raise AddonConflict(
             gettext("%(addon_id)s is the id of a built-in add-on.") % {"addon_id": repr(addon_id)}
         )
     with transaction.atomic(durable=True):
-        if InstalledAddon.objects.select_for_update().filter(addon_id=addon_id).exists():
-            raise AddonConflict(
-                f"An add-on with the id {addon_id!r} is already installed; remove it first."
+        row = InstalledAddon.objects.select_for_update().filter(addon_id=addon_id).first()
+        plan = _plan(package)
+        if row is None:
+            row = InstalledAddon.objects.create(
+                addon_id=addon_id,
+                source=source,
+                entry_point=entry_point,
+                manifest=package.manifest.as_json(),
+                enabled=False,  # installed, then an administrator turns it on after reading it
+                dev=choice.dev,
+                installed_by=user,
             )
-        row = InstalledAddon.objects.create(
-            addon_id=addon_id,
-            source=source,
-            entry_point=entry_point,
-            manifest=package.manifest.as_json(),
-            enabled=False,  # installed, then an administrator turns it on after reading it
-            installed_by=user,
-        )
+        else:
+            _refuse_update(plan, choice)
+            # People's settings, switches and learned rules are keyed by the add-on id, so
+            # they stay; so does the server-wide switch.
+            row.source, row.entry_point, row.dev = source, entry_point, choice.dev
+            row.manifest = package.manifest.as_json()
+            row.save(update_fields=["source", "entry_point", "manifest", "dev", "updated_at"])
+            row.files.all().delete()
         AddonFile.objects.bulk_create(
             AddonFile(addon=row, path=path, content=data, size=len(data))
             for path, data in sorted(package.files.items())
         )
-    return row
+        if plan.direction == "new":
+            detail = f"version {plan.to_version} from {source}" + (" (development)" * choice.dev)
+            _log(user=user, addon_id=addon_id, action=AddonLogEntry.Action.INSTALLED, detail=detail)
+        else:
+            changed = len(plan.added_files) + len(plan.changed_files) + len(plan.removed_files)
+            detail = f"{plan.from_version} → {plan.to_version}, {changed} file(s) changed"
+            _log(user=user, addon_id=addon_id, action=AddonLogEntry.Action.UPDATED, detail=detail)
+    return Installed(row, plan)
 
 
-def addon_install_zip(*, user: User, data: bytes) -> InstalledAddon:
-    """Install an uploaded package (a zip with manifest.json at its top)."""
-    _require_admin(user)
+@contextmanager
+def _logged_refusal(user: User, what: str) -> Iterator[None]:
+    """Install refusals reach the server log with who tried and why, not only the client."""
     try:
-        package = package_from_zip(data)
+        yield
+    except Refusal as refusal:
+        logger.warning(
+            "Add-on install refused (%s) for %s: %s", what, user.get_username(), refusal.message
+        )
+        changes = refusal.details.get("changes")
+        addon_id = str(changes.get("addon_id", "")) if isinstance(changes, dict) else ""
+        _log(
+            user=user,
+            addon_id=addon_id,
+            action=AddonLogEntry.Action.REFUSED,
+            detail=f"{what}: {refusal.message}",
+        )
+        raise
+
+
+def _zip_package(data: bytes) -> Package:
+    try:
+        return package_from_zip(data)
     except PackageRefused as refusal:
         raise ChangeRefused(str(refusal)) from None
-    return _install(user=user, package=package, source=InstalledAddon.Source.UPLOAD)
 
 
-def addon_install_entry_point(*, user: User, name: str) -> InstalledAddon:
-    """Install the add-on an installed Python distribution offers under its entry point."""
-    _require_admin(user)
+def _entry_point_package(name: str) -> Package:
     ep = entry_point_find(name)
     if ep is None:
         raise AddonNotFound(
@@ -96,16 +209,56 @@ def addon_install_entry_point(*, user: User, name: str) -> InstalledAddon:
             % {"name": repr(name)}
         )
     try:
-        package = package_of_entry_point(ep)
+        return package_of_entry_point(ep)
     except PackageRefused as refusal:
         raise ChangeRefused(str(refusal)) from None
-    return _install(
-        user=user, package=package, source=InstalledAddon.Source.ENTRY_POINT, entry_point=name
-    )
+
+
+def addon_install_zip(*, user: User, data: bytes, choice: UpdateChoice | None = None) -> Installed:
+    """Install an uploaded package (a zip with manifest.json at its top), or update the
+    installed add-on of the same id in place when the choice says so."""
+    with _logged_refusal(user, "upload"):
+        _require_admin(user)
+        return _install(
+            user=user,
+            package=_zip_package(data),
+            source=InstalledAddon.Source.UPLOAD,
+            choice=choice or UpdateChoice(),
+        )
+
+
+def addon_install_entry_point(
+    *, user: User, name: str, choice: UpdateChoice | None = None
+) -> Installed:
+    """Install (or update) the add-on an installed Python distribution offers."""
+    with _logged_refusal(user, f"entry point {name[:80]!r}"):
+        _require_admin(user)
+        return _install(
+            user=user,
+            package=_entry_point_package(name),
+            source=InstalledAddon.Source.ENTRY_POINT,
+            entry_point=name,
+            choice=choice or UpdateChoice(),
+        )
+
+
+def addon_zip_plan(*, user: User, data: bytes) -> UpdatePlan:
+    """What installing this zip would change; nothing is written."""
+    with _logged_refusal(user, "upload preview"):
+        _require_admin(user)
+        return _plan(_zip_package(data))
+
+
+def addon_entry_point_plan(*, user: User, name: str) -> UpdatePlan:
+    """What installing the distribution's add-on would change; nothing is written."""
+    with _logged_refusal(user, f"entry point preview {name[:80]!r}"):
+        _require_admin(user)
+        return _plan(_entry_point_package(name))
 
 
 def addon_set_enabled(*, user: User, addon_id: str, enabled: bool) -> None:
-    """Turn an add-on on or off for the whole server. Off stops every read; files are kept."""
+    """Turn an add-on on or off for the whole server. Off stops every read for turns; files
+    and people's settings are kept."""
     _require_admin(user)
     state = installed_addon(addon_id)
     if state is None:
@@ -124,6 +277,12 @@ def addon_set_enabled(*, user: User, addon_id: str, enabled: bool) -> None:
             )
         else:
             InstalledAddon.objects.filter(addon_id=addon_id).update(enabled=enabled)
+        _log(
+            user=user,
+            addon_id=addon_id,
+            action=AddonLogEntry.Action.SWITCHED,
+            detail="on for the server" if enabled else "off for the server",
+        )
 
 
 @dataclass(frozen=True)
@@ -168,6 +327,13 @@ def addon_remove(*, user: User, addon_id: str) -> Removal:
     with transaction.atomic(durable=True):
         InstalledAddon.objects.filter(addon_id=addon_id).delete()
         AddonInstallation.objects.filter(addon=addon_id).delete()
+        _log(
+            user=user,
+            addon_id=addon_id,
+            action=AddonLogEntry.Action.REMOVED,
+            detail=f"{plan.package_files} file(s) deleted; "
+            f"{plan.kept_settings} setting value(s) kept",
+        )
     return plan
 
 

@@ -10,7 +10,8 @@ urlpatterns = [
     path("", views.library, name="library"),
     path("install/", views.install_upload, name="install_upload"),
     path("install-entry-point/", views.install_entry_point, name="install_entry_point"),
-    # Before the add-on pages: "skills" is no add-on id here.
+    path("log/", views.log, name="log"),
+    # Before the add-on pages: "skills" and "log" are no add-on ids here.
     path("skills/", views.skills_page, name="skills"),
     path("skills/<slug:addon_id>/<slug:name>/", views.skill_page, name="skill"),
     path("skills/<slug:addon_id>/<slug:name>/tags/", views.skill_tags, name="skill_tags"),

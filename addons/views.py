@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import mimetypes
+import secrets
 
 from csp.decorators import csp
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.cache import cache
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
@@ -15,12 +17,14 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from accounts.auth import signed_in_user
 from addons.builtins import BUILTINS
-from addons.core.package import MAX_PACKAGE_BYTES
+from addons.core.package import MAX_PACKAGE_BYTES, too_large
+from addons.core.update import UpdatePlan
 from addons.models import HOST_SKILLS, AddonFile
 from addons.pages import addon_details
 from addons.selectors import (
     AddonState,
     SkillView,
+    addon_log,
     installed_addon,
     installed_addons,
     offered_addons,
@@ -30,12 +34,16 @@ from addons.selectors import (
     user_enabled,
 )
 from addons.services import (
+    Installed,
+    UpdateChoice,
+    addon_entry_point_plan,
     addon_install_entry_point,
     addon_install_zip,
     addon_removal_plan,
     addon_remove,
     addon_set_enabled,
     addon_user_set_enabled,
+    addon_zip_plan,
     host_skill_create,
     host_skill_delete,
     host_skill_opened,
@@ -59,6 +67,9 @@ SANDBOX_CSP = {
     "frame-ancestors": ["'self'"],
     "sandbox": ["allow-scripts"],
 }
+# An uploaded update waits here while the administrator reads what it changes.
+_UPLOAD_KEY = "addons:upload:{user}:{token}"
+_UPLOAD_SECONDS = 15 * 60
 _TYPES = {".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml"}
 
 
@@ -76,7 +87,8 @@ def library(request: HttpRequest) -> HttpResponse:
     off = switched_off_by(user)
     states = installed_addons()
     installed = [(state, user_enabled(state, off)) for state in states]
-    offered = offered_addons({state.id for state in states}) if user.is_superuser else []
+    versions = {state.id: state.manifest.version for state in states}
+    offered = offered_addons(versions) if user.is_superuser else []
     return render(
         request,
         "addons/library.html",
@@ -89,46 +101,102 @@ def library(request: HttpRequest) -> HttpResponse:
     )
 
 
+def _choice(request: HttpRequest) -> UpdateChoice:
+    return UpdateChoice(
+        update=request.POST.get("update") == "1",
+        consent=frozenset(request.POST.getlist("consent")),
+        downgrade=request.POST.get("downgrade") == "1",
+    )
+
+
+def _installed(request: HttpRequest, installed: Installed) -> HttpResponse:
+    plan = installed.plan
+    if plan.direction == "new":
+        messages.success(
+            request,
+            _("Installed %(addon_id)s. It is off until you turn it on.")
+            % {"addon_id": plan.addon_id},
+        )
+    else:
+        messages.success(
+            request,
+            _("Updated %(name)s to version %(version)s; everyone's settings were kept.")
+            % {"name": plan.name, "version": plan.to_version},
+        )
+    return redirect("addons:detail", addon_id=plan.addon_id)
+
+
+def _confirm_update(request: HttpRequest, plan: UpdatePlan, **form: str) -> HttpResponse:
+    return render(request, "addons/update_confirm.html", {"plan": plan, "form": form})
+
+
 @login_required
 @require_POST
 def install_upload(request: HttpRequest) -> HttpResponse:
-    upload = request.FILES.get("package")
-    if upload is None:
-        messages.error(request, _("Choose an add-on package (.zip) to install."))
-        return redirect("addons:library")
-    if upload.size is not None and upload.size > MAX_PACKAGE_BYTES:
-        messages.error(
-            request,
-            _("The package is larger than %(value)s KiB.") % {"value": MAX_PACKAGE_BYTES // 1024},
-        )
-        return redirect("addons:library")
+    user = signed_in_user(request)
+    # An update's confirmation posts back the token of the package uploaded before it.
+    token = request.POST.get("token", "")
+    if token:
+        data = cache.get(_UPLOAD_KEY.format(user=user.pk, token=token[:64]))
+        if data is None:
+            messages.error(request, _("That upload has expired; upload the package again."))
+            return redirect("addons:library")
+    else:
+        upload = request.FILES.get("package")
+        if upload is None:
+            messages.error(request, _("Choose an add-on package (.zip) to install."))
+            return redirect("addons:library")
+        if upload.size is not None and upload.size > MAX_PACKAGE_BYTES:
+            messages.error(request, too_large(upload.size))
+            return redirect("addons:library")
+        data = upload.read()
     try:
-        row = addon_install_zip(user=signed_in_user(request), data=upload.read())
+        choice = _choice(request)
+        if not choice.update:
+            plan = addon_zip_plan(user=user, data=data)
+            if plan.direction != "new":
+                token = secrets.token_urlsafe(24)
+                cache.set(_UPLOAD_KEY.format(user=user.pk, token=token), data, _UPLOAD_SECONDS)
+                return _confirm_update(request, plan, token=token)
+        installed = addon_install_zip(user=user, data=data, choice=choice)
     except Refusal as refusal:
         messages.error(request, _("Not installed: %(message)s") % {"message": refusal.message})
         return redirect("addons:library")
-    messages.success(
-        request,
-        _("Installed %(addon_id)s. It is off until you turn it on.") % {"addon_id": row.addon_id},
-    )
-    return redirect("addons:detail", addon_id=row.addon_id)
+    if token:
+        cache.delete(_UPLOAD_KEY.format(user=user.pk, token=token[:64]))
+    return _installed(request, installed)
 
 
 @login_required
 @require_POST
 def install_entry_point(request: HttpRequest) -> HttpResponse:
+    user = signed_in_user(request)
+    name = request.POST.get("name", "")[:200]
     try:
-        row = addon_install_entry_point(
-            user=signed_in_user(request), name=request.POST.get("name", "")[:200]
-        )
+        choice = _choice(request)
+        if not choice.update:
+            plan = addon_entry_point_plan(user=user, name=name)
+            if plan.direction != "new":
+                return _confirm_update(request, plan, name=name)
+        installed = addon_install_entry_point(user=user, name=name, choice=choice)
     except Refusal as refusal:
         messages.error(request, _("Not installed: %(message)s") % {"message": refusal.message})
         return redirect("addons:library")
-    messages.success(
+    return _installed(request, installed)
+
+
+@login_required
+@require_GET
+def log(request: HttpRequest) -> HttpResponse:
+    """Administrators: what happened to add-ons here, newest first (one add-on with ?addon=)."""
+    if not signed_in_user(request).is_superuser:
+        raise Http404
+    addon_id = request.GET.get("addon", "")[:200]
+    return render(
         request,
-        _("Installed %(addon_id)s. It is off until you turn it on.") % {"addon_id": row.addon_id},
+        "addons/log.html",
+        {"entries": addon_log(addon_id=addon_id), "addon_id": addon_id},
     )
-    return redirect("addons:detail", addon_id=row.addon_id)
 
 
 @login_required

@@ -2,6 +2,7 @@
 
     memory-host status|on|off|files|show [path]|path [--project DIR | --key KEY]
     memory-host mcp [--bank (--project DIR | --key KEY)]
+    memory-host addon new|check|pack|dev …   (add-on author tools, config/addon_cli.py)
 
 Talks to the host's REST API with a personal token, from any folder. `mcp` is an MCP
 server on stdio (B1) that forwards every request to the host's /mcp/ endpoint: the
@@ -107,9 +108,14 @@ def _identity(args: argparse.Namespace) -> tuple[str, str] | str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
     base = os.environ.get("MEMORY_HOST_URL", "http://127.0.0.1:8000")
     token = os.environ.get("MEMORY_HOST_TOKEN", "")
+    if argv[:1] == ["addon"]:  # an author's tools: most need no host and no token
+        from config.addon_cli import addon_main
+
+        return addon_main(argv[1:], base=base, token=token)
+    args = _parser().parse_args(argv)
     if not token:
         print("error: set MEMORY_HOST_TOKEN to a personal API token", file=sys.stderr)
         return 2

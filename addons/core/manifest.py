@@ -6,10 +6,11 @@ field by its path (``settings.0.choices``) so an author knows what to fix.
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
     AfterValidator,
@@ -22,6 +23,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import ErrorDetails
 
 API_VERSION = 2
 # The tools the host can give a model; a skill may name only these.
@@ -35,6 +37,8 @@ PERMISSIONS = {
 MEMORY_TOOLS = HOST_TOOLS
 MAX_MANIFEST_BYTES = 64 * 1024
 _PLACEHOLDER = re.compile(r"\{([a-z][a-z0-9-]*)\}")
+# Inside a context file, {{key}} is the person's value of any declared setting.
+TEMPLATE_FIELD = re.compile(r"\{\{([a-z][a-z0-9-]*)\}\}")
 
 AddonId = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9-]{1,39}$")]
 Key = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9-]{0,39}$")]
@@ -197,7 +201,9 @@ class Manifest(_Strict):
                 declared = self.setting(key)
                 if declared is None or not declared.choices:
                     raise ValueError(
-                        f"capabilities.contextFiles: {{{key}}} must name a setting with choices"
+                        f"capabilities.contextFiles: {{{key}}} in a file name must name a "
+                        f"setting with choices; for any other setting write {{{{{key}}}}} "
+                        "inside the file instead"
                     )
         return self
 
@@ -222,14 +228,92 @@ class Manifest(_Strict):
     def resolve_context_file(self, path: str, values: Mapping[str, object]) -> str:
         return _PLACEHOLDER.sub(lambda m: str(values.get(m.group(1), "")), path)
 
+    def template_fields(self, text: str) -> list[str]:
+        """The {{key}} fields of a context file that name no declared setting."""
+        return sorted({k for k in TEMPLATE_FIELD.findall(text) if self.setting(k) is None})
+
     def as_json(self) -> dict[str, JsonValue]:
         return self.model_dump(mode="json", by_alias=True, exclude_defaults=False)
+
+
+def render_template(text: str, values: Mapping[str, object]) -> str:
+    """A context file with each {{key}} replaced by the person's checked value; a field
+    naming no setting stays as written (the package check refuses such files)."""
+
+    def value(match: re.Match[str]) -> str:
+        key = match.group(1)
+        if key not in values:
+            return match.group(0)
+        found = values[key]
+        return ("true" if found else "false") if isinstance(found, bool) else str(found)
+
+    return TEMPLATE_FIELD.sub(value, text)
 
 
 def _where(loc: tuple[int | str, ...]) -> str:
     # pydantic adds the union member or validator name to some paths; people need field names.
     parts = [str(p) for p in loc if not str(p).startswith(("function-", "str", "int", "bool"))]
     return ".".join(parts) or "manifest"
+
+
+# What a field that must match a pattern allows, said the way an author reads it.
+_PATTERN_RULES = {
+    "id": "use 2 to 40 lowercase letters, digits or dashes, starting with a letter "
+    "(like tone-of-voice)",
+    "version": "use MAJOR.MINOR.PATCH, optionally with -pre or +build (like 1.0.0 or 1.1.0-beta.1)",
+    "key": "use 1 to 40 lowercase letters, digits or dashes, starting with a letter",
+    "name": "use 1 to 40 lowercase letters, digits or dashes, starting with a letter",
+    "path": "use letters, digits and . _ - / { } only, up to 200 characters",
+    "contextFiles": "use letters, digits and . _ - / { } only, up to 200 characters",
+}
+
+
+def _model_at(loc: tuple[int | str, ...]) -> type[BaseModel] | None:
+    """The model whose fields sit at this path of the manifest (to suggest a misspelt key)."""
+    model: type[BaseModel] = Manifest
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        field = next((f for name, f in model.model_fields.items() if part in (name, f.alias)), None)
+        if field is None:
+            return None
+        inner = field.annotation
+        while get_args(inner) and not (isinstance(inner, type) and issubclass(inner, BaseModel)):
+            inner = get_args(inner)[0]
+        if not (isinstance(inner, type) and issubclass(inner, BaseModel)):
+            return None
+        model = inner
+    return model
+
+
+def _extra_key(loc: tuple[int | str, ...]) -> str:
+    model = _model_at(loc[:-1])
+    if model is None:
+        return "is not a field here"
+    allowed = [f.alias or name for name, f in model.model_fields.items()]
+    close = difflib.get_close_matches(str(loc[-1]), allowed, n=1, cutoff=0.6)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    return f"is not a field here; {hint}allowed: {', '.join(allowed)}"
+
+
+def _problem(item: ErrorDetails) -> str:
+    loc = tuple(item["loc"])
+    kind = item["type"]
+    named = [part for part in loc if isinstance(part, str)]
+    if kind == "extra_forbidden":
+        message = _extra_key(loc)
+    elif kind == "string_pattern_mismatch" and named and named[-1] in _PATTERN_RULES:
+        message = f"{item['input']!r} does not fit: {_PATTERN_RULES[named[-1]]}"
+    elif kind == "literal_error":
+        allowed = re.findall(r"'([^']*)'", str(item.get("ctx", {}).get("expected", "")))
+        close = difflib.get_close_matches(str(item["input"]), allowed, n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        message = f"{item['input']!r} is not allowed; {hint}{str(item['msg']).lower()}"
+    else:
+        message = str(item["msg"]).removeprefix("Value error, ")
+    where = _where(loc)
+    # A whole-manifest check already starts with the field it is about.
+    return message if where == "manifest" else f"{where}: {message}"
 
 
 def manifest_parse(raw: bytes | str | Mapping[str, object]) -> Manifest:
@@ -255,10 +339,4 @@ def manifest_parse(raw: bytes | str | Mapping[str, object]) -> Manifest:
     try:
         return Manifest.model_validate(data)
     except ValidationError as error:
-        problems = []
-        for item in error.errors(include_url=False):
-            message = str(item["msg"]).removeprefix("Value error, ")
-            where = _where(item["loc"])
-            # A whole-manifest check already starts with the field it is about.
-            problems.append(message if where == "manifest" else f"{where}: {message}")
-        raise ManifestError(problems) from None
+        raise ManifestError([_problem(item) for item in error.errors(include_url=False)]) from None

@@ -32,7 +32,12 @@ ALLOWED_SUFFIXES = frozenset(
 
 
 class PackageRefused(ValueError):
-    """The package cannot be installed; the message says why, for the person installing."""
+    """The package cannot be installed; the message says why, for the person installing.
+    ``problems`` lists each mistake on its own when there are several (a manifest's)."""
+
+    def __init__(self, message: str, problems: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.problems = problems or [message]
 
 
 @dataclass(frozen=True)
@@ -43,6 +48,14 @@ class Package:
     @property
     def size(self) -> int:
         return sum(len(data) for data in self.files.values())
+
+
+def too_large(size: int) -> str:
+    """The refusal of an upload over the cap, with its size (rounded up, so never equal)."""
+    return (
+        f"The package is {(size + 1023) // 1024} KiB; "
+        f"at most {MAX_PACKAGE_BYTES // 1024} KiB is allowed."
+    )
 
 
 def clean_name(name: str) -> str:
@@ -100,7 +113,9 @@ def _assemble(entries: Iterator[tuple[str, bytes]]) -> Package:
     try:
         manifest = manifest_parse(raw_manifest)
     except ManifestError as error:
-        raise PackageRefused(f"manifest.json: {error}") from None
+        raise PackageRefused(
+            f"manifest.json: {error}", [f"manifest.json: {p}" for p in error.problems]
+        ) from None
     _check_references(manifest, files)
     return Package(manifest=manifest, files=files)
 
@@ -117,9 +132,16 @@ def _check_references(manifest: Manifest, files: dict[str, bytes]) -> None:
                     f"{path}: a context file holds at most {MAX_CONTEXT_FILE_BYTES // 1024} KiB."
                 )
             try:
-                data.decode("utf-8")
+                text = data.decode("utf-8")
             except UnicodeDecodeError:
                 raise PackageRefused(f"{path}: a context file must be UTF-8 text.") from None
+            unknown = manifest.template_fields(text)
+            if unknown:
+                declared = ", ".join(s.key for s in manifest.settings) or "none"
+                raise PackageRefused(
+                    f"{path}: {{{{{unknown[0]}}}}} names no declared setting "
+                    f"(declared: {declared})."
+                )
     for page in manifest.pages:
         if page.path not in files:
             raise PackageRefused(f"pages: {page.path} is not in the package.")
@@ -128,7 +150,7 @@ def _check_references(manifest: Manifest, files: dict[str, bytes]) -> None:
 def package_from_zip(data: bytes) -> Package:
     """A checked package from an uploaded zip, or PackageRefused."""
     if len(data) > MAX_PACKAGE_BYTES:
-        raise PackageRefused(f"The package is larger than {MAX_PACKAGE_BYTES // 1024} KiB.")
+        raise PackageRefused(too_large(len(data)))
     try:
         archive = open_zip(data)
     except ZipRefused as refused:
@@ -157,8 +179,8 @@ def package_from_zip(data: bytes) -> Package:
 def _walk(folder: Traversable, prefix: str = "") -> Iterator[tuple[str, Traversable]]:
     for child in sorted(folder.iterdir(), key=lambda item: item.name):
         name = f"{prefix}{child.name}"
-        if child.name == "__pycache__" or child.name.endswith((".py", ".pyc", ".typed")):
-            continue  # the distribution's own code is not package content
+        if child.name == "__pycache__" or child.name.endswith((".py", ".pyc", ".typed", ".d.ts")):
+            continue  # the distribution's own code and the author's type stubs stay out
         if child.is_dir():
             yield from _walk(child, f"{name}/")
         else:

@@ -32,6 +32,11 @@ window.addEventListener("message", async (event) => {
   // The sandboxed page has an opaque origin, so "*" is the only target that reaches it;
   // the reply goes to that one window and holds only this add-on's setting.
   frame.contentWindow.postMessage({ sdk: 1, id: message.id, ...reply }, "*");
+  if (reply.ok && message.method === "userSettings.set") {
+    // sdk.userSettings.onChange listeners hear the saved value, as the host checked it.
+    const key = message.key.slice(0, 40);
+    frame.contentWindow.postMessage({ sdk: 1, event: "change", key, value: reply.value }, "*");
+  }
 });
 
 // The page loads only now that the bridge listens, so its first sdk call is never lost.

@@ -72,11 +72,34 @@ BAD = [
     ("api 1", {**MINIMAL, "api": 1}, "api: must be 2"),
     ("no api", {k: v for k, v in MINIMAL.items() if k != "api"}, "api: must be 2"),
     ("missing name", {k: v for k, v in MINIMAL.items() if k != "name"}, "name: Field required"),
-    ("id with capitals", {**MINIMAL, "id": "Tone"}, "id: String should match pattern"),
-    ("id with a slash", {**MINIMAL, "id": "../x"}, "id: String should match pattern"),
-    ("version not semver", {**MINIMAL, "version": "one"}, "version: String should match"),
-    ("unknown top-level key", {**MINIMAL, "colour": "red"}, "colour: Extra inputs"),
-    ("unknown permission", {**MINIMAL, "permissions": ["root"]}, "permissions.0: Input should be"),
+    (
+        "id with capitals",
+        {**MINIMAL, "id": "Tone"},
+        "id: 'Tone' does not fit: use 2 to 40 lowercase letters, digits or dashes, starting "
+        "with a letter",
+    ),
+    ("id with a slash", {**MINIMAL, "id": "../x"}, "id: '../x' does not fit: use 2 to 40"),
+    (
+        "version not semver",
+        {**MINIMAL, "version": "one"},
+        "version: 'one' does not fit: use MAJOR.MINOR.PATCH",
+    ),
+    ("unknown top-level key", {**MINIMAL, "colour": "red"}, "colour: is not a field here"),
+    (
+        "misspelt top-level key",
+        {**MINIMAL, "permisions": []},
+        "permisions: is not a field here; did you mean 'permissions'?",
+    ),
+    (
+        "misspelt permission",
+        {**MINIMAL, "permissions": ["pagez"]},
+        "permissions.0: 'pagez' is not allowed; did you mean 'pages'?",
+    ),
+    (
+        "unknown permission",
+        {**MINIMAL, "permissions": ["root"]},
+        "permissions.0: 'root' is not allowed; input should be 'context-files'",
+    ),
     (
         "setting without permission",
         {**MINIMAL, "settings": [SETTING]},
@@ -85,7 +108,7 @@ BAD = [
     (
         "setting of an unknown type",
         {**MINIMAL, "permissions": ["user-settings"], "settings": [{**SETTING, "type": "float"}]},
-        "settings.0.type: Input should be",
+        "settings.0.type: 'float' is not allowed; input should be 'string'",
     ),
     (
         "default outside the choices",
@@ -153,7 +176,8 @@ BAD = [
             "permissions": ["context-files"],
             "capabilities": {"contextFiles": ["context/{tone}.md"]},
         },
-        "capabilities.contextFiles: {tone} must name a setting with choices",
+        "capabilities.contextFiles: {tone} in a file name must name a setting with choices; for "
+        "any other setting write {{tone}} inside the file instead",
     ),
     (
         "a page that is not HTML",
