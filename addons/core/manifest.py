@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
@@ -296,6 +296,42 @@ def _extra_key(loc: tuple[int | str, ...]) -> str:
     return f"is not a field here; {hint}allowed: {', '.join(allowed)}"
 
 
+def _kind_of(value: object) -> str:
+    return {bool: "true or false", int: "a number", float: "a number", str: "text"}.get(
+        type(value), "a list" if isinstance(value, list) else "an object"
+    )
+
+
+def _size(item: ErrorDetails, unit: str) -> str:
+    ctx = item.get("ctx", {})
+    value = item.get("input")
+    if ctx.get("min_length") == 1 and not str(value or "").strip():
+        return "must not be empty"
+    limit = (
+        f"at most {ctx['max_length']}" if "max_length" in ctx else f"at least {ctx['min_length']}"
+    )
+    now = f"has {len(value)} {unit}; " if isinstance(value, str | list | tuple | dict) else ""
+    return f"{now}{limit} allowed"
+
+
+# Pydantic's words for the common problems, put the way an author fixes them.
+_PLAIN: dict[str, Callable[[ErrorDetails], str]] = {
+    "missing": lambda item: "is required: add it",
+    "string_too_long": lambda item: _size(item, "characters"),
+    "string_too_short": lambda item: _size(item, "characters"),
+    "too_long": lambda item: _size(item, "items"),
+    "too_short": lambda item: _size(item, "items"),
+    "string_type": lambda item: f"must be text, not {_kind_of(item.get('input'))}",
+    "int_type": lambda item: f"must be a whole number, not {_kind_of(item.get('input'))}",
+    "int_parsing": lambda item: f"must be a whole number, not {item.get('input')!r}",
+    "bool_type": lambda item: f"must be true or false, not {_kind_of(item.get('input'))}",
+    "bool_parsing": lambda item: f"must be true or false, not {item.get('input')!r}",
+    "list_type": lambda item: f"must be a list, not {_kind_of(item.get('input'))}",
+    "model_type": lambda item: f"must be an object, not {_kind_of(item.get('input'))}",
+    "dict_type": lambda item: f"must be an object, not {_kind_of(item.get('input'))}",
+}
+
+
 def _problem(item: ErrorDetails) -> str:
     loc = tuple(item["loc"])
     kind = item["type"]
@@ -309,6 +345,8 @@ def _problem(item: ErrorDetails) -> str:
         close = difflib.get_close_matches(str(item["input"]), allowed, n=1, cutoff=0.6)
         hint = f"did you mean {close[0]!r}? " if close else ""
         message = f"{item['input']!r} is not allowed; {hint}{str(item['msg']).lower()}"
+    elif kind in _PLAIN:
+        message = _PLAIN[kind](item)
     else:
         message = str(item["msg"]).removeprefix("Value error, ")
     where = _where(loc)

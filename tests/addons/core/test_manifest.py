@@ -71,7 +71,11 @@ BAD = [
     ("not an object", [], "manifest: must be a JSON object"),
     ("api 1", {**MINIMAL, "api": 1}, "api: must be 2"),
     ("no api", {k: v for k, v in MINIMAL.items() if k != "api"}, "api: must be 2"),
-    ("missing name", {k: v for k, v in MINIMAL.items() if k != "name"}, "name: Field required"),
+    (
+        "missing name",
+        {k: v for k, v in MINIMAL.items() if k != "name"},
+        "name: is required: add it",
+    ),
     (
         "id with capitals",
         {**MINIMAL, "id": "Tone"},
@@ -124,6 +128,13 @@ BAD = [
         },
         "settings.0: a choice of tone must be text",
     ),
+    ("an empty author", {**MINIMAL, "author": ""}, "author: must not be empty"),
+    ("a number for a name", {**MINIMAL, "name": 7}, "name: must be text, not a number"),
+    (
+        "too many context files",
+        {**MINIMAL, "capabilities": {"contextFiles": [f"f{i}.md" for i in range(11)]}},
+        "capabilities.contextFiles: has 11 items; at most 10 allowed",
+    ),
     (
         "two settings with one key",
         {**MINIMAL, "permissions": ["user-settings"], "settings": [SETTING, SETTING]},
@@ -148,7 +159,7 @@ BAD = [
     (
         "a skill without instructions",
         {**MINIMAL, "skills": [{"name": "x", "description": "d", "instructions": " "}]},
-        "skills.0.instructions: String should have at least 1 character",
+        "skills.0.instructions: must not be empty",
     ),
     (
         "context file escaping the package",
@@ -189,7 +200,11 @@ BAD = [
         {**MINIMAL, "pages": [{"path": "p.html", "title": "P"}]},
         "permissions: add 'pages'",
     ),
-    ("name too long", {**MINIMAL, "name": "x" * 201}, "name: String should have at most 200"),
+    (
+        "name too long",
+        {**MINIMAL, "name": "x" * 201},
+        "name: has 201 characters; at most 200 allowed",
+    ),
 ]
 
 
