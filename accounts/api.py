@@ -37,7 +37,9 @@ def me(request: HttpRequest) -> User:
 
 def _ai_settings(user: User) -> AISettingsOut:
     setting = estimate_complexity_for(user)
-    return AISettingsOut(estimate_complexity=setting.mode, estimate_complexity_locked=setting.locked)
+    return AISettingsOut(
+        estimate_complexity=setting.mode, estimate_complexity_locked=setting.locked
+    )
 
 
 @router.get("/ai-settings", response=AISettingsOut, summary="Your AI settings as they apply")
@@ -51,9 +53,7 @@ def ai_settings_get(request: HttpRequest) -> AISettingsOut:
     summary="Change your AI settings; a value the organization locked is refused (403)",
 )
 def ai_settings_put(request: HttpRequest, payload: AISettingsIn) -> AISettingsOut:
-    user = estimate_complexity_set(
-        user=signed_in_user(request), mode=payload.estimate_complexity
-    )
+    user = estimate_complexity_set(user=signed_in_user(request), mode=payload.estimate_complexity)
     return _ai_settings(user)
 
 

@@ -27,6 +27,7 @@ from chat.models import Conversation, Message
 from chat.prompt import Prepared, prepare
 from chat.signals import answer_completed
 from chat.stream import Streamer
+from chat.turn_start import turn_start
 from host import model_client as client
 from host.core.storable import storable, storable_value
 from host.outbound import OutboundRefused, check_outbound_url, release_db_connection
@@ -146,10 +147,13 @@ def turn_run(*, message_id: int) -> None:
     message = _claim(message_id)
     if message is None:
         return
+    start = turn_start(message)
+    if start.parked:
+        return  # a card waits for the person; its answer or its timeout queues the turn again
     streamer = Streamer(message, message.conversation.owner_id)
     usage: dict[str, int] = {}
     try:
-        end = _answer(message, streamer, usage)
+        end = _answer(message, streamer, usage, start.plan)
     except client.ModelError as error:
         # The transport's whole-call bound ends a trickling stream at the answer's own
         # deadline: say so, not that the stream was cut.
@@ -184,12 +188,12 @@ def _announce_complete(message: Message) -> None:
     answer_completed.send_robust(sender=Message, answer_id=message.pk)
 
 
-def _answer(message: Message, streamer: Streamer, usage: dict[str, int]) -> _End:
+def _answer(message: Message, streamer: Streamer, usage: dict[str, int], plan: str) -> _End:
     """The rounds of one answer; returns how it ended (errors raise ModelError)."""
     user_id = message.conversation.owner_id
     if streamer.should_stop():
         return _End(Message.State.STOPPED)
-    prepared = prepare(message)
+    prepared = prepare(message, plan=plan)
     streamer.policy = prepared.policy
     skill_uses_record(
         user_id=user_id,

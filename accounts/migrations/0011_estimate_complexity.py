@@ -4,30 +4,39 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('accounts', '0010_organization_skills_enabled'),
+        ("accounts", "0010_organization_skills_enabled"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='agent',
-            name='planning',
+            model_name="agent",
+            name="planning",
             field=models.BooleanField(default=True),
         ),
         migrations.AddField(
-            model_name='organization',
-            name='estimate_complexity',
-            field=models.CharField(blank=True, choices=[('off', 'Off'), ('automatic', 'Automatic'), ('always', 'Always')], default='', max_length=16),
+            model_name="organization",
+            name="estimate_complexity",
+            field=models.CharField(
+                blank=True,
+                choices=[("off", "Off"), ("automatic", "Automatic"), ("always", "Always")],
+                default="",
+                max_length=16,
+            ),
         ),
         migrations.AddField(
-            model_name='organization',
-            name='estimate_complexity_locked',
+            model_name="organization",
+            name="estimate_complexity_locked",
             field=models.BooleanField(default=False),
         ),
         migrations.AddField(
-            model_name='user',
-            name='estimate_complexity',
-            field=models.CharField(blank=True, choices=[('off', 'Off'), ('automatic', 'Automatic'), ('always', 'Always')], default='', max_length=16),
+            model_name="user",
+            name="estimate_complexity",
+            field=models.CharField(
+                blank=True,
+                choices=[("off", "Off"), ("automatic", "Automatic"), ("always", "Always")],
+                default="",
+                max_length=16,
+            ),
         ),
     ]
