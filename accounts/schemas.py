@@ -14,7 +14,7 @@ class ErrorOut(Schema):
 
 
 class AISettingsOut(Schema):
-    estimate_complexity: Literal["off", "automatic", "always"] = Field(
+    estimate_complexity: str = Field(
         description="As it applies now (M20): a locked organization value wins."
     )
     estimate_complexity_locked: bool = Field(

@@ -140,7 +140,14 @@ def parse_judgement(reply: str) -> Judgement:
 
 
 def option_from_stored(data: dict[str, Any]) -> Option:
-    return Option(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+    """An option as the card stored it (checked when it came in)."""
+    return Option(
+        title=str(data["title"]),
+        summary=str(data.get("summary", "")),
+        feasibility=data["feasibility"],
+        recommended=bool(data.get("recommended")),
+        **{key: tuple(str(item) for item in data.get(key, ())) for key in DETAILS},
+    )
 
 
 __all__ = [
