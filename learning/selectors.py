@@ -11,6 +11,7 @@ from django.conf import settings
 from django.db.models import Q
 from django.http import Http404
 from django.shortcuts import get_object_or_404
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext
 
@@ -20,6 +21,7 @@ from chat.under_messages import UnderMessages
 from learning.core.triage import Option, option_from_stored
 from learning.models import CleanupJob, RuleSuggestion, TriageCard
 from learning.rule_routing import RuleTarget, TargetChoice, target_choices
+from memory_addon.inbox_items import InboxItem
 from memory_addon.models import MemoryScope, ReferenceFile
 from memory_addon.services.policy import Policy, kill_switch_on, policy_for
 from memory_addon.services.scopes import INDEX_PATH, scope_folder
@@ -199,6 +201,23 @@ def triage_for_user(user: User, card_id: int) -> TriageCard:
         )
     except (TriageCard.DoesNotExist, ValueError, TypeError):
         raise Http404("No such triage card.") from None
+
+
+def triage_inbox_items(user: User) -> list[InboxItem]:
+    """Triage cards that wait for the person, for the Inbox (registered in learning/apps.py)."""
+    rows = (
+        TriageCard.objects.filter(user=user, state=TriageCard.State.WAITING)
+        .select_related("conversation")
+        .order_by("created_at")
+    )
+    return [
+        InboxItem(
+            text=gettext("A triage card waits in “%(title)s”.") % {"title": row.conversation},
+            url=f"{reverse('chat_conversation', args=[row.conversation_id])}#triage-card-{row.pk}",
+            link=gettext("Answer it"),
+        )
+        for row in rows
+    ]
 
 
 def triage_cards_for(

@@ -19,6 +19,7 @@ from host.core.ids import row_ids
 from host.errors import Refusal
 from host.htmx import HtmxHttpRequest
 from memory_addon.core.entries import MAX_ENTRY_CHARS
+from memory_addon.inbox_items import inbox_items
 from memory_addon.models import ChangeSet
 from memory_addon.pages import banners_for
 from memory_addon.selectors import pending_proposals, proposal_for_user, proposals_with_diffs
@@ -44,6 +45,7 @@ def _inbox_render(request: HtmxHttpRequest, extra: dict[str, Any]) -> HttpRespon
         "proposals": proposals_with_diffs(pending_proposals(user)),
         "max_entry_chars": MAX_ENTRY_CHARS,
         "banners": banners_for(user),
+        "waiting_elsewhere": inbox_items(user),
         **extra,
     }
     # Only the bulk buttons swap the body; an htmx GET (a page catching up after its

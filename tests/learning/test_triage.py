@@ -375,3 +375,15 @@ def test_another_persons_card_is_not_found(fake_openai, person, ask, chat, clien
     assert client.post(f"/learning/triage/{card.pk}/proceed/", {"choice": "0"}).status_code == 404
     card.refresh_from_db()
     assert card.state == TriageCard.State.WAITING
+
+
+def test_a_waiting_card_is_listed_in_the_inbox_until_it_is_answered(
+    fake_openai, person, ask, chat, queued, client
+):
+    _, card = parked(fake_openai, person, ask, chat)
+    client.force_login(person)
+    inbox = client.get("/inbox/").content.decode()
+    assert "A triage card waits in “Test chat”." in inbox
+    assert f"/chat/{chat.pk}/#triage-card-{card.pk}" in inbox
+    triage.triage_proceed(user=person, card=card, choice="0")
+    assert "A triage card waits" not in client.get("/inbox/").content.decode()
