@@ -46,9 +46,11 @@ MAX_IDEA_CHARS = 2000
 def triage_mode(message: Message) -> str:
     """The setting that applies to this turn, or "" when the turn is not eligible:
     only interactive turns of a saved agent with planning on and a model with tools;
-    never scheduled, background or bridge turns."""
+    never scheduled, background or bridge turns, nor a turn that answers a card."""
     conversation = message.conversation
     agent, profile = conversation.agent, conversation.ai_profile
+    if message.tool_calls or message.content:
+        return ""  # a turn resumed after a card was answered: it already ran
     if conversation.run_kind != "interactive" or conversation.binding_id is not None:
         return ""
     if agent is None or not agent.planning or profile is None or not profile.supports_tools:

@@ -256,16 +256,34 @@ def _eligibility(case: str, person, chat, agent) -> None:
     chat.save()
 
 
+def _answers_a_card(answer: Message) -> Message:
+    """An answer that resumes after a card (M19 parks a turn mid-run): it already ran."""
+    answer.tool_calls = [{"round": 1, "id": "q1", "name": "ask_person", "ok": True}]
+    answer.save(update_fields=["tool_calls"])
+    return answer
+
+
 @pytest.mark.parametrize(
     "case",
-    ["scheduled", "background", "bridge", "planning off", "no agent", "setting off"],
+    [
+        "scheduled",
+        "background",
+        "bridge",
+        "planning off",
+        "no agent",
+        "setting off",
+        "answers a card",
+    ],
 )
 def test_turns_that_are_not_eligible_make_no_estimate_call(
     fake_openai, person, ask, chat, agent, case
 ):
     set_mode(person, "always")
     _eligibility(case, person, chat, agent)
-    answer = run(ask(REQUEST, chat))
+    answer = ask(REQUEST, chat)
+    if case == "answers a card":
+        _answers_a_card(answer)
+    answer = run(answer)
     assert answer.state == Message.State.COMPLETE
     assert len(fake_openai.chat_requests) == 1
     assert not fake_openai.chat_requests[0]["messages"][0]["content"].startswith(INSTRUCTION)
@@ -387,3 +405,15 @@ def test_a_waiting_card_is_listed_in_the_inbox_until_it_is_answered(
     assert f"/chat/{chat.pk}/#triage-card-{card.pk}" in inbox
     triage.triage_proceed(user=person, card=card, choice="0")
     assert "A triage card waits" not in client.get("/inbox/").content.decode()
+
+
+def test_the_estimate_leaves_masked_like_every_model_call(fake_openai, person, ask, chat, profile):
+    profile.api_key = "kw-stored-profile-key-7319"
+    profile.save(update_fields=["api_key_encrypted"])
+    set_mode(person, "always")
+    fake_openai.chat_replies.append({"content": judgement()})
+    run(ask(f"db_password=Zq8vLm2xR4 and my key kw-stored-profile-key-7319. {REQUEST}", chat))
+    sent = json.dumps(fake_openai.chat_requests[0], ensure_ascii=False)
+    assert fake_openai.chat_requests[0]["messages"][0]["content"].startswith(INSTRUCTION)
+    assert "Zq8vLm2xR4" not in sent and "kw-stored-profile-key-7319" not in sent
+    assert "[masked]" in sent
