@@ -417,3 +417,29 @@ def test_the_estimate_leaves_masked_like_every_model_call(fake_openai, person, a
     assert fake_openai.chat_requests[0]["messages"][0]["content"].startswith(INSTRUCTION)
     assert "Zq8vLm2xR4" not in sent and "kw-stored-profile-key-7319" not in sent
     assert "[masked]" in sent
+
+
+@pytest.mark.parametrize("entry", ["REST", "page form"])
+def test_a_message_sent_through_any_entry_point_is_estimated_before_its_turn(
+    fake_openai, person, chat, client, monkeypatch, entry
+):
+    from chat import services as chat_services
+
+    sent: list[Message] = []
+    monkeypatch.setattr(chat_services, "_enqueue_on_commit", sent.append)
+    set_mode(person, "always")
+    client.force_login(person)
+    if entry == "REST":
+        response = client.post(
+            f"/api/chat/conversations/{chat.pk}/messages",
+            {"text": REQUEST},
+            content_type="application/json",
+        )
+        assert response.status_code == 202
+    else:
+        response = client.post(f"/chat/{chat.pk}/send/", {"text": REQUEST})
+        assert response.status_code in (200, 302)
+    fake_openai.chat_replies.append({"content": judgement()})
+    answer = run(sent[0])
+    assert answer.state == Message.State.STREAMING
+    assert TriageCard.objects.get(answer=answer).state == TriageCard.State.WAITING
