@@ -161,6 +161,7 @@ class TriageCard(models.Model):
         PROCEEDED = "proceeded", "Proceeded with a plan"
         EXPIRED = "expired", "No answer in time: ran as asked"
         FAILED = "failed", "Estimate failed: ran as asked"
+        STOPPED = "stopped", "Stopped while it waited"
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     conversation = models.ForeignKey(

@@ -20,6 +20,8 @@ from accounts.models import EstimateComplexity, User
 from accounts.selectors import estimate_complexity_for
 from chat.models import Message
 from chat.prompt import prepare
+from chat.runner import message_finish
+from chat.services import stop_requested
 from chat.turn_start import TurnStart
 from host import model_client as client
 from host.core.untrusted import normalise_untrusted
@@ -239,19 +241,30 @@ def triage_proceed(
 
 
 def triage_sweep() -> int:
-    """Cards nobody answered within their wait: the turn runs as asked. Returns how many."""
-    due = TriageCard.objects.filter(
-        state=TriageCard.State.WAITING, expires_at__lte=timezone.now()
-    ).values_list("pk", "user_id", "answer_id")
+    """Cards nobody answered within their wait: the turn runs as asked. A card whose
+    answer the person stopped ends too, and its answer is stored as stopped without a
+    turn. Returns how many cards ended."""
+    waiting = TriageCard.objects.filter(state=TriageCard.State.WAITING).select_related("answer")
+    now = timezone.now()
+    ended = [
+        (card, TriageCard.State.EXPIRED)
+        if card.expires_at is None or card.expires_at <= now
+        else (card, TriageCard.State.STOPPED)
+        for card in waiting
+        if card.expires_at is None or card.expires_at <= now or stop_requested(card.answer)
+    ]
     count = 0
-    for card_id, user_id, answer_id in due:
+    for card, state in ended:
         with transaction.atomic(durable=True):
-            if not TriageCard.objects.filter(pk=card_id, state=TriageCard.State.WAITING).update(
-                state=TriageCard.State.EXPIRED, decided_at=timezone.now()
+            if not TriageCard.objects.filter(pk=card.pk, state=TriageCard.State.WAITING).update(
+                state=state, decided_at=timezone.now()
             ):
                 continue  # answered meanwhile
-            _resume_on_commit(answer_id)
-            _push_on_commit(user_id, answer_id)
+            if state == TriageCard.State.EXPIRED:
+                _resume_on_commit(card.answer_id)
+                _push_on_commit(card.user_id, card.answer_id)
+        if state == TriageCard.State.STOPPED:
+            message_finish(message=card.answer, state=Message.State.STOPPED, only_if_streaming=True)
         count += 1
     return count
 

@@ -443,3 +443,19 @@ def test_a_message_sent_through_any_entry_point_is_estimated_before_its_turn(
     answer = run(sent[0])
     assert answer.state == Message.State.STREAMING
     assert TriageCard.objects.get(answer=answer).state == TriageCard.State.WAITING
+
+
+def test_stop_on_a_parked_answer_ends_it_as_stopped_at_the_next_sweep(
+    fake_openai, person, ask, chat, queued
+):
+    from chat.services import message_stop
+
+    answer, card = parked(fake_openai, person, ask, chat)
+    message_stop(message=answer)
+    assert triage.triage_sweep() == 1
+    assert queued == []  # no turn: the answer ends here
+    answer.refresh_from_db()
+    assert answer.state == Message.State.STOPPED
+    card.refresh_from_db()
+    assert card.state == TriageCard.State.STOPPED
+    assert len(fake_openai.chat_requests) == 1  # only the estimate
