@@ -459,3 +459,16 @@ def test_stop_on_a_parked_answer_ends_it_as_stopped_at_the_next_sweep(
     card.refresh_from_db()
     assert card.state == TriageCard.State.STOPPED
     assert len(fake_openai.chat_requests) == 1  # only the estimate
+
+
+def test_the_models_texts_on_the_card_are_shown_escaped(fake_openai, person, ask, chat, client):
+    set_mode(person, "always")
+    hostile = json.loads(judgement())
+    hostile["reasons"] = ["<script>alert(1)</script>"]
+    hostile["options"][1]["title"] = '<img src=x onerror="alert(2)">'
+    fake_openai.chat_replies.append({"content": json.dumps(hostile)})
+    run(ask(REQUEST, chat))
+    client.force_login(person)
+    page = client.get(f"/chat/{chat.pk}/").content.decode()
+    assert "<script>alert(1)" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "<img src=x" not in page and "&lt;img src=x" in page
