@@ -35,6 +35,8 @@ class OrganizationAdmin(admin.ModelAdmin[Organization]):
         "learning_enabled",
         "skills_enabled",
         "budget_cap_tokens",
+        "estimate_complexity",
+        "estimate_complexity_locked",
     ]
     prepopulated_fields = {"slug": ("name",)}
     inlines = [MembershipInline]
@@ -50,7 +52,7 @@ class SiteSettingsAdmin(admin.ModelAdmin[SiteSettings]):
 
 @admin.register(Agent)
 class AgentAdmin(admin.ModelAdmin[Agent]):
-    list_display = ["name", "owner", "memory_allowed", "may_propose"]
+    list_display = ["name", "owner", "memory_allowed", "may_propose", "planning"]
     list_filter = ["memory_allowed", "may_propose"]
     search_fields = ["name", "slug", "owner__username"]
 

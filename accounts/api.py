@@ -8,6 +8,8 @@ from accounts.models import AIProfile, ApiToken, User
 from accounts.schemas import (
     AIProfileIn,
     AIProfileOut,
+    AISettingsIn,
+    AISettingsOut,
     ApiTokenCreatedOut,
     ApiTokenIn,
     ApiTokenOut,
@@ -15,13 +17,14 @@ from accounts.schemas import (
     ErrorOut,
     MeOut,
 )
-from accounts.selectors import profile_for_user, token_for_user
+from accounts.selectors import estimate_complexity_for, profile_for_user, token_for_user
 from accounts.services import ai_profile_delete as ai_profile_delete_service
 from accounts.services import (
     ai_profile_save,
     api_token_create,
     api_token_revoke,
     api_token_set_reads_own_rule_files,
+    estimate_complexity_set,
 )
 
 router = Router(tags=["accounts"])
@@ -30,6 +33,28 @@ router = Router(tags=["accounts"])
 @router.get("/me", response=MeOut, summary="The signed-in account")
 def me(request: HttpRequest) -> User:
     return signed_in_user(request)
+
+
+def _ai_settings(user: User) -> AISettingsOut:
+    setting = estimate_complexity_for(user)
+    return AISettingsOut(
+        estimate_complexity=setting.mode, estimate_complexity_locked=setting.locked
+    )
+
+
+@router.get("/ai-settings", response=AISettingsOut, summary="Your AI settings as they apply")
+def ai_settings_get(request: HttpRequest) -> AISettingsOut:
+    return _ai_settings(signed_in_user(request))
+
+
+@router.put(
+    "/ai-settings",
+    response={200: AISettingsOut, 400: ErrorOut, 403: ErrorOut},
+    summary="Change your AI settings; a value the organization locked is refused (403)",
+)
+def ai_settings_put(request: HttpRequest, payload: AISettingsIn) -> AISettingsOut:
+    user = estimate_complexity_set(user=signed_in_user(request), mode=payload.estimate_complexity)
+    return _ai_settings(user)
 
 
 @router.get("/ai-profiles", response=list[AIProfileOut], summary="List your AI profiles")

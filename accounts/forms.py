@@ -78,13 +78,21 @@ class AIProfileForm(forms.ModelForm[AIProfile]):
 class AgentForm(forms.ModelForm[Agent]):
     class Meta:
         model = Agent
-        fields: ClassVar = ["name", "slug", "instructions", "memory_allowed", "may_propose"]
+        fields: ClassVar = [
+            "name",
+            "slug",
+            "instructions",
+            "memory_allowed",
+            "may_propose",
+            "planning",
+        ]
         labels: ClassVar = {
             "name": gettext_lazy("Name"),
             "slug": gettext_lazy("Short name (slug)"),
             "instructions": gettext_lazy("Instructions"),
             "memory_allowed": gettext_lazy("Allow the Memory add-on for this agent"),
             "may_propose": gettext_lazy("Allow it to propose memory changes"),
+            "planning": gettext_lazy("Planning (complexity estimate before a turn)"),
         }
         help_texts: ClassVar = {
             "slug": gettext_lazy("Names the agent's memory folder: Memory/agents/<slug>/."),
@@ -167,6 +175,8 @@ class OrganizationForm(forms.ModelForm[Organization]):
             "skills_enabled",
             "reference_files_enabled",
             "budget_cap_tokens",
+            "estimate_complexity",
+            "estimate_complexity_locked",
         ]
         labels: ClassVar = {
             "rules": gettext_lazy("Organization rules"),
@@ -175,6 +185,8 @@ class OrganizationForm(forms.ModelForm[Organization]):
             "skills_enabled": gettext_lazy("Members may create skills and save learned rules"),
             "reference_files_enabled": gettext_lazy("Reference files of other tools"),
             "budget_cap_tokens": gettext_lazy("Memory budget cap per turn (tokens)"),
+            "estimate_complexity": gettext_lazy("Estimate complexity for members"),
+            "estimate_complexity_locked": gettext_lazy("Lock it (members cannot change it)"),
         }
         help_texts: ClassVar = {
             "rules": gettext_lazy(

@@ -27,8 +27,21 @@ def validate_no_secret(value: str, *, known: Collection[str] = ()) -> None:
         raise ValidationError(secret_refusal(finding))
 
 
+class EstimateComplexity(models.TextChoices):
+    """M20: whether a triage card may come before an eligible turn."""
+
+    OFF = "off", gettext_lazy("Off")
+    AUTOMATIC = "automatic", gettext_lazy("Automatic")
+    ALWAYS = "always", gettext_lazy("Always")
+
+
 class User(AbstractUser):
     """Our own user model from the first migration, so it can grow without a data move."""
+
+    # "" until the person chooses: the organization's value applies, else Off.
+    estimate_complexity = models.CharField(
+        max_length=16, choices=EstimateComplexity.choices, blank=True, default=""
+    )
 
     class Meta(AbstractUser.Meta):
         swappable = "AUTH_USER_MODEL"
@@ -52,6 +65,11 @@ class Organization(models.Model):
         help_text="Upper bound for the memory block of one turn, in estimated tokens.",
     )
     reference_files_enabled = models.BooleanField(default=True)
+    # M20: "" leaves it to each member; locked makes the value the members' own.
+    estimate_complexity = models.CharField(
+        max_length=16, choices=EstimateComplexity.choices, blank=True, default=""
+    )
+    estimate_complexity_locked = models.BooleanField(default=False)
     rules = models.TextField(
         blank=True, help_text="Organization rules in Markdown; read-only for members."
     )
@@ -120,6 +138,8 @@ class Agent(models.Model):
     may_propose = models.BooleanField(
         default=False, help_text="The agent may propose memory changes for you to confirm."
     )
+    # M20: off means no triage card before this agent's turns.
+    planning = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

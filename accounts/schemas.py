@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from ninja import Field, ModelSchema, Schema
 
@@ -11,6 +11,21 @@ from host.schemas import Moment
 
 class ErrorOut(Schema):
     detail: str
+
+
+class AISettingsOut(Schema):
+    estimate_complexity: str = Field(
+        description="As it applies now (M20): a locked organization value wins."
+    )
+    estimate_complexity_locked: bool = Field(
+        description="The organization set and locked it; a change is refused (403)."
+    )
+
+
+class AISettingsIn(Schema):
+    estimate_complexity: Literal["off", "automatic", "always"] = Field(
+        examples=["automatic"], description="Off, Automatic or Always (M20)."
+    )
 
 
 class MeOut(ModelSchema):

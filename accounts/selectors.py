@@ -3,10 +3,20 @@ the API alike: a foreign or missing id is a 404, never a hint that the row exist
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from django.shortcuts import get_object_or_404
 
 from accounts import crypto
-from accounts.models import Agent, AIProfile, ApiToken, Membership, MessagingBinding, User
+from accounts.models import (
+    Agent,
+    AIProfile,
+    ApiToken,
+    EstimateComplexity,
+    Membership,
+    MessagingBinding,
+    User,
+)
 
 
 def profile_for_user(user: User, profile_id: int) -> AIProfile:
@@ -28,6 +38,25 @@ def binding_for_user(user: User, binding_id: int) -> MessagingBinding:
 def membership_of(user: User) -> Membership | None:
     """The person's organization with their role in it (one organization per person)."""
     return Membership.objects.select_related("organization").filter(user=user).first()
+
+
+@dataclass(frozen=True)
+class ComplexitySetting:
+    mode: str  # an EstimateComplexity value
+    locked: bool  # the organization set it and members cannot change it
+    organization_name: str = ""
+
+
+def estimate_complexity_for(user: User) -> ComplexitySetting:
+    """The person's "Estimate complexity" as it applies: a locked organization value wins,
+    then the person's own choice, then the organization's value, then Off."""
+    membership = membership_of(user)
+    organization = membership.organization if membership is not None else None
+    value = organization.estimate_complexity if organization is not None else ""
+    if organization is not None and value and organization.estimate_complexity_locked:
+        return ComplexitySetting(value, True, organization.name)
+    mode = user.estimate_complexity or value or EstimateComplexity.OFF
+    return ComplexitySetting(mode, False, organization.name if organization else "")
 
 
 def stored_secrets_of(user_id: int) -> list[str]:

@@ -18,12 +18,15 @@ from accounts.models import (
     Agent,
     AIProfile,
     ApiToken,
+    EstimateComplexity,
     Membership,
     MessagingBinding,
     Organization,
     SiteSettings,
     User,
 )
+from accounts.selectors import estimate_complexity_for
+from host.errors import NotAllowed
 
 
 def site_settings_get() -> SiteSettings:
@@ -67,6 +70,24 @@ def organization_save(*, user: User, organization: Organization) -> Organization
     with transaction.atomic(durable=True):
         organization.save()
     return organization
+
+
+def estimate_complexity_set(*, user: User, mode: str) -> User:
+    """The person's own "Estimate complexity"; refused while the organization locks it."""
+    if mode not in EstimateComplexity.values:
+        raise ValidationError({"estimate_complexity": _("Choose Off, Automatic or Always.")})
+    setting = estimate_complexity_for(user)
+    if setting.locked:
+        raise NotAllowed(
+            _(
+                "estimate_complexity: %(organization)s has set and locked this setting; "
+                "only an admin of the organization can change it."
+            )
+            % {"organization": setting.organization_name}
+        )
+    User.objects.filter(pk=user.pk).update(estimate_complexity=mode)
+    user.estimate_complexity = mode
+    return user
 
 
 def agent_delete(*, agent: Agent) -> None:

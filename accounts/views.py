@@ -18,9 +18,15 @@ from django_ratelimit.core import is_ratelimited
 
 from accounts.auth import signed_in_user
 from accounts.forms import AgentForm, AIProfileForm, ApiTokenForm, OrganizationForm, SignupForm
-from accounts.models import Agent, AIProfile, ApiToken
+from accounts.models import Agent, AIProfile, ApiToken, EstimateComplexity
 from accounts.probe import ConnectionProblem, server_models
-from accounts.selectors import agent_for_user, membership_of, profile_for_user, token_for_user
+from accounts.selectors import (
+    agent_for_user,
+    estimate_complexity_for,
+    membership_of,
+    profile_for_user,
+    token_for_user,
+)
 from accounts.services import (
     agent_delete as agent_delete_service,
 )
@@ -30,11 +36,13 @@ from accounts.services import (
     api_token_create,
     api_token_revoke,
     api_token_set_reads_own_rule_files,
+    estimate_complexity_set,
     organization_save,
     site_settings_get,
     user_sign_up,
 )
 from accounts.services import ai_profile_delete as ai_profile_delete_service
+from host.errors import Refusal
 from host.show_once import show_once, take_shown
 
 
@@ -108,9 +116,25 @@ def rate_limited(request: HttpRequest, exception: Exception | None = None) -> Ht
 
 
 @login_required
+@require_http_methods(["GET", "POST"])
 def settings_page(request: HttpRequest) -> HttpResponse:
-    profiles = AIProfile.objects.filter(owner=signed_in_user(request))
-    return render(request, "accounts/settings.html", {"profiles": profiles})
+    user = signed_in_user(request)
+    error = ""
+    if request.method == "POST":
+        try:
+            estimate_complexity_set(user=user, mode=str(request.POST.get("estimate_complexity")))
+        except (Refusal, ValidationError) as refusal:
+            error = refusal.message if isinstance(refusal, Refusal) else " ".join(refusal.messages)
+        else:
+            messages.success(request, _("Saved your AI settings."))
+            return redirect("accounts:settings")
+    context = {
+        "profiles": AIProfile.objects.filter(owner=user),
+        "complexity": estimate_complexity_for(user),
+        "complexity_choices": EstimateComplexity.choices,
+        "complexity_error": error,
+    }
+    return render(request, "accounts/settings.html", context, status=400 if error else 200)
 
 
 @login_required

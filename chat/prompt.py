@@ -37,6 +37,7 @@ NO_TOOLS_NOTE = (
     "or propose notes."
 )
 EXCERPT_CHARS = 1500
+PLAN_HEADING = "The plan I chose for this request (follow it):"
 
 
 @dataclass
@@ -168,7 +169,18 @@ def _with_ask_person(
     return [*(tools or []), ask_person_schema(strict=profile.strict_tools)], True
 
 
-def prepare(message: Message) -> Prepared:
+def _add_plan(
+    turn: Turn, plan: str, messages: list[dict[str, Any]], sent_along: dict[str, Any]
+) -> None:
+    """The person's chosen plan follows their message, in their own role."""
+    if plan:
+        messages.append({"role": "user", "content": f"{PLAN_HEADING}\n\n{plan}"})
+        sent_along["plan"] = _as_sent(turn, plan)
+
+
+def prepare(message: Message, *, plan: str = "") -> Prepared:
+    """plan: what the person chose on a triage card (M20); it follows their message as
+    theirs, never as a system instruction."""
     conversation = message.conversation
     profile = conversation.ai_profile
     if profile is None:
@@ -244,6 +256,7 @@ def prepare(message: Message) -> Prepared:
         - min(settings.CHAT_ANSWER_RESERVE_TOKENS, profile.context_window // 4)
         - estimate_tokens(system)
         - estimate_tokens(current.content)
+        - estimate_tokens(plan)
         - (estimate_tokens(json.dumps(offered)) if offered else 0)
     )
     kept: list[Message] = []
@@ -270,6 +283,7 @@ def prepare(message: Message) -> Prepared:
         "tools": bool(tools),
         "tools_note": "" if profile.supports_tools else NO_TOOLS_NOTE,
     }
+    _add_plan(turn, plan, messages, sent_along)
     return Prepared(
         turn, _endpoint(conversation), messages, offered, sent_along, citations, policy, asks
     )

@@ -28,6 +28,7 @@ from chat.models import Conversation, Message, Question
 from chat.prompt import Prepared, prepare
 from chat.signals import answer_completed, decided_answer_ended
 from chat.stream import Streamer
+from chat.turn_start import turn_start
 from host import model_client as client
 from host.core.storable import storable, storable_value
 from host.outbound import OutboundRefused, check_outbound_url, release_db_connection
@@ -147,6 +148,9 @@ def turn_run(*, message_id: int) -> None:
     message = _claim(message_id)
     if message is None:
         return
+    start = turn_start(message)
+    if start.parked:
+        return  # a card waits for the person; its answer or its timeout queues the turn again
     streamer = Streamer(message, message.conversation.owner_id)
     resumed = questions.question_to_resume(message)
     if resumed is not None:
@@ -155,7 +159,7 @@ def turn_run(*, message_id: int) -> None:
             streamer.add(message.content)  # the same answer goes on after the question
     usage: dict[str, int] = dict(message.usage) if resumed is not None else {}
     try:
-        end = _answer(message, streamer, usage, resumed)
+        end = _answer(message, streamer, usage, resumed, start.plan)
     except client.ModelError as error:
         # The transport's whole-call bound ends a trickling stream at the answer's own
         # deadline: say so, not that the stream was cut.
@@ -198,14 +202,18 @@ def _announce_complete(message: Message) -> None:
 
 
 def _answer(
-    message: Message, streamer: Streamer, usage: dict[str, int], resumed: Question | None
+    message: Message,
+    streamer: Streamer,
+    usage: dict[str, int],
+    resumed: Question | None,
+    plan: str,
 ) -> _End:
     """The rounds of one answer, or of its rest after a question; returns how it ended
-    (errors raise ModelError)."""
+    (errors raise ModelError). plan: the person's choice on a triage card (M20)."""
     user_id = message.conversation.owner_id
     if streamer.should_stop():
         return _End(Message.State.STOPPED)
-    prepared = prepare(message)
+    prepared = prepare(message, plan=plan)
     streamer.policy = prepared.policy
     skill_uses_record(
         user_id=user_id,

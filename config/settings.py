@@ -648,6 +648,14 @@ LEARNING_MAX_CALLS_PER_DAY = env_int("LEARNING_MAX_CALLS_PER_DAY", 10)
 LEARNING_MAX_CARDS_PER_DAY = env_int("LEARNING_MAX_CARDS_PER_DAY", 3)
 LEARNING_ASK_AGAIN_DAYS = env_int("LEARNING_ASK_AGAIN_DAYS", 7)
 LEARNING_UNDO_SECONDS = env_int("LEARNING_UNDO_SECONDS", 30)
+# Triage card (M20): the estimate's limit, how long a card waits, how often the sweep runs.
+TRIAGE_TIMEOUT_SECONDS = env_int("TRIAGE_TIMEOUT_SECONDS", 120)
+TRIAGE_CARD_WAIT_SECONDS = env_int("TRIAGE_CARD_WAIT_SECONDS", 600)
+TRIAGE_SWEEP_INTERVAL_SECONDS = env_int("TRIAGE_SWEEP_INTERVAL_SECONDS", 30)
+CELERY_BEAT_SCHEDULE["learning-triage-sweep"] = {
+    "task": "learning.triage_sweep",
+    "schedule": float(TRIAGE_SWEEP_INTERVAL_SECONDS),
+}
 # Reference files: read at most this much, send at most this much per file and in all.
 REFERENCE_READ_MAX_BYTES = env_int("REFERENCE_READ_MAX_BYTES", 1_000_000)
 REFERENCE_FILE_MAX_BYTES = env_int("REFERENCE_FILE_MAX_BYTES", 16 * 1024)

@@ -146,3 +146,52 @@ class CleanupJob(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} job #{self.pk} ({self.state})"
+
+
+class TriageCard(models.Model):
+    """The complexity estimate before one eligible turn (M20) and the person's answer.
+
+    One per answer: a turn queued again after the card (or its timeout) is not estimated
+    a second time. Only `waiting` parks the turn; every other state lets it run.
+    """
+
+    class State(models.TextChoices):
+        SIMPLE = "simple", "Looked simple: ran as asked"
+        WAITING = "waiting", "Waiting for you"
+        PROCEEDED = "proceeded", "Proceeded with a plan"
+        EXPIRED = "expired", "No answer in time: ran as asked"
+        FAILED = "failed", "Estimate failed: ran as asked"
+        STOPPED = "stopped", "Stopped while it waited"
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    conversation = models.ForeignKey(
+        "chat.Conversation", on_delete=models.CASCADE, related_name="triage_cards"
+    )
+    user_message = models.ForeignKey("chat.Message", on_delete=models.CASCADE, related_name="+")
+    answer = models.OneToOneField(
+        "chat.Message", on_delete=models.CASCADE, related_name="triage_card"
+    )
+    state = models.CharField(max_length=16, choices=State.choices, db_index=True)
+    mode = models.CharField(max_length=16)  # the setting that applied: automatic or always
+    looks_complex = models.BooleanField(default=False)
+    reasons = models.JSONField(default=list, blank=True)
+    options = models.JSONField(default=list, blank=True)  # learning.core.triage.Option, stored
+    # What the person chose: an option's number, or -1 for their own idea.
+    chosen = models.IntegerField(null=True, blank=True)
+    plan = models.TextField(blank=True)
+    notice = models.CharField(max_length=300, blank=True)  # why it failed, in one line
+    rule = models.ForeignKey(
+        RuleSuggestion, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    expires_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering: ClassVar = ["created_at", "id"]
+        indexes: ClassVar = [
+            models.Index(fields=["state", "expires_at"], name="learning_triage_due_idx")
+        ]
+
+    def __str__(self) -> str:
+        return f"Triage card #{self.pk} ({self.state})"

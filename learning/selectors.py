@@ -5,18 +5,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta
+from typing import ClassVar
 
 from django.conf import settings
 from django.db.models import Q
-from django.http import Http404
+from django.http import Http404, HttpRequest
 from django.shortcuts import get_object_or_404
+from django.template.loader import render_to_string
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext
 
 from accounts.models import User
 from chat.models import Conversation, Message
 from chat.under_messages import UnderMessages
-from learning.models import CleanupJob, RuleSuggestion
+from learning.core.triage import Option, option_from_stored
+from learning.models import CleanupJob, RuleSuggestion, TriageCard
 from learning.rule_routing import RuleTarget, TargetChoice, target_choices
 from memory_addon.models import MemoryScope, ReferenceFile
 from memory_addon.services.policy import Policy, kill_switch_on, policy_for
@@ -117,6 +121,7 @@ def undo_open(suggestion: RuleSuggestion) -> bool:
 
 @dataclass(frozen=True)
 class RuleCard:
+    template: ClassVar[str] = "learning/_rule_card.html"
     suggestion: RuleSuggestion
     file: str  # where the rule goes, as the Files page shows it
     label: str
@@ -168,6 +173,78 @@ def rule_cards_for(user_id: int, message_ids: list[int]) -> dict[int, list[RuleC
     return cards
 
 
+@dataclass(frozen=True)
+class TriageView:
+    """A triage card under its answer (M20): the waiting card, or its one-line outcome."""
+
+    template: ClassVar[str] = "learning/_triage_card.html"
+    card: TriageCard
+    options: Sequence[tuple[int, Option]]  # numbered as stored, the recommended first
+    choices: Sequence[TargetChoice] = ()  # Save to of the Permanent rule
+    wait_minutes: int = 10
+
+    @property
+    def pk(self) -> int:
+        return int(self.card.pk)
+
+    @property
+    def chosen_title(self) -> str:
+        chosen = self.card.chosen
+        return next((o.title for n, o in self.options if n == chosen), "")
+
+
+def triage_for_user(user: User, card_id: int) -> TriageCard:
+    """The one owner check for a triage card; a foreign or missing id is a 404."""
+    try:
+        return TriageCard.objects.select_related("user_message", "conversation").get(
+            pk=card_id, user=user
+        )
+    except (TriageCard.DoesNotExist, ValueError, TypeError):
+        raise Http404("No such triage card.") from None
+
+
+def triage_inbox_section(request: HttpRequest, user: User) -> str:
+    """Triage cards that wait for the person, as an Inbox section (registered in
+    learning/apps.py)."""
+    rows = (
+        TriageCard.objects.filter(user=user, state=TriageCard.State.WAITING)
+        .select_related("conversation")
+        .order_by("created_at")
+    )
+    waiting = [
+        {
+            "text": gettext("A triage card waits in “%(title)s”.") % {"title": row.conversation},
+            "url": f"{reverse('chat_conversation', args=[row.conversation_id])}"
+            f"#triage-card-{row.pk}",
+        }
+        for row in rows
+    ]
+    if not waiting:
+        return ""
+    return render_to_string("learning/_inbox_triage.html", {"waiting": waiting}, request)
+
+
+def triage_cards_for(
+    conversation: Conversation, message_ids: list[int]
+) -> dict[int, list[TriageView]]:
+    """The triage cards of these answers that show something (one query, and the Save to
+    choices once for a waiting card)."""
+    rows = TriageCard.objects.filter(
+        user_id=conversation.owner_id, answer_id__in=message_ids
+    ).exclude(state=TriageCard.State.SIMPLE)
+    cards: dict[int, list[TriageView]] = {}
+    for row in rows:
+        choices: list[TargetChoice] = []
+        if row.state == TriageCard.State.WAITING:
+            fits = TargetChoice("", gettext("Where it fits (first fit wins)"))
+            anywhere = RuleTarget(RuleSuggestion.Target.USER)
+            choices = [fits, *target_choices(conversation.owner, conversation, "", anywhere)]
+        options = [(n, option_from_stored(o)) for n, o in enumerate(row.options)]
+        wait = max(1, settings.TRIAGE_CARD_WAIT_SECONDS // 60)
+        cards.setdefault(row.answer_id, []).append(TriageView(row, options, choices, wait))
+    return cards
+
+
 def rules_under_messages(
     conversation: Conversation,
     messages: Sequence[Message],
@@ -196,9 +273,14 @@ def rules_under_messages(
         fits = TargetChoice("", gettext("Where it fits (first fit wins)"))
         anywhere = RuleTarget(RuleSuggestion.Target.USER)
         choices = [fits, *target_choices(conversation.owner, conversation, "", anywhere)]
-    return UnderMessages(
-        cards=_with_choices(conversation, cards), off_reason=learning_reason, choices=choices
-    )
+    with_choices = _with_choices(conversation, cards)
+    shown: dict[int, list[object]] = {key: list(row) for key, row in with_choices.items()}
+    # Triage cards are not rule learning: they show whatever learning's state, and also
+    # under an answer being written (a parked turn waits under its card).
+    answers = [m.pk for m in messages if m.role == Message.Role.ASSISTANT]
+    for key, row in triage_cards_for(conversation, answers).items():
+        shown.setdefault(key, []).extend(row)
+    return UnderMessages(cards=shown, off_reason=learning_reason, choices=choices)
 
 
 def _with_choices(

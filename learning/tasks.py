@@ -4,7 +4,7 @@ from celery import shared_task
 from celery.contrib.django.task import DjangoTask
 from django.conf import settings
 
-from learning.services import cleanup, rules
+from learning.services import cleanup, rules, triage
 
 # The detection call is bounded by its own deadline; the task limits are the backstop.
 _SOFT = settings.LEARNING_DETECT_TIMEOUT_SECONDS + 5
@@ -35,3 +35,8 @@ def rule_detect_task(suggestion_id: int) -> str:
 )
 def cleanup_run_task(job_id: int) -> str:
     return cleanup.cleanup_run(job_id=job_id)
+
+
+@shared_task(name="learning.triage_sweep", ignore_result=True)
+def triage_sweep_task() -> int:
+    return triage.triage_sweep()

@@ -9,6 +9,7 @@ urlpatterns = [
     path("rules/<int:suggestion_id>/postpone/", views.rule_postpone, name="learning_rule_postpone"),
     path("rules/<int:suggestion_id>/never/", views.rule_never, name="learning_rule_never"),
     path("rules/<int:suggestion_id>/undo/", views.rule_undo, name="learning_rule_undo"),
+    path("triage/<int:card_id>/proceed/", views.triage_proceed, name="learning_triage_proceed"),
     path("messages/<int:message_id>/remember/", views.remember, name="learning_remember"),
     path("references/", views.references_page, name="learning_references"),
     path("references/add/", views.reference_add, name="learning_reference_add"),

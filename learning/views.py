@@ -23,9 +23,14 @@ from host.htmx import HtmxHttpRequest
 from knowledge.services import granted_folders
 from learning.core import cleanup as cleanup_core
 from learning.models import CleanupJob
-from learning.selectors import cleanup_job_for_user, reference_for_user, suggestion_for_user
+from learning.selectors import (
+    cleanup_job_for_user,
+    reference_for_user,
+    suggestion_for_user,
+    triage_for_user,
+)
 from learning.services import cleanup as cleanup_service
-from learning.services import rules
+from learning.services import rules, triage
 from memory_addon.core import entries
 from memory_addon.core.diffs import unified_diff
 from memory_addon.core.readable_diff import readable_diff
@@ -122,6 +127,28 @@ def remember(request: HttpRequest, message_id: int) -> HttpResponse:
     else:
         messages.success(request, _("Rule saved. You can undo it for 30 seconds."))
     return _back_to_chat(message.conversation_id)
+
+
+@login_required
+@require_POST
+def triage_proceed(request: HttpRequest, card_id: int) -> HttpResponse:
+    """Proceed with selection on a triage card (M20); a refusal keeps the card open."""
+    user = signed_in_user(request)
+    card = triage_for_user(user, card_id)
+    try:
+        triage.triage_proceed(
+            user=user,
+            card=card,
+            choice=str(request.POST.get("choice", "")),
+            own_idea=str(request.POST.get("own_idea", "")),
+            rule_text=str(request.POST.get("rule_text", "")),
+            rule_target=request.POST.get("rule_target"),
+        )
+    except Refusal as refusal:
+        messages.error(
+            request, _("The card is still open: %(message)s") % {"message": refusal.message}
+        )
+    return _back_to_chat(card.conversation_id)
 
 
 # --- Reference files (M14) ------------------------------------------------------

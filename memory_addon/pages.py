@@ -211,7 +211,8 @@ def notes_matching(user: User, query: str, limit: int = 100) -> list[NoteMatch]:
     return matches[:limit]
 
 
-# What apps above memory list in the Inbox besides proposals (the chat's questions, M19):
+# What apps above memory list in the Inbox besides proposals (the chat's questions, M19;
+# learning's triage cards, M20):
 # each registers a renderer from its ready(), so memory never reads their tables.
 InboxSection = Callable[[HttpRequest, User], str]
 _inbox_sections: list[InboxSection] = []

@@ -11,6 +11,7 @@ from django.conf import settings
 from accounts.models import AIProfile
 from host import model_client as client
 from host.outbound import check_outbound_url, release_db_connection
+from host.stored_secrets import stored_secrets
 
 
 def model_call_once(
@@ -25,6 +26,8 @@ def model_call_once(
         connect_timeout=min(float(settings.CHAT_CONNECT_TIMEOUT_SECONDS), limit),
         read_timeout=limit,
         max_retries=0,
+        # Masked by value too, as every chat turn is: the guard cannot know them by shape.
+        known_secrets=stored_secrets(profile.owner_id),
     )
     release_db_connection()
     started = time.monotonic()

@@ -85,7 +85,7 @@ def test_inbox(client, person, django_assert_num_queries):
             assert result.proposal is not None
 
     # Session, user, proposals, their files, the policy (kill-switch and policy banners),
-    # the Inbox count, the questions waiting for an answer (M19).
+    # the triage cards that wait (M20), the Inbox count, the questions waiting (M19).
     _pinned(client, reverse("inbox"), add, 8, django_assert_num_queries)
 
 
@@ -109,9 +109,10 @@ def test_chat_conversation_page(client, person, django_assert_num_queries):
             Conversation.objects.create(owner=person, title=f"other {i}")
 
     url = reverse("chat_conversation", args=[conversation.pk])
-    # 15, then 11 more a page for Save to of "Remember as rule" (M21: the person's skills,
-    # their tags, rules and statistics, the add-ons shipping skills) and the questions
-    # under answers (M19); the same for 3 messages as for 24.
+    # Besides the conversation, its messages, proposals, saves and rule cards, the Save
+    # to of "Remember as rule…" reads the person's skills once (M21: add-ons, settings,
+    # tags, rules, uses, host skills), the triage cards once (M20) and the questions under
+    # answers once (M19); none per message.
     _pinned(client, url, add, 26, django_assert_num_queries)
 
 
@@ -190,6 +191,7 @@ def test_settings_agents_and_tokens(client, person, django_assert_num_queries):
     def token(i: int) -> None:
         api_token_create(user=person, name=f"token {i}")
 
-    _pinned(client, reverse("accounts:settings"), _growing(profile), 4, django_assert_num_queries)
+    # 5 on the settings page: the organization's Estimate complexity too (M20).
+    _pinned(client, reverse("accounts:settings"), _growing(profile), 5, django_assert_num_queries)
     _pinned(client, reverse("accounts:agents"), _growing(agent), 4, django_assert_num_queries)
     _pinned(client, reverse("accounts:api_tokens"), _growing(token), 4, django_assert_num_queries)
