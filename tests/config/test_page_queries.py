@@ -86,7 +86,7 @@ def test_inbox(client, person, django_assert_num_queries):
 
     # Session, user, proposals, their files, the policy (kill-switch and policy banners),
     # the triage cards that wait (M20), the Inbox count, the questions waiting (M19).
-    _pinned(client, reverse("inbox"), add, 8, django_assert_num_queries)
+    _pinned(client, reverse("inbox"), add, 9, django_assert_num_queries)
 
 
 def test_chat_conversation_page(client, person, django_assert_num_queries):
@@ -113,7 +113,7 @@ def test_chat_conversation_page(client, person, django_assert_num_queries):
     # to of "Remember as rule…" reads the person's skills once (M21: add-ons, settings,
     # tags, rules, uses, host skills), the triage cards once (M20) and the questions under
     # answers once (M19); none per message.
-    _pinned(client, url, add, 26, django_assert_num_queries)
+    _pinned(client, url, add, 27, django_assert_num_queries)
 
 
 def test_knowledge_collection_page(client, person, django_assert_num_queries, tmp_path):
