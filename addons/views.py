@@ -17,7 +17,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from accounts.auth import signed_in_user
 from addons.builtins import BUILTINS
-from addons.core.package import MAX_PACKAGE_BYTES, too_large
+from addons.core.package import MAX_PACKAGE_BYTES
 from addons.core.update import UpdatePlan
 from addons.models import HOST_SKILLS, AddonFile
 from addons.pages import addon_details
@@ -147,7 +147,11 @@ def install_upload(request: HttpRequest) -> HttpResponse:
             messages.error(request, _("Choose an add-on package (.zip) to install."))
             return redirect("addons:library")
         if upload.size is not None and upload.size > MAX_PACKAGE_BYTES:
-            messages.error(request, too_large(upload.size))
+            messages.error(
+                request,
+                _("The package is %(size)s KiB; at most %(limit)s KiB is allowed.")
+                % {"size": (upload.size + 1023) // 1024, "limit": MAX_PACKAGE_BYTES // 1024},
+            )
             return redirect("addons:library")
         data = upload.read()
     try:

@@ -148,3 +148,16 @@ def test_package_files_are_served_sandboxed_and_only_while_on(person, admin, ton
     assert client.get("/addons/tone-of-voice/pages/0/").status_code == 404
     addon_set_enabled(user=admin, addon_id="tone-of-voice", enabled=False)
     assert Client().get("/addons/tone-of-voice/files/pages/page.js").status_code == 404
+
+
+def test_a_package_over_the_cap_is_refused_with_its_size_in_the_persons_language(
+    admin, monkeypatch
+):
+    monkeypatch.setattr("addons.views.MAX_PACKAGE_BYTES", 1024)
+    client = signed_in(admin)
+    upload = SimpleUploadedFile("big.zip", b"x" * 3000, content_type="application/zip")
+    response = client.post(
+        "/addons/install/", {"package": upload}, follow=True, headers={"Accept-Language": "de"}
+    )
+    assert "Das Paket ist 3 KiB groß; erlaubt sind höchstens 1 KiB." in response.content.decode()
+    assert not InstalledAddon.objects.exists()
