@@ -19,5 +19,5 @@ def test_person_signs_in_and_sees_the_navigation(page, screenshot):
         assert nav.get_by_role("link", name=name).is_visible()
     screenshot("signed-in")
     nav.get_by_role("link", name="Settings").click()
-    page.get_by_role("heading", name="Settings").wait_for()
+    page.get_by_role("heading", name="Settings", exact=True).wait_for()
     assert page.get_by_role("link", name="Settings").get_attribute("aria-current") == "page"
