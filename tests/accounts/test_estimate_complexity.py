@@ -29,6 +29,13 @@ def test_the_setting_is_off_until_the_person_chooses(client):
     assert 'name="estimate_complexity"' in page and "disabled" not in page
 
 
+def test_the_settings_page_shows_the_ai_settings_once_and_keeps_its_title(client):
+    client.force_login(UserFactory())
+    page = client.get("/accounts/settings/").content.decode()
+    assert page.count('name="estimate_complexity"') == 1
+    assert "<title>Settings · Memory host</title>" in page
+
+
 def test_the_person_chooses_automatic_on_the_settings_page(client):
     person = UserFactory()
     client.force_login(person)
