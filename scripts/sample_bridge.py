@@ -25,6 +25,7 @@ import sys
 import threading
 import time
 import uuid
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -75,7 +76,7 @@ def send_message(
     return httpx.post(webhook_url, content=raw, headers=headers, timeout=timeout)
 
 
-class LocalServer:
+class LocalServer(ABC):
     """A local HTTP server on its own thread, and a wait for what it has collected."""
 
     def __init__(self, port: int = 0) -> None:
@@ -83,11 +84,11 @@ class LocalServer:
         self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        raise NotImplementedError
+    @abstractmethod
+    def _handler(self) -> type[BaseHTTPRequestHandler]: ...
 
-    def _collected(self) -> int:
-        raise NotImplementedError
+    @abstractmethod
+    def _collected(self) -> int: ...
 
     @property
     def base_url(self) -> str:
