@@ -53,6 +53,18 @@ def pytest_configure(config: pytest.Config) -> None:
         config.add_cleanup(lambda: shutil.rmtree(base, ignore_errors=True))
 
 
+@pytest.fixture
+def unconsumed_chat_queue(settings):
+    """Turns queued here are run by the test itself: the chat queue gets a name no chat
+    worker listens on, and is emptied afterwards."""
+    from config.celery import app
+
+    settings.CHAT_QUEUE = "chat-unconsumed-tests"
+    yield
+    with app.connection_for_write() as conn:
+        conn.default_channel.queue_purge(settings.CHAT_QUEUE)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -91,17 +91,6 @@ def test_a_reply_from_another_chat_of_the_binding_does_not_answer_the_question(
     assert Message.objects.filter(role="assistant", content="Hello, work.").exists()
 
 
-@pytest.fixture
-def unconsumed_chat_queue(settings):
-    """The timed-out turn is run by the test itself: no chat worker may take it."""
-    from config.celery import app
-
-    settings.CHAT_QUEUE = "chat-bridge-question-tests"
-    yield
-    with app.connection_for_write() as conn:
-        conn.default_channel.queue_purge(settings.CHAT_QUEUE)
-
-
 def test_a_question_nobody_answers_is_decided_and_the_rest_goes_back_to_the_chat(
     fake_openai, webhook_url, bound, receiver, work, unconsumed_chat_queue
 ):

@@ -14,7 +14,10 @@ from chat.questions import BACKGROUND_NOTE, question_answer, questions_expire
 from chat.runner import REPEATED_ERROR_NOTE, messages_reap_stalled, turn_run
 from tests.factories import AgentFactory
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("unconsumed_chat_queue"),
+]
 
 CITY = {
     "question": "Which city should the trip start from?",
@@ -26,17 +29,6 @@ CITY = {
 
 def ask_call(call_id: str = "q1", **changes: object) -> dict[str, object]:
     return {"id": call_id, "name": "ask_person", "arguments": json.dumps({**CITY, **changes})}
-
-
-@pytest.fixture(autouse=True)
-def unconsumed_queue(settings):
-    """Resumed turns are run by the test itself: no chat worker may take them."""
-    from config.celery import app
-
-    settings.CHAT_QUEUE = "chat-question-tests"
-    yield
-    with app.connection_for_write() as conn:
-        conn.default_channel.queue_purge(settings.CHAT_QUEUE)
 
 
 def run(message: Message) -> Message:

@@ -13,18 +13,10 @@ from memory_addon.models import ChangeSet
 from tests.conftest import Api
 from tests.factories import UserFactory
 
-pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture(autouse=True)
-def unconsumed_queue(settings):
-    """Answered questions queue their turn again; no chat worker may take it here."""
-    from config.celery import app
-
-    settings.CHAT_QUEUE = "chat-question-api-tests"
-    yield
-    with app.connection_for_write() as conn:
-        conn.default_channel.queue_purge(settings.CHAT_QUEUE)
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("unconsumed_chat_queue"),
+]
 
 
 @pytest.fixture

@@ -17,18 +17,10 @@ from knowledge.services import store_create
 from memory_addon.models import Proposal
 from tests.factories import AIProfileFactory, UserFactory
 
-pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture(autouse=True)
-def unconsumed_queue(settings):
-    """Runs started here are answered by the test itself: no chat worker may take them."""
-    from config.celery import app
-
-    settings.CHAT_QUEUE = "chat-schedule-tests"
-    yield
-    with app.connection_for_write() as conn:
-        conn.default_channel.queue_purge(settings.CHAT_QUEUE)
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("unconsumed_chat_queue"),
+]
 
 
 def add_chunk(store, path: str, text: str) -> None:

@@ -16,20 +16,12 @@ from memory_addon.models import ChangeSet, MemoryFile
 from memory_addon.services.scopes import ensure_agent_scope, ensure_user_scope
 from tests.factories import AgentFactory
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("unconsumed_chat_queue"),
+]
 
 RULE = "Always plan trips by train."
-
-
-@pytest.fixture(autouse=True)
-def unconsumed_queue(settings):
-    """Answered questions queue their turn again; no chat worker may take it here."""
-    from config.celery import app
-
-    settings.CHAT_QUEUE = "chat-question-rule-tests"
-    yield
-    with app.connection_for_write() as conn:
-        conn.default_channel.queue_purge(settings.CHAT_QUEUE)
 
 
 def waiting_question(conversation: Conversation) -> Question:
