@@ -108,10 +108,15 @@ def route_rule(
 
 
 def target_choices(
-    person: User, conversation: Conversation, text: str, routed: RuleTarget
+    person: User,
+    conversation: Conversation,
+    text: str,
+    routed: RuleTarget,
+    policy: Policy | None = None,
 ) -> list[TargetChoice]:
     """What the card's Save to offers: memory, the agent or conversation, the person's
-    skills and a new one (only while skills are allowed)."""
+    skills and a new one (only while skills are allowed). policy: the person's, when the
+    caller read it already."""
     choices = [TargetChoice(Target.USER, gettext("Your memory"))]
     if conversation.agent is not None:
         choices.append(
@@ -121,7 +126,7 @@ def target_choices(
         )
     if conversation.binding_id is not None:
         choices.append(TargetChoice(Target.CONVERSATION, gettext("This conversation's memory")))
-    if not skills_allowed(person):
+    if not skills_allowed(person, policy):
         return choices
     for skill in person_skills(person):
         value = f"skill:{skill.addon_id}/{skill.name}"

@@ -272,8 +272,11 @@ def rules_under_messages(
         # "Remember as rule…" under each own message: where it fits, or a target picked.
         fits = TargetChoice("", gettext("Where it fits (first fit wins)"))
         anywhere = RuleTarget(RuleSuggestion.Target.USER)
-        choices = [fits, *target_choices(conversation.owner, conversation, "", anywhere)]
-    with_choices = _with_choices(conversation, cards)
+        choices = [
+            fits,
+            *target_choices(conversation.owner, conversation, "", anywhere, policy),
+        ]
+    with_choices = _with_choices(conversation, cards, policy)
     shown: dict[int, list[object]] = {key: list(row) for key, row in with_choices.items()}
     # Triage cards are not rule learning: they show whatever learning's state, and also
     # under an answer being written (a parked turn waits under its card).
@@ -284,7 +287,7 @@ def rules_under_messages(
 
 
 def _with_choices(
-    conversation: Conversation, cards: dict[int, list[RuleCard]]
+    conversation: Conversation, cards: dict[int, list[RuleCard]], policy: Policy | None
 ) -> dict[int, list[RuleCard]]:
     """A waiting card offers Save to: where the router sent the rule, and the others."""
     waiting = (RuleSuggestion.State.PENDING, RuleSuggestion.State.POSTPONED)
@@ -296,7 +299,7 @@ def _with_choices(
             routed = RuleTarget(s.target, s.skill_addon, s.skill_name, s.skill_title)
             row[index] = replace(
                 card,
-                choices=target_choices(conversation.owner, conversation, s.text, routed),
+                choices=target_choices(conversation.owner, conversation, s.text, routed, policy),
                 chosen=routed.choice,
             )
     return cards

@@ -113,7 +113,7 @@ def test_chat_conversation_page(client, person, django_assert_num_queries):
     # to of "Remember as rule…" reads the person's skills once (M21: add-ons, settings,
     # tags, rules, uses, host skills), the triage cards once (M20) and the questions under
     # answers once (M19); none per message.
-    _pinned(client, url, add, 27, django_assert_num_queries)
+    _pinned(client, url, add, 26, django_assert_num_queries)
 
 
 def test_knowledge_collection_page(client, person, django_assert_num_queries, tmp_path):
