@@ -194,6 +194,12 @@ class AnswerRefused(ChangeRefused):
         self.field = field
 
 
+def joined_answer(choice: str, other: str) -> str:
+    """Text typed while a suggestion is selected adds to it."""
+    choice, other = choice.strip(), " ".join(other.split())
+    return f"{choice} — {other}" if choice and other else choice or other
+
+
 def _answer_text(question: Question, choice: str, other: str) -> str:
     choice, other = choice.strip(), " ".join(other.split())
     if choice and choice not in question.options:
@@ -202,8 +208,7 @@ def _answer_text(question: Question, choice: str, other: str) -> str:
         raise AnswerRefused(
             gettext("Pick a suggested answer or type another answer."), field="choice"
         )
-    # Text typed while a suggestion is selected adds to it.
-    return f"{choice} — {other}" if choice and other else choice or other
+    return joined_answer(choice, other)
 
 
 def question_answer(

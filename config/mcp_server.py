@@ -379,16 +379,14 @@ def _ask_request(arguments: dict[str, Any]) -> types.InputRequiredResult | types
 
 def _ask_answered(response: object) -> types.CallToolResult:
     """What the person sent back through the client, as the tool's result."""
-    from chat.questions import decide_yourself
+    from chat.questions import decide_yourself, joined_answer
 
     result = response if isinstance(response, types.ElicitResult) else None
     content = (result.content or {}) if result is not None else {}
-    choice = str(content.get("choice") or "").strip()
-    other = " ".join(str(content.get("other") or "").split())
-    if result is None or result.action != "accept" or not (choice or other):
+    answer = joined_answer(str(content.get("choice") or ""), str(content.get("other") or ""))
+    if result is None or result.action != "accept" or not answer:
         text = decide_yourself("The person did not answer.")
     else:
-        answer = f"{choice} — {other}" if choice and other else choice or other
         text = f"The person answered: {answer}"
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
 
