@@ -90,9 +90,9 @@ def lock_id(name: str) -> int:
     return int.from_bytes(bytes.fromhex(name[:16]), "big", signed=True)
 
 
-def _kept(name: str) -> IdempotentAnswer | None:
-    since = timezone.now() - timedelta(seconds=KEEP_SECONDS)
-    return IdempotentAnswer.objects.filter(name=name, created_at__gte=since).first()
+def _fresh(kept: IdempotentAnswer) -> bool:
+    """Kept for less than a day: older answers are replaced by the key's next write."""
+    return kept.created_at >= timezone.now() - timedelta(seconds=KEEP_SECONDS)
 
 
 def _keepable(response: HttpResponse) -> bool:
@@ -114,10 +114,7 @@ def _answer(name: str, fingerprint: str, response: HttpResponse) -> IdempotentAn
     )
 
 
-def _earlier_answer(name: str, fingerprint: str) -> HttpResponse | None:
-    kept = _kept(name)
-    if kept is None:
-        return None
+def _earlier_answer(kept: IdempotentAnswer, fingerprint: str) -> HttpResponse:
     if kept.fingerprint != fingerprint:
         return _refusal(
             422,
@@ -152,16 +149,18 @@ def _run_keyed(
                 gettext("A request with this %(header)s is still running; try again shortly.")
                 % {"header": HEADER},
             )
-        earlier = _earlier_answer(name, fingerprint)
-        if earlier is not None:
-            return earlier
+        kept = IdempotentAnswer.objects.filter(name=name).first()
+        if kept is not None and _fresh(kept):
+            return _earlier_answer(kept, fingerprint)
         with keyed_transaction():
             response = get_response(request)
         if response.status_code >= 500:
             transaction.set_rollback(True)
         elif _keepable(response):
-            IdempotentAnswer.objects.filter(name=name).delete()  # an expired one
-            _answer(name, fingerprint, response).save(force_insert=True)
+            # Over an expired answer of the same key, or a new row.
+            _answer(name, fingerprint, response).save(
+                force_update=kept is not None, force_insert=kept is None
+            )
         return response
 
 
