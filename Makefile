@@ -34,9 +34,12 @@ $(TEST_STAMP): pyproject.toml | $(BIN)/python
 run: $(STAMP)
 	$(BIN)/python manage.py serve
 
+# Test processes (pytest-xdist); each has its own embedded PostgreSQL, Redis and workers.
+PYTEST_WORKERS ?= 2
+
 test: $(TEST_STAMP)
 	@$(BIN)/python scripts/ensure_chromium.py
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check .

@@ -5,7 +5,25 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-os.environ.setdefault("DATA_DIR", str(Path(__file__).resolve().parent.parent / ".data" / "test"))
+# `make test` runs the suite in pytest-xdist workers; each starts its own embedded
+# PostgreSQL and Redis (queues, advisory locks and server restarts never cross). The
+# controller's servers, inherited through the environment, are dropped in a worker; a
+# worker's own children (Celery, serve) keep the worker's.
+_XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+_OWN_DATA_DIR = str(
+    Path(__file__).resolve().parent.parent
+    / ".data"
+    / (f"test-{_XDIST_WORKER}" if _XDIST_WORKER else "test")
+)
+_DEFAULT_SERVERS = "MEMORY_TEST_DEFAULT_SERVERS"
+if _XDIST_WORKER and (
+    os.environ.get(_DEFAULT_SERVERS) == os.environ.get("DATA_DIR") != _OWN_DATA_DIR
+):
+    for _name in ("DATA_DIR", "DATABASE_URL", "REDIS_URL", "EMBEDDING_MODEL_PATH"):
+        os.environ.pop(_name, None)
+if not any(os.environ.get(n) for n in ("DATA_DIR", "DATABASE_URL", "REDIS_URL")):
+    os.environ[_DEFAULT_SERVERS] = _OWN_DATA_DIR
+os.environ.setdefault("DATA_DIR", _OWN_DATA_DIR)
 # The offline MiniLM folder that tests/conftest.py assembles from packaged files.
 os.environ.setdefault(
     "EMBEDDING_MODEL_PATH", str(Path(os.environ["DATA_DIR"]) / "models" / "all-MiniLM-L6-v2")

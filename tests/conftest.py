@@ -232,9 +232,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # Playwright's sync API leaves an event loop running in the main thread for the
     # rest of the session, which breaks async_to_sync in later tests: browsers go last.
     items.sort(key=lambda item: item.get_closest_marker("browser") is not None)
+    if config.pluginmanager.hasplugin("xdist"):
+        _group_by_file_for_xdist(items)
     if not config.getoption("--run-llama"):
         # Opt-in: they need llama.cpp built by `make demo-model`; `make test` leaves them out.
         items[:] = [item for item in items if item.get_closest_marker("llama") is None]
+
+
+def _group_by_file_for_xdist(items: list[pytest.Item]) -> None:
+    """`make test` runs `--dist loadgroup`: a file's tests stay on one worker (its
+    module fixtures are made once), and a file's browser tests are a group of their own,
+    sent after every other group so that each worker still runs its browsers last."""
+    for item in items:
+        path = item.nodeid.split("::", 1)[0]
+        browser = item.get_closest_marker("browser") is not None
+        item.add_marker(pytest.mark.xdist_group(f"{path}[browser]" if browser else path))
 
 
 @pytest.fixture

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import os
+
 import pytest
 from django.conf import settings
 from django.db import connection
@@ -10,7 +12,9 @@ pytestmark = pytest.mark.django_db
 
 
 def test_tests_use_their_own_data_dir_not_the_dev_one():
-    assert settings.DATA_DIR.name == "test"
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    assert settings.DATA_DIR.name == (f"test-{worker}" if worker else "test")
+    assert settings.DATA_DIR.parent.name == ".data"
     assert connection.settings_dict["NAME"].startswith("test_")
 
 
