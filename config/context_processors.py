@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.http import HttpRequest
 
+from config.theme import theme_of
 from memory_addon.models import Proposal
 
 
@@ -11,3 +12,7 @@ def inbox(request: HttpRequest) -> dict[str, object]:
     if user is None or not user.is_authenticated:
         return {}
     return {"inbox_count": Proposal.objects.filter(user=user, state=Proposal.State.PENDING).count()}
+
+
+def theme(request: HttpRequest) -> dict[str, object]:
+    return {"theme": theme_of(request)}

@@ -33,7 +33,7 @@ os.environ.setdefault(
 os.environ.setdefault("WEBHOOK_ALLOW_LOOPBACK", "true")
 
 # The test run is an entry point: it starts (or attaches to) its own embedded servers.
-from host import embedded
+from host import embedded  # noqa: E402
 
 embedded.start()
 

@@ -14,6 +14,7 @@ urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("readyz", views.readyz, name="readyz"),
     path("i18n/", include("django.conf.urls.i18n")),  # set_language: the account menu's switch
+    path("theme/", views.set_theme, name="set_theme"),
     path("metrics", metrics_view, name="metrics"),
     # Browsers ask for /favicon.ico on their own; Django's and other tools' habits for
     # the sign-in page lead to ours.

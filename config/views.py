@@ -1,17 +1,20 @@
-"""Project pages: health checks, the home redirect, the error pages and the site icon."""
+"""Project pages: health checks, the home redirect, the theme switch, the error pages and
+the site icon."""
 
 from __future__ import annotations
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.shortcuts import redirect, render
 from django.templatetags.static import static
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_POST
 from django.views.defaults import page_not_found
 
+from config.theme import THEME_COOKIE, THEME_COOKIE_AGE, THEMES
 from host import health
 
 
@@ -33,6 +36,32 @@ def readyz(request: HttpRequest) -> JsonResponse:
 
 def home(request: HttpRequest) -> HttpResponse:
     return redirect("chat")
+
+
+@require_POST
+def set_theme(request: HttpRequest) -> HttpResponse:
+    """The theme switch beside the language switch: back to the page it was sent from."""
+    theme = request.POST.get("theme", "")
+    if theme not in THEMES:
+        return HttpResponseBadRequest(
+            _("theme must be one of: %(choices)s.") % {"choices": ", ".join(THEMES)},
+            content_type="text/plain; charset=utf-8",
+        )
+    target = request.POST.get("next", "")
+    if not url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        target = "/"
+    response = redirect(target)
+    response.set_cookie(
+        THEME_COOKIE,
+        theme,
+        max_age=THEME_COOKIE_AGE,
+        samesite="Lax",
+        secure=request.is_secure(),
+        httponly=True,
+    )
+    return response
 
 
 def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:

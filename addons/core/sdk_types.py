@@ -46,6 +46,10 @@ export interface MemoryHostSdk {{
   readonly inHost: boolean;
   /** How long a call waits for the host before its promise is rejected (default 10000). */
   timeoutMs: number;
+  /** The site's theme; the host also sets it as the page's color-scheme and data-theme. */
+  readonly theme: "light" | "dark";
+  /** Called when the host's theme changes; returns a function that unsubscribes. */
+  onTheme(callback: (theme: "light" | "dark") => void): () => void;
   userSettings: {{
     get<K extends SettingKey>(key: K): Promise<UserSettings[K]>;
     /** Resolves with the value the host saved; rejects with the host's reason. */

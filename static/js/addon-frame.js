@@ -39,5 +39,24 @@ window.addEventListener("message", async (event) => {
   }
 });
 
+// The page gets the site's theme (the switch's choice, or the system's) on load and on
+// every change of the system's.
+const darkQuery = window.matchMedia("(prefers-color-scheme: dark)");
+
+function theme() {
+  const chosen = document.documentElement.dataset.theme;
+  if (chosen === "light" || chosen === "dark") return chosen;
+  return darkQuery.matches ? "dark" : "light";
+}
+
+function sendTheme() {
+  frame.contentWindow?.postMessage({ sdk: 1, event: "theme", value: theme() }, "*");
+}
+
+if (frame) {
+  frame.addEventListener("load", sendTheme);
+  darkQuery.addEventListener("change", sendTheme);
+}
+
 // The page loads only now that the bridge listens, so its first sdk call is never lost.
 if (frame) frame.src = frame.dataset.src;

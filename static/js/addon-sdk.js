@@ -13,6 +13,18 @@
     "This page works only inside the memory host: open it from Add-ons → the add-on → its " +
     "page. Opened on its own it cannot read or save settings.";
 
+  const themeListeners = new Set();
+
+  // The host's theme (light or dark) as the page's own colour scheme, so light-dark() and
+  // [data-theme] in the page's CSS follow the person's choice.
+  function themed(theme) {
+    if (theme !== "light" && theme !== "dark") return;
+    document.documentElement.style.colorScheme = theme;
+    document.documentElement.dataset.theme = theme;
+    window.sdk.theme = theme;
+    for (const callback of themeListeners) callback(theme);
+  }
+
   function changed(key, value) {
     for (const callback of listeners.get(key) || []) callback(value, key);
   }
@@ -21,6 +33,10 @@
     if (event.source !== window.parent) return;
     const message = event.data;
     if (!message || message.sdk !== 1) return;
+    if (message.event === "theme") {
+      themed(message.value);
+      return;
+    }
     if (message.event === "change" && typeof message.key === "string") {
       changed(message.key, message.value);
       return;
@@ -53,6 +69,11 @@
   window.sdk = {
     inHost,
     timeoutMs: 10000,
+    theme: window.matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light",
+    onTheme(callback) {
+      themeListeners.add(callback);
+      return () => themeListeners.delete(callback);
+    },
     userSettings: {
       get: (key) => call("userSettings.get", key),
       set: (key, value) => call("userSettings.set", key, value),
