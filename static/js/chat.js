@@ -102,14 +102,41 @@ document.addEventListener("htmx:afterRequest", (event) => {
   form.reset();
 });
 
-// Ctrl/Cmd+Enter sends.
+// In every message box Enter sends and Shift+Enter adds a line; Ctrl/Cmd+Enter always
+// sends. The person can swap Enter to add lines (kept in this browser).
+const ENTER_KEY = "memory-host.enter-adds-line";
+const swapBox = document.getElementById("enter-adds-line");
+
+function enterAddsLine() {
+  return localStorage.getItem(ENTER_KEY) === "yes";
+}
+
+const hint = document.getElementById("keys-hint");
+const hintTexts = hint ? { usual: hint.textContent, swapped: hint.dataset.swapped } : null;
+
+function showHint() {
+  if (hint) hint.textContent = enterAddsLine() ? hintTexts.swapped : hintTexts.usual;
+}
+
+if (swapBox) {
+  swapBox.checked = enterAddsLine();
+  showHint();
+  swapBox.addEventListener("change", () => {
+    localStorage.setItem(ENTER_KEY, swapBox.checked ? "yes" : "no");
+    showHint();
+  });
+}
+
 document.addEventListener("keydown", (event) => {
-  if (event.key !== "Enter" || !(event.ctrlKey || event.metaKey)) return;
   const box = event.target;
-  if (box instanceof HTMLTextAreaElement && box.id === "composer-text") {
-    event.preventDefault();
-    htmx.trigger(box.form, "submit");
-  }
+  if (event.key !== "Enter" || !(box instanceof HTMLTextAreaElement)) return;
+  if (!box.hasAttribute("data-enter-sends") || !box.form) return;
+  if (event.isComposing || event.shiftKey || event.altKey) return; // an input method, or a new line
+  const chord = event.ctrlKey || event.metaKey;
+  if (!chord && enterAddsLine()) return;
+  event.preventDefault();
+  // requestSubmit checks the form (an empty box is refused) and htmx hears its submit.
+  box.form.requestSubmit();
 });
 
 // On wide screens the conversation list stays open beside the chat.
