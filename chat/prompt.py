@@ -182,6 +182,19 @@ def _add_plan(
         sent_along["plan"] = _as_sent(turn, plan)
 
 
+def _saving_note(turn: Turn, tools: list[ToolSchema] | None) -> list[str]:
+    """What the model is told when it cannot save what the person asks it to remember."""
+    if turn.temporary:
+        return [TEMPORARY_NOTE]
+    if not tools:
+        return [
+            "You cannot call memory tools in this conversation: use the memory index lines as "
+            "they are, and if the person asks you to remember something, say that saving is not "
+            "available here."
+        ]
+    return []
+
+
 def prepare(message: Message, *, plan: str = "") -> Prepared:
     """plan: what the person chose on a triage card (M20); it follows their message as
     theirs, never as a system instruction."""
@@ -227,14 +240,7 @@ def prepare(message: Message, *, plan: str = "") -> Prepared:
     )
     offered, asks = _with_ask_person(tools, profile, turn)
     system_parts = [SYSTEM, *([BACKGROUND_NOTE] if turn.is_background else [])]
-    if turn.temporary:
-        system_parts.append(TEMPORARY_NOTE)
-    elif not tools:
-        system_parts.append(
-            "You cannot call memory tools in this conversation: use the memory index lines as they "
-            "are, and if the person asks you to remember something, say that saving is not "
-            "available here."
-        )
+    system_parts += _saving_note(turn, tools)
     if conversation.agent and conversation.agent.instructions:
         system_parts.append(conversation.agent.instructions)
     # Order (docs/addons.md): skills, the memory block, add-on context files, excerpts.

@@ -192,9 +192,7 @@ def questions_waiting_for(user: User) -> list[Question]:
             owner=user,
             state=Question.State.WAITING,
             message__conversation__closed_at__isnull=True,
-        ).select_related(
-            "message__conversation__agent"
-        )
+        ).select_related("message__conversation__agent")
     )
 
 

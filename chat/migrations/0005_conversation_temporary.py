@@ -5,31 +5,39 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('accounts', '0011_estimate_complexity'),
-        ('chat', '0004_question'),
-        ('knowledge', '0008_store_shares'),
+        ("accounts", "0011_estimate_complexity"),
+        ("chat", "0004_question"),
+        ("knowledge", "0008_store_shares"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='conversation',
-            name='closed_at',
+            model_name="conversation",
+            name="closed_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='conversation',
-            name='temporary',
+            model_name="conversation",
+            name="temporary",
             field=models.BooleanField(default=False),
         ),
         migrations.AddIndex(
-            model_name='conversation',
-            index=models.Index(condition=models.Q(('temporary', True)), fields=['created_at'], name='chat_conversation_temp_idx'),
+            model_name="conversation",
+            index=models.Index(
+                condition=models.Q(("temporary", True)),
+                fields=["created_at"],
+                name="chat_conversation_temp_idx",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='conversation',
-            constraint=models.CheckConstraint(condition=models.Q(('temporary', False), ('binding__isnull', True), _connector='OR'), name='temporary_conversation_has_no_binding'),
+            model_name="conversation",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("temporary", False), ("binding__isnull", True), _connector="OR"
+                ),
+                name="temporary_conversation_has_no_binding",
+            ),
         ),
     ]

@@ -296,3 +296,12 @@ def test_live_pushed_answers_keep_the_temporary_badge(fake_openai, person, ask, 
     messages = [f for f in received if f.startswith(f'<article id="message-{answer.pk}"')]
     assert messages and all('data-temporary="true"' in f for f in messages)
     assert 'class="badge temporary"' in messages[-1]
+
+
+def test_the_temporary_chat_page_reads_in_german(client, person, temporary):
+    client.force_login(person)
+    url = reverse("chat_conversation", args=[temporary.pk])
+    page = client.get(url, headers={"accept-language": "de-DE,de;q=0.9"}).text
+    assert ">Vorübergehend</span>" in page and "Vorübergehenden Chat beenden" in page
+    assert "Er liest Ihr Gedächtnis, speichert aber nichts darin" in page
+    assert "End temporary chat" not in page

@@ -135,3 +135,16 @@ def test_the_page_offers_no_card_that_would_save(client, person, temporary, answ
     assert "Permanent rule" not in page
     assert "Remember as rule" not in page
     assert "/learning/rules/" not in page  # no rule card's Save, Not now or Never
+
+
+def test_the_refusal_reads_in_german_on_a_german_page(client, person, temporary, answered):
+    client.force_login(person)
+    question, _ = answered(RULE, temporary)
+    refused = client.post(
+        reverse("learning_remember", args=[question.pk]),
+        {"text": "Use British English."},
+        headers={"accept-language": "de-DE,de;q=0.9"},
+        follow=True,
+    ).text
+    assert "Dies ist ein vorübergehender Chat; nichts wird im Gedächtnis gespeichert." in refused
+    assert nothing_saved(person)
