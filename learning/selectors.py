@@ -214,7 +214,9 @@ def triage_inbox_section(request: HttpRequest, user: User) -> str:
     """Triage cards that wait for the person, as an Inbox section (registered in
     learning/apps.py)."""
     rows = (
-        TriageCard.objects.filter(user=user, state=TriageCard.State.WAITING)
+        TriageCard.objects.filter(
+            user=user, state=TriageCard.State.WAITING, conversation__closed_at__isnull=True
+        )
         .select_related("conversation")
         .order_by("created_at")
     )
@@ -223,6 +225,7 @@ def triage_inbox_section(request: HttpRequest, user: User) -> str:
             "text": gettext("A triage card waits in “%(title)s”.") % {"title": row.conversation},
             "url": f"{reverse('chat_conversation', args=[row.conversation_id])}"
             f"#triage-card-{row.pk}",
+            "temporary": row.conversation.temporary,
         }
         for row in rows
     ]

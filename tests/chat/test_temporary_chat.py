@@ -17,7 +17,7 @@ from accounts.services import messaging_binding_create
 from addons.services import addon_setting_put
 from bridges.services import bridge_conversation
 from chat import services
-from chat.models import Conversation, Message
+from chat.models import Conversation, Message, Question
 from chat.prompt import TEMPORARY_NOTE
 from chat.runner import message_finish, turn_run
 from chat.services import ChatRefused, stop_requested
@@ -305,3 +305,27 @@ def test_the_temporary_chat_page_reads_in_german(client, person, temporary):
     assert ">Vorübergehend</span>" in page and "Vorübergehenden Chat beenden" in page
     assert "Er liest Ihr Gedächtnis, speichert aber nichts darin" in page
     assert "End temporary chat" not in page
+
+
+def test_a_question_waiting_in_a_temporary_chat_is_marked_in_the_inbox(client, person, temporary):
+    Message.objects.create(conversation=temporary, role="user", content="Plan my trip")
+    answer = Message.objects.create(
+        conversation=temporary, role="assistant", state=Message.State.WAITING
+    )
+    Question.objects.create(
+        owner=person,
+        message=answer,
+        number=1,
+        call_id="q1",
+        text="Train or plane?",
+        why="Only you know.",
+        options=["Train", "Plane"],
+        expires_at=timezone.now() + timedelta(minutes=10),
+    )
+    client.force_login(person)
+    inbox = client.get(reverse("inbox")).content.decode()
+    assert "Train or plane?" in inbox and 'class="badge temporary"' in inbox
+    assert "Permanent rule" not in inbox
+    services.temporary_conversation_end(conversation=temporary)  # a parked answer has no worker
+    assert not Conversation.objects.filter(pk=temporary.pk).exists()
+    assert "Train or plane?" not in client.get(reverse("inbox")).content.decode()

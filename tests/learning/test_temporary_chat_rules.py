@@ -148,3 +148,12 @@ def test_the_refusal_reads_in_german_on_a_german_page(client, person, temporary,
     ).text
     assert "Dies ist ein vorübergehender Chat; nichts wird im Gedächtnis gespeichert." in refused
     assert nothing_saved(person)
+
+
+def test_a_waiting_triage_card_is_marked_temporary_in_the_inbox(
+    fake_openai, client, person, ask, temporary
+):
+    parked(fake_openai, person, ask, temporary)
+    client.force_login(person)
+    inbox = client.get(reverse("inbox")).content.decode()
+    assert "A triage card waits in" in inbox and 'class="badge temporary"' in inbox
