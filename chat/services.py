@@ -209,6 +209,16 @@ def _check_fair_share(user_id: int) -> None:
         )
 
 
+def _locked_idle(user: User, conversation: Conversation) -> Conversation:
+    """The conversation's row, locked, once no answer of it is being written. A temporary
+    chat may be deleted between the page's read and this lock (ended in another tab)."""
+    locked = Conversation.objects.select_for_update().filter(pk=conversation.pk, owner=user).first()
+    if locked is None:
+        raise ChatRefused(gettext("This conversation was deleted meanwhile."))
+    _check_idle(locked)
+    return locked
+
+
 def _check_idle(conversation: Conversation) -> None:
     if conversation.closed_at is not None:
         raise ChatRefused(gettext("This temporary chat was ended; start a new conversation."))
@@ -244,8 +254,7 @@ def message_send(*, user: User, conversation: Conversation, text: str) -> Messag
     if conversation.ai_profile is None:
         raise ChatRefused(gettext("This conversation has no AI profile; pick one first."))
     with transaction.atomic(durable=True):
-        locked = Conversation.objects.select_for_update().get(pk=conversation.pk, owner=user)
-        _check_idle(locked)
+        locked = _locked_idle(user, conversation)
         Message.objects.create(conversation=locked, role=Message.Role.USER, content=text)
         if not locked.title:
             locked.title = _title_from(text)
@@ -272,8 +281,7 @@ def _last_messages(conversation: Conversation) -> tuple[Message | None, Message 
 def answer_regenerate(*, user: User, conversation: Conversation) -> Message:
     """Write the last answer again (also the Retry of a failed one)."""
     with transaction.atomic(durable=True):
-        locked = Conversation.objects.select_for_update().get(pk=conversation.pk, owner=user)
-        _check_idle(locked)
+        locked = _locked_idle(user, conversation)
         user_message, answer = _last_messages(locked)
         if user_message is None:
             raise ChatRefused(gettext("There is no message to answer yet."))
@@ -291,8 +299,7 @@ def last_message_edit(*, user: User, conversation: Conversation, text: str) -> M
     if not text:
         raise ChatRefused(gettext("Write a message first."))
     with transaction.atomic(durable=True):
-        locked = Conversation.objects.select_for_update().get(pk=conversation.pk, owner=user)
-        _check_idle(locked)
+        locked = _locked_idle(user, conversation)
         user_message, _ = _last_messages(locked)
         if user_message is None:
             raise ChatRefused(gettext("There is no message to edit."))

@@ -329,3 +329,20 @@ def test_a_question_waiting_in_a_temporary_chat_is_marked_in_the_inbox(client, p
     services.temporary_conversation_end(conversation=temporary)  # a parked answer has no worker
     assert not Conversation.objects.filter(pk=temporary.pk).exists()
     assert "Train or plane?" not in client.get(reverse("inbox")).content.decode()
+
+
+@pytest.mark.parametrize(
+    "action",
+    [
+        lambda person, chat: services.message_send(user=person, conversation=chat, text="More"),
+        lambda person, chat: services.answer_regenerate(user=person, conversation=chat),
+        lambda person, chat: services.last_message_edit(user=person, conversation=chat, text="x"),
+    ],
+    ids=["send", "regenerate", "edit"],
+)
+def test_a_chat_ended_in_another_tab_refuses_what_this_tab_sends(person, temporary, action):
+    Message.objects.create(conversation=temporary, role="user", content="Hi")
+    services.temporary_conversation_end(conversation=Conversation.objects.get(pk=temporary.pk))
+    with pytest.raises(ChatRefused, match="deleted meanwhile"):
+        action(person, temporary)  # this tab's copy, read before the chat was ended
+    assert not Message.objects.exists()
