@@ -7,10 +7,20 @@ from chat.models import Conversation, Message, Schedule
 
 @admin.register(Conversation)
 class ConversationAdmin(admin.ModelAdmin[Conversation]):
-    list_display = ["__str__", "owner", "ai_profile", "run_kind", "memory_on", "updated_at"]
-    list_filter = ["run_kind", "memory_on"]
+    list_display = [
+        "__str__",
+        "owner",
+        "ai_profile",
+        "run_kind",
+        "memory_on",
+        "temporary",
+        "updated_at",
+    ]
+    list_filter = ["run_kind", "memory_on", "temporary"]
     search_fields = ["title", "owner__username"]
     raw_id_fields = ["owner", "ai_profile", "agent"]
+    # Chosen when the chat starts and ended by the person or the purge (M22), never here.
+    readonly_fields = ["temporary", "closed_at"]
 
 
 @admin.register(Message)

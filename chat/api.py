@@ -49,6 +49,7 @@ def conversation_create(request: HttpRequest, payload: ConversationIn) -> Status
         store_ids=payload.store_ids,
         memory_on=payload.memory_on,
         title=payload.title,
+        temporary=payload.temporary,
     )
     return Status(201, conversation)
 
@@ -71,6 +72,19 @@ def conversation_detail(request: HttpRequest, conversation_id: int) -> dict[str,
 def conversation_delete(request: HttpRequest, conversation_id: int) -> Status[None]:
     conversation = conversation_for_user(signed_in_user(request), conversation_id)
     services.conversation_delete(conversation=conversation)
+    return Status(204, None)
+
+
+@router.post(
+    "/conversations/{conversation_id}/end",
+    response={204: None, 400: ErrorOut, 404: ErrorOut},
+    summary="End a temporary chat (M22): it is deleted",
+)
+def temporary_end(request: HttpRequest, conversation_id: int) -> Status[None]:
+    """An answer still being written is stopped, and the chat goes once it ended;
+    meanwhile it is a 404 like a deleted one."""
+    conversation = conversation_for_user(signed_in_user(request), conversation_id)
+    services.temporary_conversation_end(conversation=conversation)
     return Status(204, None)
 
 

@@ -13,6 +13,8 @@ def conversation_markdown(conversation: Conversation) -> str:
         lines.append(f"- Model: {profile.model} ({profile.name})")
     if conversation.agent is not None:
         lines.append(f"- Agent: {conversation.agent.name}")
+    if conversation.temporary:
+        lines.append("- Temporary chat: nothing from it was saved to memory")
     lines.append("")
     for message in conversation.messages.all():
         who = "You" if message.role == Message.Role.USER else "Assistant"

@@ -40,8 +40,13 @@ class Conversation(models.Model):
     # thread in it: one conversation each. Both "" for a binding's first conversation.
     external_chat = models.CharField(max_length=200, blank=True, default="")
     external_thread = models.CharField(max_length=200, blank=True, default="")
-    # The per-request switch of M16: off sends no memory and proposes nothing.
+    # The per-request switch of M16: off sends no memory and proposes nothing. In a
+    # temporary chat it is the person's "reads memory" choice.
     memory_on = models.BooleanField(default=True)
+    # A temporary chat (M22) never writes memory, is never listed, and is deleted once
+    # closed (closed_at) or CHAT_TEMPORARY_KEEP_HOURS after it started.
+    temporary = models.BooleanField(default=False)
+    closed_at = models.DateTimeField(null=True, blank=True)
     run_kind = models.CharField(max_length=16, default="interactive")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -49,14 +54,24 @@ class Conversation(models.Model):
     class Meta:
         ordering: ClassVar = ["-updated_at", "-id"]
         indexes: ClassVar = [
-            models.Index(fields=["owner", "-updated_at"], name="chat_conversation_recent_idx")
+            models.Index(fields=["owner", "-updated_at"], name="chat_conversation_recent_idx"),
+            models.Index(
+                fields=["created_at"],
+                condition=Q(temporary=True),
+                name="chat_conversation_temp_idx",
+            ),
         ]
         constraints: ClassVar = [
             models.UniqueConstraint(
                 fields=["binding", "external_chat", "external_thread"],
                 condition=Q(binding__isnull=False) & ~Q(external_chat=""),
                 name="one_conversation_per_external_chat",
-            )
+            ),
+            # A messaging app's conversation lives on in that app: it cannot be temporary.
+            models.CheckConstraint(
+                condition=Q(temporary=False) | Q(binding__isnull=True),
+                name="temporary_conversation_has_no_binding",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -36,6 +36,10 @@ NO_TOOLS_NOTE = (
     "This model has no tool support: it sees the memory block but cannot read topic files "
     "or propose notes."
 )
+TEMPORARY_NOTE = (
+    "This is a temporary chat: nothing from it is saved to memory. If the person asks you "
+    "to remember something, say that a temporary chat saves nothing."
+)
 EXCERPT_CHARS = 1500
 PLAN_HEADING = "The plan I chose for this request (follow it):"
 
@@ -178,6 +182,19 @@ def _add_plan(
         sent_along["plan"] = _as_sent(turn, plan)
 
 
+def _saving_note(turn: Turn, tools: list[ToolSchema] | None) -> list[str]:
+    """What the model is told when it cannot save what the person asks it to remember."""
+    if turn.temporary:
+        return [TEMPORARY_NOTE]
+    if not tools:
+        return [
+            "You cannot call memory tools in this conversation: use the memory index lines as "
+            "they are, and if the person asks you to remember something, say that saving is not "
+            "available here."
+        ]
+    return []
+
+
 def prepare(message: Message, *, plan: str = "") -> Prepared:
     """plan: what the person chose on a triage card (M20); it follows their message as
     theirs, never as a system instruction."""
@@ -203,6 +220,7 @@ def prepare(message: Message, *, plan: str = "") -> Prepared:
         message_ref=str(message.pk),
         reply_ref_trusted=True,  # the host made both references
         memory_off=not conversation.memory_on,
+        temporary=conversation.temporary,
         context_window=profile.context_window,
         model_local=profile.runs_locally,
         strict_tools=profile.strict_tools,
@@ -216,18 +234,13 @@ def prepare(message: Message, *, plan: str = "") -> Prepared:
     context, references = built.memory, built.references
     retrieved, citations, retrieval_info = retrieval()
     tools = (
-        tool_schemas(strict=profile.strict_tools)
+        tool_schemas(strict=profile.strict_tools, read_only=turn.temporary)
         if profile.supports_tools and not context.reason_off
         else None
     )
     offered, asks = _with_ask_person(tools, profile, turn)
     system_parts = [SYSTEM, *([BACKGROUND_NOTE] if turn.is_background else [])]
-    if not tools:
-        system_parts.append(
-            "You cannot call memory tools in this conversation: use the memory index lines as they "
-            "are, and if the person asks you to remember something, say that saving is not "
-            "available here."
-        )
+    system_parts += _saving_note(turn, tools)
     if conversation.agent and conversation.agent.instructions:
         system_parts.append(conversation.agent.instructions)
     # Order (docs/addons.md): skills, the memory block, add-on context files, excerpts.

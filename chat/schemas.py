@@ -8,7 +8,16 @@ from chat.models import Conversation, Message, Question
 class ConversationOut(ModelSchema):
     class Meta:
         model = Conversation
-        fields = ["id", "title", "ai_profile", "agent", "memory_on", "created_at", "updated_at"]
+        fields = [
+            "id",
+            "title",
+            "ai_profile",
+            "agent",
+            "memory_on",
+            "temporary",
+            "created_at",
+            "updated_at",
+        ]
 
 
 class MessageOut(ModelSchema):
@@ -39,8 +48,16 @@ class ConversationIn(Schema):
     profile_id: int | None = None
     agent_id: int | None = None
     store_ids: list[int] = Field(default_factory=list)
-    memory_on: bool = True
+    memory_on: bool = Field(
+        True, description="Send memory with its turns; in a temporary chat: it reads memory."
+    )
     title: str = ""
+    temporary: bool = Field(
+        False,
+        description="A temporary chat (M22): never writes memory, is not listed, and is "
+        "deleted when ended, when you start another conversation, or after "
+        "CHAT_TEMPORARY_KEEP_HOURS.",
+    )
 
 
 class MessageIn(Schema):

@@ -21,10 +21,11 @@ from memory_addon.services.policy import Policy
 
 
 def conversation_for_user(user: User, conversation_id: int) -> Conversation:
-    """The one owner check for a conversation; a foreign or missing id is a 404."""
+    """The one owner check for a conversation; a foreign or missing id is a 404, and so
+    is an ended temporary chat (M22) that waits for the purge."""
     try:
         conversation = Conversation.objects.select_related("ai_profile", "agent").get(
-            pk=conversation_id, owner=user
+            pk=conversation_id, owner=user, closed_at__isnull=True
         )
     except (Conversation.DoesNotExist, ValueError, TypeError):
         raise Http404("No such conversation.") from None
@@ -42,8 +43,9 @@ def message_for_user(user: User, message_id: int) -> Message:
 
 
 def conversations_for_user(user: User, query: str = "") -> QuerySet[Conversation]:
-    """Newest first; a query matches the title or the text of any message."""
-    rows = Conversation.objects.filter(owner=user)
+    """Newest first; a query matches the title or the text of any message. Temporary
+    chats (M22) are never listed nor found."""
+    rows = Conversation.objects.filter(owner=user, temporary=False)
     query = query.strip()
     if query:
         rows = rows.filter(
@@ -186,9 +188,11 @@ def question_for_user(user: User, question_id: int) -> Question:
 def questions_waiting_for(user: User) -> list[Question]:
     """Every question waiting for the person's answer, oldest first (the Inbox)."""
     return list(
-        Question.objects.filter(owner=user, state=Question.State.WAITING).select_related(
-            "message__conversation__agent"
-        )
+        Question.objects.filter(
+            owner=user,
+            state=Question.State.WAITING,
+            message__conversation__closed_at__isnull=True,
+        ).select_related("message__conversation__agent")
     )
 
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 
 from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext, ngettext
 
@@ -77,13 +79,19 @@ def conversation_create(
     memory_on: bool = True,
     title: str = "",
     run_kind: RunKind = "interactive",
+    temporary: bool = False,
 ) -> Conversation:
+    """A new conversation. temporary (M22): memory_on is then its "reads memory" choice,
+    and starting any conversation closes the person's open temporary ones (they left)."""
     profile = _owned_profile(user, profile_id) or default_profile(user)
     if profile is None:
         raise ChatRefused(
             gettext("Add an AI profile under Settings before you start a conversation.")
         )
+    if temporary and run_kind != "interactive":
+        raise ChatRefused(gettext("Only a conversation with a person can be temporary."))
     with transaction.atomic(durable=True):
+        _temporary_close_all(user)
         conversation = Conversation.objects.create(
             owner=user,
             ai_profile=profile,
@@ -91,9 +99,51 @@ def conversation_create(
             memory_on=memory_on,
             title=title[:200],
             run_kind=run_kind,
+            temporary=temporary,
         )
         conversation.stores.set(_owned_stores(user, store_ids or []))
     return conversation
+
+
+def _temporary_close(rows: QuerySet[Conversation]) -> int:
+    """Closed temporary conversations are deleted at once; one whose answer is still
+    being written is stopped and marked closed (hidden everywhere), and the purge
+    deletes it once the answer ended, so no row goes from under a worker. A parked
+    answer (M19) has no worker and goes at once. Returns how many were deleted."""
+    # Locked first: a message sent meanwhile waits, and is then deleted with them.
+    ids = list(rows.filter(temporary=True).select_for_update().values_list("pk", flat=True))
+    streaming = Message.objects.filter(conversation_id__in=ids, state=Message.State.STREAMING)
+    for message in streaming:
+        stop_request(message)
+    running = set(streaming.values_list("conversation_id", flat=True))
+    Conversation.objects.filter(pk__in=running, closed_at__isnull=True).update(
+        closed_at=timezone.now()
+    )
+    _, per_model = Conversation.objects.filter(pk__in=set(ids) - running).delete()
+    return per_model.get(Conversation._meta.label, 0)
+
+
+def _temporary_close_all(user: User) -> None:
+    _temporary_close(Conversation.objects.filter(owner=user, closed_at__isnull=True))
+
+
+def temporary_conversation_end(*, conversation: Conversation) -> None:
+    """ "End temporary chat": the conversation and its messages are gone."""
+    if not conversation.temporary:
+        raise ChatRefused(gettext("Only a temporary chat can be ended; delete this one instead."))
+    with transaction.atomic(durable=True):
+        _temporary_close(Conversation.objects.filter(pk=conversation.pk))
+
+
+def temporary_conversations_purge() -> int:
+    """The beat job: temporary conversations closed, or started more than
+    CHAT_TEMPORARY_KEEP_HOURS ago, are deleted once no answer of theirs runs."""
+    started_before = timezone.now() - timedelta(hours=settings.CHAT_TEMPORARY_KEEP_HOURS)
+    due = Conversation.objects.filter(temporary=True).filter(
+        Q(closed_at__isnull=False) | Q(created_at__lt=started_before)
+    )
+    with transaction.atomic(durable=True):
+        return _temporary_close(due)
 
 
 def conversation_update(
@@ -159,7 +209,19 @@ def _check_fair_share(user_id: int) -> None:
         )
 
 
+def _locked_idle(user: User, conversation: Conversation) -> Conversation:
+    """The conversation's row, locked, once no answer of it is being written. A temporary
+    chat may be deleted between the page's read and this lock (ended in another tab)."""
+    locked = Conversation.objects.select_for_update().filter(pk=conversation.pk, owner=user).first()
+    if locked is None:
+        raise ChatRefused(gettext("This conversation was deleted meanwhile."))
+    _check_idle(locked)
+    return locked
+
+
 def _check_idle(conversation: Conversation) -> None:
+    if conversation.closed_at is not None:
+        raise ChatRefused(gettext("This temporary chat was ended; start a new conversation."))
     if conversation.messages.filter(state=Message.State.STREAMING).exists():
         raise ChatRefused(
             gettext("An answer is still being written; wait for it or stop it first.")
@@ -192,8 +254,7 @@ def message_send(*, user: User, conversation: Conversation, text: str) -> Messag
     if conversation.ai_profile is None:
         raise ChatRefused(gettext("This conversation has no AI profile; pick one first."))
     with transaction.atomic(durable=True):
-        locked = Conversation.objects.select_for_update().get(pk=conversation.pk, owner=user)
-        _check_idle(locked)
+        locked = _locked_idle(user, conversation)
         Message.objects.create(conversation=locked, role=Message.Role.USER, content=text)
         if not locked.title:
             locked.title = _title_from(text)
@@ -220,8 +281,7 @@ def _last_messages(conversation: Conversation) -> tuple[Message | None, Message 
 def answer_regenerate(*, user: User, conversation: Conversation) -> Message:
     """Write the last answer again (also the Retry of a failed one)."""
     with transaction.atomic(durable=True):
-        locked = Conversation.objects.select_for_update().get(pk=conversation.pk, owner=user)
-        _check_idle(locked)
+        locked = _locked_idle(user, conversation)
         user_message, answer = _last_messages(locked)
         if user_message is None:
             raise ChatRefused(gettext("There is no message to answer yet."))
@@ -239,8 +299,7 @@ def last_message_edit(*, user: User, conversation: Conversation, text: str) -> M
     if not text:
         raise ChatRefused(gettext("Write a message first."))
     with transaction.atomic(durable=True):
-        locked = Conversation.objects.select_for_update().get(pk=conversation.pk, owner=user)
-        _check_idle(locked)
+        locked = _locked_idle(user, conversation)
         user_message, _ = _last_messages(locked)
         if user_message is None:
             raise ChatRefused(gettext("There is no message to edit."))

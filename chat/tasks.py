@@ -3,7 +3,7 @@ from __future__ import annotations
 from celery import shared_task
 from celery.contrib.django.task import DjangoTask
 
-from chat import questions, runner, schedules
+from chat import questions, runner, schedules, services
 
 
 @shared_task(
@@ -30,3 +30,8 @@ def schedules_due_task() -> int:
 @shared_task(name="chat.questions_expire", ignore_result=True)
 def questions_expire_task() -> int:
     return questions.questions_expire()
+
+
+@shared_task(name="chat.temporary_purge", ignore_result=True)
+def temporary_purge_task() -> int:
+    return services.temporary_conversations_purge()

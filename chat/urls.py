@@ -15,6 +15,7 @@ urlpatterns = [
     path("<int:conversation_id>/rename/", views.conversation_rename, name="chat_rename"),
     path("<int:conversation_id>/delete/", views.conversation_delete, name="chat_delete"),
     path("<int:conversation_id>/export.md", views.conversation_export, name="chat_export"),
+    path("<int:conversation_id>/end/", views.temporary_end, name="chat_temporary_end"),
     path("schedules/", views.schedules_page, name="chat_schedules"),
     path("schedules/<int:schedule_id>/run/", views.schedule_run_now, name="chat_schedule_run"),
     path("schedules/<int:schedule_id>/delete/", views.schedule_delete, name="chat_schedule_delete"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import time
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
@@ -57,6 +58,7 @@ def _page_context(request: HttpRequest, conversation: Conversation | None) -> di
         "stores": stores_for_user(user),
         "conversation": conversation,
         "max_entry_chars": MAX_ENTRY_CHARS,
+        "temporary_keep_hours": settings.CHAT_TEMPORARY_KEEP_HOURS,
     }
     if conversation is not None:
         rows = list(conversation.messages.all())
@@ -77,7 +79,8 @@ def _page_context(request: HttpRequest, conversation: Conversation | None) -> di
                     ),
                     policy,
                 ),
-                "saving_reason": saving_off_reason(user, policy),
+                # A temporary chat's own banner says why nothing is saved.
+                "saving_reason": "" if conversation.temporary else saving_off_reason(user, policy),
                 "last_user_text": next(
                     (m.content for m in reversed(rows) if m.role == Message.Role.USER), ""
                 ),
@@ -109,6 +112,7 @@ def chat_new(request: HttpRequest) -> HttpResponse:
             agent_id=row_id(request.POST.get("agent")),
             store_ids=row_ids(request.POST.getlist("stores")),
             memory_on=request.POST.get("memory_on") == "on",
+            temporary=request.POST.get("temporary") == "on",
         )
         text = request.POST.get("text", "")
         if text.strip():
@@ -307,6 +311,20 @@ def conversation_delete(request: HttpRequest, conversation_id: int) -> HttpRespo
         messages.success(request, _("Deleted “%(title)s”.") % {"title": title})
         return redirect("chat")
     return render(request, "chat/delete_confirm.html", {"conversation": conversation})
+
+
+@login_required
+@require_POST
+def temporary_end(request: HttpRequest, conversation_id: int) -> HttpResponse:
+    """ "End temporary chat" (M22): it is deleted and never listed."""
+    conversation = conversation_for_user(signed_in_user(request), conversation_id)
+    try:
+        services.temporary_conversation_end(conversation=conversation)
+    except Refusal as refusal:
+        messages.error(request, refusal.message)
+        return _back(conversation)
+    messages.success(request, _("The temporary chat was ended and deleted."))
+    return redirect("chat")
 
 
 @login_required

@@ -602,6 +602,13 @@ CELERY_BEAT_SCHEDULE["chat-scheduled-runs"] = {
     "task": "chat.schedules_due",
     "schedule": 60.0,
 }
+# Temporary chats (M22): kept at most this long after they started; an ended one goes at
+# once, or (its answer still running) by the purge every CHAT_REAP_INTERVAL_SECONDS.
+CHAT_TEMPORARY_KEEP_HOURS = env_int("CHAT_TEMPORARY_KEEP_HOURS", 24)
+CELERY_BEAT_SCHEDULE["chat-temporary-purge"] = {
+    "task": "chat.temporary_purge",
+    "schedule": float(CHAT_REAP_INTERVAL_SECONDS),
+}
 
 # --- Messaging bridges (SPEC H4) and outgoing events (B4) -----------------------
 BRIDGE_MAX_BODY_BYTES = env_int("BRIDGE_MAX_BODY_BYTES", 1_048_576)

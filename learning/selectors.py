@@ -27,12 +27,18 @@ from memory_addon.services.policy import Policy, kill_switch_on, policy_for
 from memory_addon.services.scopes import INDEX_PATH, scope_folder
 from memory_addon.services.skill_rules import skill_note_path
 from memory_addon.services.user_settings import learning_suggests_for, save_mode_for
+from memory_addon.turns import TEMPORARY_REFUSAL
 
 
 def learning_off_reason(
     user: User, conversation: Conversation | None = None, policy: Policy | None = None
 ) -> str:
-    """Empty when rules may be learned and saved for this person (and chat), else why not."""
+    """Empty when rules may be learned and saved for this person (and chat), else why not.
+
+    Every rule path (cards, detection, "Remember as rule…", the question and triage
+    cards' Permanent rule) asks this with its conversation."""
+    if conversation is not None and conversation.temporary:
+        return gettext(TEMPORARY_REFUSAL)
     if kill_switch_on():
         return "Rule learning is off on this server (MEMORY_AI_MEMORY=off)."
     policy = policy or policy_for(user)
@@ -182,6 +188,7 @@ class TriageView:
     options: Sequence[tuple[int, Option]]  # numbered as stored, the recommended first
     choices: Sequence[TargetChoice] = ()  # Save to of the Permanent rule
     wait_minutes: int = 10
+    rule_offered: bool = True  # no Permanent rule in a temporary chat (M22)
 
     @property
     def pk(self) -> int:
@@ -207,7 +214,9 @@ def triage_inbox_section(request: HttpRequest, user: User) -> str:
     """Triage cards that wait for the person, as an Inbox section (registered in
     learning/apps.py)."""
     rows = (
-        TriageCard.objects.filter(user=user, state=TriageCard.State.WAITING)
+        TriageCard.objects.filter(
+            user=user, state=TriageCard.State.WAITING, conversation__closed_at__isnull=True
+        )
         .select_related("conversation")
         .order_by("created_at")
     )
@@ -216,6 +225,7 @@ def triage_inbox_section(request: HttpRequest, user: User) -> str:
             "text": gettext("A triage card waits in “%(title)s”.") % {"title": row.conversation},
             "url": f"{reverse('chat_conversation', args=[row.conversation_id])}"
             f"#triage-card-{row.pk}",
+            "temporary": row.conversation.temporary,
         }
         for row in rows
     ]
@@ -235,13 +245,15 @@ def triage_cards_for(
     cards: dict[int, list[TriageView]] = {}
     for row in rows:
         choices: list[TargetChoice] = []
-        if row.state == TriageCard.State.WAITING:
+        if row.state == TriageCard.State.WAITING and not conversation.temporary:
             fits = TargetChoice("", gettext("Where it fits (first fit wins)"))
             anywhere = RuleTarget(RuleSuggestion.Target.USER)
             choices = [fits, *target_choices(conversation.owner, conversation, "", anywhere)]
         options = [(n, option_from_stored(o)) for n, o in enumerate(row.options)]
         wait = max(1, settings.TRIAGE_CARD_WAIT_SECONDS // 60)
-        cards.setdefault(row.answer_id, []).append(TriageView(row, options, choices, wait))
+        cards.setdefault(row.answer_id, []).append(
+            TriageView(row, options, choices, wait, rule_offered=not conversation.temporary)
+        )
     return cards
 
 

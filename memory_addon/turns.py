@@ -5,8 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from django.utils.translation import gettext_noop
+
 from accounts.models import Agent, MessagingBinding, User
 from memory_addon.models import ChangeSet
+
+# What a temporary chat's every write path answers (M22), for the model and the person.
+TEMPORARY_REFUSAL = gettext_noop("This is a temporary chat; nothing is saved to memory.")
 
 RunKind = Literal["interactive", "scheduled", "background"]
 RUN_KINDS: tuple[RunKind, ...] = ("interactive", "scheduled", "background")
@@ -39,6 +44,8 @@ class Turn:
     # bridge runners): then notes per reply are counted per message, else per window.
     reply_ref_trusted: bool = False
     memory_off: bool = False  # the per-request switch
+    # A temporary chat (M22): it may read memory but never changes it, from any path.
+    temporary: bool = False
     context_window: int = 8192
     project_key: str = ""
     # The model runs on this machine (its AI profile says so): what the turn sends it is

@@ -302,12 +302,12 @@ def rule_save(
         locked = RuleSuggestion.objects.select_for_update().get(pk=suggestion.pk, user=user)
         if locked.state not in (RuleSuggestion.State.PENDING, RuleSuggestion.State.POSTPONED):
             raise ProposalClosed(f"This rule card is already {locked.get_state_display().lower()}.")
-        reason = rule_detection_off_reason(user)
-        if reason:
-            raise NotAllowed(reason)
         conversation = Conversation.objects.select_related("agent", "binding").get(
             pk=locked.conversation_id
         )
+        reason = rule_detection_off_reason(user, conversation)
+        if reason:
+            raise NotAllowed(reason)
         if target is not None and target.strip():
             _aim(locked, conversation, target_from_choice(user, conversation, target))
         elif locked.target in _SKILL_TARGETS and not skills_allowed(user):
@@ -346,7 +346,7 @@ def rule_remember(
     )
     with transaction.atomic(durable=True):
         memory_lock(user.pk)
-        reason = learning_off_reason(user)
+        reason = learning_off_reason(user, conversation)
         if reason:
             raise NotAllowed(reason)
         suggestion = RuleSuggestion(

@@ -188,11 +188,22 @@ def _strict(tool: ToolSchema) -> ToolSchema:
     }
 
 
-def tool_schemas(*, bank: bool = False, strict: bool = False) -> list[ToolSchema]:
+# The tools that change memory; a turn that may only read (a temporary chat) gets the rest.
+WRITE_TOOLS = frozenset(
+    {"propose_change", "revert_change", "write_memory", "edit_memory", "delete_memory"}
+)
+
+
+def tool_schemas(
+    *, bank: bool = False, strict: bool = False, read_only: bool = False
+) -> list[ToolSchema]:
     """The chat tools or the bank tools; the two sets are never offered together (a turn
     with a project key runs the bank tools, any other the chat tools), so their two
-    `list_memory` tools never meet."""
+    `list_memory` tools never meet. read_only leaves out WRITE_TOOLS (the gate refuses
+    them anyway; not offering them keeps the model from trying)."""
     tools = BANK_TOOLS if bank else CHAT_TOOLS
+    if read_only:
+        tools = [tool for tool in tools if tool["function"]["name"] not in WRITE_TOOLS]
     return [_strict(tool) for tool in tools] if strict else tools
 
 

@@ -54,7 +54,7 @@ from memory_addon.signals import (
     proposal_resolved,
     send_on_commit,
 )
-from memory_addon.turns import Turn
+from memory_addon.turns import TEMPORARY_REFUSAL, Turn
 
 ACTIONS: tuple[ModelAction, ...] = ("add", "replace", "remove", "write_topic", "delete_topic")
 
@@ -69,6 +69,8 @@ class Outcome:
 
 def check_may_change(turn: Turn) -> None:
     """Refuse model-initiated changes the rules never allow, whatever the save mode."""
+    if turn.temporary:  # first: it is the reason the person chose, whatever else holds
+        raise NotAllowed(TEMPORARY_REFUSAL)
     if kill_switch_on():
         raise NotAllowed("Memory is switched off on this server (MEMORY_AI_MEMORY=off).")
     if turn.memory_off:
