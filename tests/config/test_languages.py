@@ -103,7 +103,7 @@ def test_the_site_speaks_german_with_the_root_catalogue():
 def test_the_browser_language_picks_german(client, user):
     client.force_login(user)
     page = client.get("/memory/", headers={"accept-language": "de-DE,de;q=0.9"})
-    assert '<html lang="de">' in page.text
+    assert '<html lang="de" ' in page.text
     assert ">Gedächtnis</a>" in page.text
     assert ">Abmelden</button>" in page.text
 
@@ -115,7 +115,7 @@ def test_the_switch_overrides_the_browser(client, user):
     assert answer.status_code == 302
     assert answer["Location"] == "/memory/"
     page = client.get("/memory/", headers={"accept-language": "de"})
-    assert '<html lang="en">' in page.text
+    assert '<html lang="en" ' in page.text
     assert ">Memory</a>" in page.text
 
 
