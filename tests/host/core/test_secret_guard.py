@@ -379,11 +379,28 @@ def test_outbound_masking_hides_private_key_bodies_and_keeps_ordinary_text():
     assert masked[-1] == "the password is incorrect"
 
 
-def test_masking_is_fast_on_ordinary_text():
-    text = "\n".join(f"- topic {i}: an ordinary note about tea -> t{i}.md" for i in range(2000))
-    start = time.perf_counter()
+def _cpu_seconds(work) -> float:
+    """This thread's CPU time for `work`, best of two: other processes on a busy machine
+    do not count, so the comparisons below hold under load."""
+    best = float("inf")
+    for _ in range(2):
+        start = time.thread_time()
+        work()
+        best = min(best, time.thread_time() - start)
+    return best
+
+
+def _growth(scan, line: str) -> float:
+    """How much longer a scan of `line` takes than a scan of its first quarter: about 4
+    when the scan is linear, about 16 when it backtracks quadratically."""
+    quarter = line[: len(line) // 4]
+    return _cpu_seconds(lambda: scan(line)) / max(_cpu_seconds(lambda: scan(quarter)), 1e-6)
+
+
+def test_masking_ordinary_text_grows_linearly_with_its_lines():
+    text = "\n".join(f"- topic {i}: an ordinary note about tea -> t{i}.md" for i in range(4000))
     assert mask_outbound(text) == text
-    assert time.perf_counter() - start < 0.4  # at least 5,000 lines/s
+    assert _growth(mask_outbound, text) < 9
 
 
 @pytest.mark.parametrize(
@@ -413,10 +430,12 @@ def test_masking_is_fast_on_ordinary_text():
 )
 def test_a_64_kib_line_is_scanned_in_linear_time(line):
     """A topic file may hold one 64 KiB line; no pattern may backtrack quadratically on it."""
-    start = time.perf_counter()
-    find_secret(line)
-    mask_outbound(line)
-    assert time.perf_counter() - start < 8
+
+    def scan(text: str) -> None:
+        find_secret(text)
+        mask_outbound(text)
+
+    assert _growth(scan, line) < 9
 
 
 ORDINARY_NOTES = """
