@@ -104,7 +104,9 @@ def test_serve_twice_keeps_the_data_and_stops_cleanly(tmp_path):
         credentials = data_dir / "admin-credentials.txt"
         assert password in credentials.read_text()
         assert credentials.stat().st_mode & 0o077 == 0
-        health = json.loads(urllib.request.urlopen(f"{base}/readyz", timeout=30).read())
+        # The socket listens before the web process has loaded Django: on a busy machine
+        # the first answer can take a while (a deadline, not a wait).
+        health = json.loads(urllib.request.urlopen(f"{base}/readyz", timeout=120).read())
         assert health["database"]["ok"] and health["redis"]["ok"] and health["worker"]["ok"]
     finally:
         _stop(first)
