@@ -57,7 +57,7 @@ def _proposal(request: HttpRequest, proposal_id: int) -> Proposal:
 @router.post(
     "/proposals/{proposal_id}/confirm",
     response={200: ChangeSummaryOut, **ERRORS},
-    summary="Confirm a proposal, optionally with edited text",
+    summary="Confirm a proposal, optionally with edited text or a conflict decision",
 )
 def proposal_confirm_endpoint(
     request: HttpRequest, proposal_id: int, payload: ConfirmIn | None = None
@@ -67,6 +67,7 @@ def proposal_confirm_endpoint(
         user=signed_in_user(request),
         proposal=proposal,
         edited_text=payload.text if payload else None,
+        decision=payload.decision if payload else None,
     )
     return change_summary(change_set)
 

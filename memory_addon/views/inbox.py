@@ -24,6 +24,7 @@ from memory_addon.pages import banners_for, inbox_sections
 from memory_addon.selectors import pending_proposals, proposal_for_user, proposals_with_diffs
 from memory_addon.services.changes import change_sets_undo
 from memory_addon.services.proposals import (
+    decision_of,
     proposal_confirm,
     proposal_reject,
     proposals_decide_all,
@@ -137,8 +138,12 @@ def inbox_decide(request: HttpRequest, proposal_id: int, decision: str) -> HttpR
             messages.success(request, _("Proposal rejected; nothing was saved."))
         else:
             edited = request.POST.get("text") if decision == "confirm-edited" else None
-            proposal_confirm(user=user, proposal=proposal, edited_text=edited)
-            messages.success(request, _("Saved to memory."))
+            chosen = decision_of(request.POST.get("decision"))
+            proposal_confirm(user=user, proposal=proposal, edited_text=edited, decision=chosen)
+            if chosen == "replace":
+                messages.success(request, _("Saved to memory; the old note was replaced."))
+            else:
+                messages.success(request, _("Saved to memory."))
     except Refusal as refusal:
         messages.error(request, refusal.message)
     # The same card sits under a chat answer; it sends people back to where they were.
