@@ -43,6 +43,14 @@ def _saved(turn, text):
     addon_setting_put(user=turn.user, addon="memory", key="save-mode", value="ask")
 
 
+def _machine_topic(turn, content):
+    """A topic file the assistant wrote earlier (the person's own it may not replace)."""
+    addon_setting_put(user=turn.user, addon="memory", key="save-mode", value="auto")
+    op = {"action": "write_topic", "topic": "home.md", "topic_content": content}
+    assert memory_change_request(turn=turn, operation=op).kind == "saved"
+    addon_setting_put(user=turn.user, addon="memory", key="save-mode", value="ask")
+
+
 def _propose(turn, text, message_ref="msg-2"):
     later = Turn(
         user=turn.user,
@@ -74,7 +82,7 @@ def test_a_note_close_in_meaning_is_flagged_and_an_unrelated_one_is_not(turn, sc
 
 
 def test_writing_an_existing_topic_file_with_other_text_is_flagged(turn, scope, user):
-    file_write(user=user, scope=scope, path="home.md", content="Rome\n", base_sha256="")
+    _machine_topic(turn, "Rome\n")
     proposal = memory_change_request(
         turn=turn, operation={"action": "write_topic", "topic": "home.md", "topic_content": "Milan"}
     ).proposal
@@ -101,7 +109,7 @@ def test_replace_takes_the_old_note_out_in_the_same_change_set(turn, scope, user
 
 def test_replace_can_take_out_the_persons_own_line(turn, scope, user):
     file_write(
-        user=user, scope=scope, path="index.md", content=f"{OLD_DRINK}\nOther.\n", base_sha256=""
+        user=user, scope=scope, path="index.md", content=f"{OLD_DRINK}\n\nOther.\n", base_sha256=""
     )
     proposal = _propose(turn, NEW_DRINK).proposal
     proposal_confirm(user=user, proposal=proposal, decision="replace")
@@ -117,7 +125,7 @@ def test_keep_both_keeps_the_old_note_next_to_the_new_one(turn, scope, user):
 
 
 def test_keep_both_on_a_topic_file_keeps_both_texts(turn, scope, user):
-    file_write(user=user, scope=scope, path="home.md", content="Rome\n", base_sha256="")
+    _machine_topic(turn, "Rome\n")
     proposal = memory_change_request(
         turn=turn, operation={"action": "write_topic", "topic": "home.md", "topic_content": "Milan"}
     ).proposal
