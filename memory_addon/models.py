@@ -126,6 +126,7 @@ class ChangeSet(models.Model):
         BRIDGE = "bridge", gettext_lazy("Messaging bridge")
         LEARNING = "learning", gettext_lazy("Rule learning")
         CLEANUP = "cleanup", gettext_lazy("Clean-up")
+        IMPORT = "import", gettext_lazy("Import")
 
     scope = models.ForeignKey(MemoryScope, on_delete=models.CASCADE, related_name="change_sets")
     user = models.ForeignKey(

@@ -243,6 +243,23 @@ class ProposalOut(Schema):
     provenance: ProvenanceOut | None = Field(None, description="Set for imported items.")
 
 
+class ImportIn(Schema):
+    kind: ImportKind = Field(
+        description="chatgpt: saved memories (one per line, or a JSON list of strings or of "
+        "objects with content); claude: its memory (Markdown); mem0: its JSON export (objects "
+        "with memory); agents_md: CLAUDE.md / AGENTS.md text. docs/memory-imports.md."
+    )
+    text: str = Field(description="The exported file's text (at most MEMORY_IMPORT_MAX_BYTES).")
+    file_name: str = Field("", max_length=200, description="Shown on each item's card.")
+
+
+class ImportOut(Schema):
+    proposals: list[ProposalOut] = Field(description="One per item, waiting in the Inbox.")
+    duplicates: int = Field(description="Of them, the ones already saved (conflict: duplicate).")
+    conflicts: int = Field(description="Of them, the ones that may contradict a saved note.")
+    repeated: int = Field(description="Items the file held more than once, proposed once.")
+
+
 class ConfirmIn(Schema):
     text: str | None = Field(None, description="Edited entry text (at most 300 characters).")
     decision: Decision | None = Field(

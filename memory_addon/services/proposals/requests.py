@@ -391,7 +391,7 @@ def _proposal_create(
         why_waiting=why_waiting,
         conflict=find_conflict(scope, op, scope_files),
         provenance=provenance,
-        source=turn.source,
+        source=ChangeSet.Source.IMPORT if provenance else turn.source,
         conversation_ref=turn.conversation_ref,
         message_ref=turn.message_ref,
         agent=turn.agent,
@@ -405,7 +405,7 @@ def _proposal_create(
         proposal_id=proposal.pk,
         scope_id=scope.pk,
         action=str(op.get("action", "")),
-        source=turn.source,
+        source=proposal.source,
     )
     return proposal
 
