@@ -97,7 +97,7 @@ def memory_import(*, user: User, kind: ImportKind, text: str, file_name: str = "
                 "text": item.text,
                 "entry_id": entries.new_entry_id(),
             }
-            _, bases = plan_writes(
+            _writes, bases = plan_writes(
                 scope,
                 op,
                 origin=ChangeSet.Origin.ASSISTANT,
