@@ -16,8 +16,8 @@ from accounts.models import User
 from host.core.ids import row_id
 from host.errors import Refusal
 from memory_addon.core import entries
-from memory_addon.core.diffs import unified_diff
 from memory_addon.core.conflicts import Conflict
+from memory_addon.core.diffs import unified_diff
 from memory_addon.core.operations import Operation, Provenance
 from memory_addon.core.readable_diff import NoteRow, readable_diff
 from memory_addon.models import ChangeSet, FileChange, MemoryFile, MemoryScope, Proposal

@@ -97,7 +97,9 @@ def memory_import_endpoint(request: HttpRequest, payload: ImportIn) -> ImportOut
         file_name=payload.file_name,
     )
     return ImportOut(
-        proposals=[ProposalOut.model_validate(row) for row in proposals_with_diffs(result.proposals)],
+        proposals=[
+            ProposalOut.model_validate(row) for row in proposals_with_diffs(result.proposals)
+        ],
         duplicates=result.duplicates,
         conflicts=result.conflicts,
         repeated=result.repeated,

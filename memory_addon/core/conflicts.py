@@ -18,6 +18,8 @@ from memory_addon.core import entries
 ConflictKind = Literal["duplicate", "topic", "meaning"]
 Decision = Literal["replace", "keep_both"]
 DECISIONS: tuple[Decision, ...] = ("replace", "keep_both")
+
+
 class Conflict(TypedDict):
     kind: ConflictKind
     path: str  # the index, or the topic file the proposal writes

@@ -61,7 +61,7 @@ def parse_import(kind: ImportKind, text: str) -> list[ImportedItem]:
 
 
 def _numbered(found: list[tuple[str, int, str, str, str]]) -> list[ImportedItem]:
-    items = []
+    items: list[ImportedItem] = []
     for text, line, original_id, original_date, where in found:
         items.append(
             ImportedItem(
@@ -86,7 +86,9 @@ def _json(text: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as error:
-        raise ImportRefused(f"not valid JSON ({error.msg})", where=f"line {error.lineno}") from error
+        raise ImportRefused(
+            f"not valid JSON ({error.msg})", where=f"line {error.lineno}"
+        ) from error
 
 
 def _listed(data: Any, wrappers: tuple[str, ...]) -> list[Any]:

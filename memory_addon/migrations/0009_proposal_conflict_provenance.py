@@ -4,35 +4,67 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('memory_addon', '0008_skill_rules_as_notes'),
+        ("memory_addon", "0008_skill_rules_as_notes"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='proposal',
-            name='conflict',
+            model_name="proposal",
+            name="conflict",
             field=models.JSONField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='proposal',
-            name='provenance',
+            model_name="proposal",
+            name="provenance",
             field=models.JSONField(blank=True, null=True),
         ),
         migrations.AlterField(
-            model_name='bankswitch',
-            name='source',
-            field=models.CharField(choices=[('page', 'Page'), ('api', 'API'), ('chat', 'Chat'), ('bridge', 'Messaging bridge'), ('learning', 'Rule learning'), ('cleanup', 'Clean-up'), ('import', 'Import')], max_length=16),
+            model_name="bankswitch",
+            name="source",
+            field=models.CharField(
+                choices=[
+                    ("page", "Page"),
+                    ("api", "API"),
+                    ("chat", "Chat"),
+                    ("bridge", "Messaging bridge"),
+                    ("learning", "Rule learning"),
+                    ("cleanup", "Clean-up"),
+                    ("import", "Import"),
+                ],
+                max_length=16,
+            ),
         ),
         migrations.AlterField(
-            model_name='changeset',
-            name='source',
-            field=models.CharField(choices=[('page', 'Page'), ('api', 'API'), ('chat', 'Chat'), ('bridge', 'Messaging bridge'), ('learning', 'Rule learning'), ('cleanup', 'Clean-up'), ('import', 'Import')], max_length=16),
+            model_name="changeset",
+            name="source",
+            field=models.CharField(
+                choices=[
+                    ("page", "Page"),
+                    ("api", "API"),
+                    ("chat", "Chat"),
+                    ("bridge", "Messaging bridge"),
+                    ("learning", "Rule learning"),
+                    ("cleanup", "Clean-up"),
+                    ("import", "Import"),
+                ],
+                max_length=16,
+            ),
         ),
         migrations.AlterField(
-            model_name='proposal',
-            name='source',
-            field=models.CharField(choices=[('page', 'Page'), ('api', 'API'), ('chat', 'Chat'), ('bridge', 'Messaging bridge'), ('learning', 'Rule learning'), ('cleanup', 'Clean-up'), ('import', 'Import')], max_length=16),
+            model_name="proposal",
+            name="source",
+            field=models.CharField(
+                choices=[
+                    ("page", "Page"),
+                    ("api", "API"),
+                    ("chat", "Chat"),
+                    ("bridge", "Messaging bridge"),
+                    ("learning", "Rule learning"),
+                    ("cleanup", "Clean-up"),
+                    ("import", "Import"),
+                ],
+                max_length=16,
+            ),
         ),
     ]

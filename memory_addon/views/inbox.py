@@ -20,6 +20,7 @@ from host.core.ids import row_ids
 from host.errors import LimitExceeded, Refusal
 from host.htmx import HtmxHttpRequest
 from memory_addon.core.entries import MAX_ENTRY_CHARS
+from memory_addon.core.imports import KINDS
 from memory_addon.models import ChangeSet
 from memory_addon.pages import banners_for, inbox_sections
 from memory_addon.selectors import pending_proposals, proposal_for_user, proposals_with_diffs
@@ -31,7 +32,7 @@ from memory_addon.services.proposals import (
     proposals_decide_all,
     proposals_reopen,
 )
-from memory_addon.services.proposals.imports import KINDS, import_kind_of, memory_import
+from memory_addon.services.proposals.imports import import_kind_of, memory_import
 
 
 @login_required

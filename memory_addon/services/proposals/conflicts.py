@@ -130,7 +130,9 @@ def _closest_in_meaning(
         # The topic-key check above still ran; meaning is a help, not a gate.
         logger.warning("Conflicts are checked by topic only: %s", error)
         return None
-    scored = [(item, conflicts.cosine(new, vector)) for item, vector in zip(items, saved, strict=True)]
+    scored = [
+        (item, conflicts.cosine(new, vector)) for item, vector in zip(items, saved, strict=True)
+    ]
     return max(scored, key=lambda pair: pair[1])
 
 

@@ -13,11 +13,12 @@ from django.utils import timezone
 from accounts.models import User
 from host.errors import ChangeRefused, ProposalClosed, Refusal
 from memory_addon.core import entries
+from memory_addon.core.conflicts import Conflict, Decision
 from memory_addon.core.operations import Operation
 from memory_addon.models import ChangeSet, Proposal
 from memory_addon.services.changes import change_set_apply, change_set_undo_locked
 from memory_addon.services.locks import memory_lock
-from memory_addon.services.proposals.conflicts import Conflict, Decision, settle_conflict
+from memory_addon.services.proposals.conflicts import settle_conflict
 from memory_addon.services.proposals.planning import REVERT, _summary, plan_proposal
 from memory_addon.signals import (
     proposal_added,
@@ -121,9 +122,7 @@ def _apply_proposal(
     machine = True
     if conflict is not None:
         # Replacing the person's own line is the person's decision, not the machine's.
-        writes, machine = settle_conflict(
-            proposal.scope, conflict, writes, decision or "keep_both"
-        )
+        writes, machine = settle_conflict(proposal.scope, conflict, writes, decision or "keep_both")
     return change_set_apply(
         user=user,
         scope=proposal.scope,

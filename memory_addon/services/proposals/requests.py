@@ -221,9 +221,7 @@ def _save_mode(turn: Turn) -> SaveMode:
     return save_mode
 
 
-def _why_auto_waits(
-    scope: MemoryScope, op: Operation, scope_files: dict[str, MemoryFile]
-) -> str:
+def _why_auto_waits(scope: MemoryScope, op: Operation, scope_files: dict[str, MemoryFile]) -> str:
     """In auto mode a long change still waits; every part of it is measured. So does one
     that may contradict a saved note: only the person can say which one holds (M23)."""
     if len(op.get("text", "")) > settings.MEMORY_AUTO_MAX_NOTE_CHARS:
@@ -259,9 +257,7 @@ def _already_there(
             return ""
     index = scope_files.get(index_path(scope))
     wanted = same_note(op["text"])
-    if index and any(
-        same_note(item.text) == wanted for item in entries.parse_items(index.content)
-    ):
+    if index and any(same_note(item.text) == wanted for item in entries.parse_items(index.content)):
         return "This note is already saved in memory; nothing was added."
     if not proposing:
         return ""
