@@ -8,8 +8,10 @@ import json
 import pytest
 from django.urls import reverse
 
+from accounts.services import api_token_create
 from addons.services import addon_setting_put
 from chat.models import Conversation, Message
+from chat.runner import turn_run
 from host.errors import ChangeRefused, StaleBase
 from memory_addon.core import entries
 from memory_addon.models import ChangeSet, MemoryFile, Proposal
@@ -20,6 +22,7 @@ from memory_addon.services.proposals import (
     proposals_decide_all,
 )
 from memory_addon.turns import Turn
+from tests.config.test_mcp import mcp
 from tests.factories import AIProfileFactory
 
 pytestmark = pytest.mark.django_db
@@ -261,3 +264,38 @@ def test_the_model_hears_of_the_conflict_through_the_rest_tool_call(api, turn, u
     assert answer.status_code == 200, answer.content
     assert "may contradict a note saved on" in answer.json()["output"]
     assert Proposal.objects.get(user=user, message_ref="m").conflict["kind"] == "topic"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_model_hears_of_the_conflict_through_mcp(live_asgi_server, user):
+    _saved(Turn(user=user), OLD_HOME)
+    token = api_token_create(user=user, name="mcp")[1]
+    [(ok, answer)] = mcp(
+        live_asgi_server, token, [("propose_change", {"action": "add", "text": NEW_HOME})]
+    )
+    assert ok and "may contradict a note saved on" in answer and "lives in Rome" in answer
+    assert Proposal.objects.get(user=user, state=Proposal.State.PENDING).conflict["kind"] == "topic"
+
+
+def test_a_chat_turn_flags_the_conflict_and_its_card_offers_the_decisions(
+    client, user, fake_openai
+):
+    profile = AIProfileFactory(owner=user, base_url=fake_openai.base_url, is_default=True)
+    conversation = Conversation.objects.create(owner=user, ai_profile=profile, title="Chat")
+    _saved(Turn(user=user), OLD_HOME)
+    Message.objects.create(conversation=conversation, role=Message.Role.USER, content="I moved")
+    answer = Message.objects.create(
+        conversation=conversation, role=Message.Role.ASSISTANT, state=Message.State.STREAMING
+    )
+    arguments = json.dumps({"action": "add", "text": NEW_HOME})
+    fake_openai.chat_replies += [
+        {"tool_calls": [{"id": "a", "name": "propose_change", "arguments": arguments}]},
+        {"content": "Noted."},
+    ]
+    turn_run(message_id=answer.pk)
+    answer.refresh_from_db()
+    assert "may contradict a note saved on" in answer.tool_calls[0]["result"]
+    client.force_login(user)
+    html = client.get(reverse("chat_conversation", args=[conversation.pk])).content.decode()
+    assert 'data-conflict="topic"' in html and "lives in Rome" in html
+    assert 'data-decision="keep_both"' in html and 'data-decision="discard"' in html
