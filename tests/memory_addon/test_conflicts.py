@@ -299,3 +299,22 @@ def test_a_chat_turn_flags_the_conflict_and_its_card_offers_the_decisions(
     html = client.get(reverse("chat_conversation", args=[conversation.pk])).content.decode()
     assert 'data-conflict="topic"' in html and "lives in Rome" in html
     assert 'data-decision="keep_both"' in html and 'data-decision="discard"' in html
+
+
+def test_the_memory_tool_endpoint_flags_a_rewrite_of_a_saved_topic_file(api, user):
+    _machine_topic(Turn(user=user), "Lives in Rome.\n")
+    answer = api.post(
+        "/api/memory/memory-tool",
+        {
+            "input": {
+                "command": "str_replace",
+                "path": "/memories/home.md",
+                "old_str": "Rome",
+                "new_str": "Milan",
+            }
+        },
+    )
+    assert answer.status_code == 200 and answer.json()["ok"], answer.content
+    assert "may contradict a note saved on" in answer.json()["output"]
+    proposal = Proposal.objects.get(pk=answer.json()["proposal_id"])
+    assert proposal.conflict["path"] == "home.md" and proposal.conflict["text"] == "Lives in Rome.\n"
