@@ -31,6 +31,7 @@ OLD_HOME = "- home: lives in Rome -> home.md"
 NEW_HOME = "- home: lives in Milan -> home.md"
 OLD_DRINK = "My favourite drink is green tea."
 NEW_DRINK = "My favourite drink is black coffee."
+ADD_HOME_TOPIC = {"action": "add", "text": NEW_HOME, "topic": "home.md", "topic_content": "Milan"}
 
 
 def _index(scope) -> str:
@@ -84,11 +85,9 @@ def test_a_note_close_in_meaning_is_flagged_and_an_unrelated_one_is_not(turn, sc
     assert unrelated.conflict is None
 
 
-def test_writing_an_existing_topic_file_with_other_text_is_flagged(turn, scope, user):
+def test_a_note_for_an_existing_topic_file_with_other_text_is_flagged(turn, scope, user):
     _machine_topic(turn, "Rome\n")
-    proposal = memory_change_request(
-        turn=turn, operation={"action": "write_topic", "topic": "home.md", "topic_content": "Milan"}
-    ).proposal
+    proposal = memory_change_request(turn=turn, operation=ADD_HOME_TOPIC).proposal
     assert proposal.conflict["kind"] == "topic" and proposal.conflict["path"] == "home.md"
     assert proposal.conflict["text"] == "Rome\n"
 
@@ -127,13 +126,14 @@ def test_keep_both_keeps_the_old_note_next_to_the_new_one(turn, scope, user):
     assert [e.text for e in entries.machine_entries(_index(scope))] == [OLD_HOME, NEW_HOME]
 
 
-def test_keep_both_on_a_topic_file_keeps_both_texts(turn, scope, user):
+@pytest.mark.parametrize(
+    ("decision", "after"), [("replace", "Milan"), ("keep_both", "Rome\n\nMilan")]
+)
+def test_a_topic_file_is_replaced_or_keeps_both_texts(turn, scope, user, decision, after):
     _machine_topic(turn, "Rome\n")
-    proposal = memory_change_request(
-        turn=turn, operation={"action": "write_topic", "topic": "home.md", "topic_content": "Milan"}
-    ).proposal
-    proposal_confirm(user=user, proposal=proposal, decision="keep_both")
-    assert MemoryFile.objects.get(scope=scope, path="home.md").content == "Rome\n\nMilan"
+    proposal = memory_change_request(turn=turn, operation=ADD_HOME_TOPIC).proposal
+    proposal_confirm(user=user, proposal=proposal, decision=decision)
+    assert MemoryFile.objects.get(scope=scope, path="home.md").content == after
 
 
 def test_replace_after_the_old_note_changed_is_refused_and_nothing_is_saved(turn, scope, user):
@@ -301,20 +301,7 @@ def test_a_chat_turn_flags_the_conflict_and_its_card_offers_the_decisions(
     assert 'data-decision="keep_both"' in html and 'data-decision="discard"' in html
 
 
-def test_the_memory_tool_endpoint_flags_a_rewrite_of_a_saved_topic_file(api, user):
-    _machine_topic(Turn(user=user), "Lives in Rome.\n")
-    answer = api.post(
-        "/api/memory/memory-tool",
-        {
-            "input": {
-                "command": "str_replace",
-                "path": "/memories/home.md",
-                "old_str": "Rome",
-                "new_str": "Milan",
-            }
-        },
-    )
-    assert answer.status_code == 200 and answer.json()["ok"], answer.content
-    assert "may contradict a note saved on" in answer.json()["output"]
-    proposal = Proposal.objects.get(pk=answer.json()["proposal_id"])
-    assert proposal.conflict["path"] == "home.md" and proposal.conflict["text"] == "Lives in Rome.\n"
+def test_an_edit_that_names_what_it_changes_is_not_a_conflict(turn, scope, user):
+    _machine_topic(turn, "Rome\n")
+    rewrite = {"action": "write_topic", "topic": "home.md", "topic_content": "Milan\n"}
+    assert memory_change_request(turn=turn, operation=rewrite).proposal.conflict is None

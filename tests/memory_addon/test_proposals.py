@@ -227,7 +227,7 @@ def test_the_machine_may_rewrite_a_topic_file_it_wrote_itself(turn, scope, user)
         turn=turn,
         operation={"action": "write_topic", "topic": "food.md", "topic_content": "Likes pasta.\n"},
     )
-    rewrite = memory_change_request(
+    memory_change_request(
         turn=replace(turn, message_ref="msg-2"),
         operation={
             "action": "write_topic",
@@ -235,9 +235,6 @@ def test_the_machine_may_rewrite_a_topic_file_it_wrote_itself(turn, scope, user)
             "topic_content": "Likes risotto.\n",
         },
     )
-    # Other text for the same topic is a conflict (M23): it waits even in auto mode.
-    assert rewrite.kind == "proposed" and rewrite.proposal.conflict["kind"] == "topic"
-    proposal_confirm(user=user, proposal=rewrite.proposal, decision="replace")
     assert MemoryFile.objects.get(scope=scope, path="food.md").content == "Likes risotto.\n"
 
 

@@ -48,7 +48,13 @@ def decision_of(value: str | None) -> Decision | None:
 def find_conflict(
     scope: MemoryScope, op: Operation, scope_files: dict[str, MemoryFile]
 ) -> Conflict | None:
-    """The saved note `op` would contradict, or None."""
+    """The saved note `op` would contradict, or None.
+
+    Only a new note is checked: a replace, remove or topic write names what it changes,
+    and its card shows that change.
+    """
+    if op["action"] != "add":
+        return None
     topic_path = op.get("topic")
     if topic_path and op.get("topic_content") is not None:
         topic = scope_files.get(topic_path)
@@ -62,8 +68,6 @@ def find_conflict(
                 "raw_sha256": topic.sha256,
                 "similarity": None,
             }
-    if op["action"] != "add":
-        return None
     index = scope_files.get(index_path(scope))
     items = entries.parse_items(index.content) if index else []
     if index is None or not items:
