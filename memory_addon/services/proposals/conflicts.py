@@ -84,9 +84,7 @@ def find_conflict(
                 return _conflict("topic", index, item)
     # Two notes that each name their subject, differently, are about different things
     # however alike their words ("n1: …" and "n2: …"); meaning decides the rest.
-    unnamed = [
-        item for item, item_key in zip(items, keys, strict=True) if not (key and item_key)
-    ]
+    unnamed = [item for item, item_key in zip(items, keys, strict=True) if not (key and item_key)]
     best = _closest_in_meaning(scope, text, unnamed) if unnamed else None
     if best is not None and best[1] >= settings.MEMORY_CONFLICT_SIMILARITY:
         return _conflict("meaning", index, best[0], similarity=round(best[1], 3))
