@@ -25,6 +25,14 @@ pytestmark = pytest.mark.django_db
 # The shapes the tools export (docs/memory-imports.md).
 CHATGPT_TEXT = "Prefers concise answers.\nIs learning Rust.\n"
 CHATGPT_JSON = json.dumps(["Prefers concise answers.", "Is learning Rust."])
+CHATGPT_OBJECTS = json.dumps(
+    {
+        "memories": [
+            {"id": "m-1", "content": "Prefers concise answers.", "created_at": "2025-03-02"},
+            {"id": "m-2", "content": "Is learning Rust."},
+        ]
+    }
+)
 CLAUDE_MD = """**Work context**
 
 The user is a backend developer at a logistics company, working mainly in Go.
@@ -67,6 +75,7 @@ make test
 SAMPLES = [
     ("chatgpt", CHATGPT_TEXT, ["Prefers concise answers.", "Is learning Rust."]),
     ("chatgpt", CHATGPT_JSON, ["Prefers concise answers.", "Is learning Rust."]),
+    ("chatgpt", CHATGPT_OBJECTS, ["Prefers concise answers.", "Is learning Rust."]),
     (
         "claude",
         CLAUDE_MD,
@@ -261,3 +270,17 @@ def test_an_import_does_not_push_the_models_proposals_out(api, user, settings):
     waiting.refresh_from_db()
     assert waiting.state == Proposal.State.PENDING
     assert Proposal.objects.filter(user=user, state=Proposal.State.PENDING).count() == 4
+
+
+def test_confirm_all_in_the_inbox_saves_an_imports_items(client, api, user, scope):
+    ids = [p["id"] for p in _import(api, "chatgpt", CHATGPT_TEXT).json()["proposals"]]
+    answer = client.post(
+        reverse("inbox_decide_all"),
+        {"decision": "confirm", "proposal": ids},
+        HTTP_HX_REQUEST="true",
+    )
+    assert answer.status_code == 200 and "Saved 2 notes to memory." in answer.content.decode()
+    assert [e.text for e in entries.machine_entries(_index(scope))] == [
+        "Prefers concise answers.",
+        "Is learning Rust.",
+    ]
