@@ -126,6 +126,23 @@ def _vectors(embedder: Embedder, texts: list[str]) -> list[list[float]]:
         return [fresh.get(t) or _VECTORS[(embedder.model_name, t)] for t in texts]
 
 
+def embed_ahead(scope: MemoryScope, texts: list[str]) -> None:
+    """Embed new notes and the scope's saved ones before the caller takes the memory lock,
+    so find_conflict under the lock reads vectors instead of waiting on a model. Best
+    effort: whatever is missing then is embedded there."""
+    index = MemoryFile.objects.filter(scope=scope, path=index_path(scope)).first()
+    saved = [item.text for item in entries.parse_items(index.content)] if index else []
+    if not saved or not texts:
+        return
+    embedder = note_embedder(scope.owner_id, for_query=True)
+    if embedder is None:
+        return
+    try:
+        _vectors(embedder, [*texts, *saved])
+    except EmbeddingUnavailable as error:
+        logger.warning("Notes could not be embedded ahead: %s", error)
+
+
 def _closest_in_meaning(
     scope: MemoryScope, text: str, items: list[entries.Item]
 ) -> tuple[entries.Item, float] | None:

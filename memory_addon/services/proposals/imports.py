@@ -22,6 +22,7 @@ from memory_addon.core.operations import ImportKind, Operation, Provenance
 from memory_addon.models import ChangeSet, MemoryFile, Proposal
 from memory_addon.services.locks import memory_lock
 from memory_addon.services.policy import kill_switch_on, policy_for
+from memory_addon.services.proposals.conflicts import embed_ahead
 from memory_addon.services.proposals.planning import plan_writes
 from memory_addon.services.proposals.requests import _proposal_create, _refuse_secrets
 from memory_addon.services.scopes import ensure_user_scope, index_path
@@ -82,6 +83,7 @@ def memory_import(*, user: User, kind: ImportKind, text: str, file_name: str = "
     turn = Turn(user=user)
     proposals: list[Proposal] = []
     seen: set[str] = set()
+    embed_ahead(scope, [item.text for item in items])
     with transaction.atomic(durable=True):
         memory_lock(user.pk)
         index = index_path(scope)

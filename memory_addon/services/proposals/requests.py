@@ -33,7 +33,7 @@ from memory_addon.services.changes import (
 from memory_addon.services.context import readable_scopes
 from memory_addon.services.locks import memory_lock
 from memory_addon.services.policy import kill_switch_on, policy_for
-from memory_addon.services.proposals.conflicts import find_conflict
+from memory_addon.services.proposals.conflicts import embed_ahead, find_conflict
 from memory_addon.services.proposals.decisions import _count_changed_on_commit
 from memory_addon.services.proposals.planning import (
     REVERT,
@@ -298,6 +298,8 @@ def memory_change_request(
     scope = target_scope(turn, op["scope"])
     auto = save_mode == "auto" and turn.binding is None
     why_waiting = "Messages from messaging apps always ask first." if turn.binding else ""
+    if op["action"] == "add":
+        embed_ahead(scope, [op["text"]])
     with transaction.atomic(durable=True):
         memory_lock(turn.user.pk)
         # The files this change touches, read once for every check and the plan.
