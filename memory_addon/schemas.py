@@ -249,8 +249,13 @@ class ImportIn(Schema):
         "objects with content); claude: its memory (Markdown); mem0: its JSON export (objects "
         "with memory); agents_md: CLAUDE.md / AGENTS.md text. docs/memory-imports.md."
     )
-    text: str = Field(description="The exported file's text (at most MEMORY_IMPORT_MAX_BYTES).")
-    file_name: str = Field("", max_length=200, description="Shown on each item's card.")
+    text: str = Field(
+        description="The exported file's text (at most MEMORY_IMPORT_MAX_BYTES).",
+        examples=['[{"id": "2f1c6b7e", "memory": "Likes cricket", "created_at": "2024-07-26"}]'],
+    )
+    file_name: str = Field(
+        "", max_length=200, description="Shown on each item's card.", examples=["mem0.json"]
+    )
 
 
 class ImportOut(Schema):
@@ -264,6 +269,7 @@ class ConfirmIn(Schema):
     text: str | None = Field(None, description="Edited entry text (at most 300 characters).")
     decision: Decision | None = Field(
         None,
+        examples=["replace"],
         description="For a proposal with a conflict: replace (the old note goes, in the same "
         "change set) or keep_both (the default). Discard is the reject endpoint.",
     )
