@@ -23,6 +23,7 @@ from typing import Any
 
 from memory_addon.core import entries
 from memory_addon.core.operations import ImportKind
+from memory_addon.core.paths import gettext_noop
 
 KINDS: tuple[ImportKind, ...] = ("chatgpt", "claude", "mem0", "agents_md")
 _BULLET = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+(?P<text>.*)$")
@@ -32,11 +33,13 @@ _BOLD_TITLE = re.compile(r"^\*\*[^*]+\*\*:?$")
 
 
 class ImportRefused(ValueError):
-    """A file that cannot be imported; `where` names the line or the item and field."""
+    """A file that cannot be imported, at a line (text, a JSON syntax error) or an item
+    (JSON). The Django layer translates `template` when it shows the refusal."""
 
-    def __init__(self, message: str, *, where: str) -> None:
-        super().__init__(f"{where}: {message}")
-        self.where = where
+    def __init__(self, template: str, *, line: int = 0, item: int = 0, **values: object) -> None:
+        self.template, self.values, self.line, self.item = template, values, line, item
+        self.where = f"line {line}" if line else f"item {item}"
+        super().__init__(f"{self.where}: {template % values if values else template}")
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,10 @@ class ImportedItem:
     line: int = 0  # the line it starts on; 0 for JSON
     original_id: str = ""
     original_date: str = ""
+
+
+# A found item: its text, line (0 in JSON), position in a JSON list, original id and date.
+Found = tuple[str, int, int, str, str]
 
 
 def parse_import(kind: ImportKind, text: str) -> list[ImportedItem]:
@@ -60,12 +67,12 @@ def parse_import(kind: ImportKind, text: str) -> list[ImportedItem]:
     return _numbered(_markdown(text))
 
 
-def _numbered(found: list[tuple[str, int, str, str, str]]) -> list[ImportedItem]:
+def _numbered(found: list[Found]) -> list[ImportedItem]:
     items: list[ImportedItem] = []
-    for text, line, original_id, original_date, where in found:
+    for text, line, position, original_id, original_date in found:
         items.append(
             ImportedItem(
-                _entry_text(text, where),
+                _entry_text(text, line=line, item=position),
                 item=len(items) + 1,
                 line=line,
                 original_id=original_id,
@@ -75,11 +82,11 @@ def _numbered(found: list[tuple[str, int, str, str, str]]) -> list[ImportedItem]
     return items
 
 
-def _entry_text(text: str, where: str) -> str:
+def _entry_text(text: str, *, line: int, item: int) -> str:
     try:
         return entries.validate_entry_text(" ".join(text.split()))
     except entries.EntryRefused as error:
-        raise ImportRefused(str(error), where=where) from error
+        raise ImportRefused(str(error), line=line, item=item) from error
 
 
 def _json(text: str) -> Any:
@@ -87,7 +94,7 @@ def _json(text: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as error:
         raise ImportRefused(
-            f"not valid JSON ({error.msg})", where=f"line {error.lineno}"
+            gettext_noop("not valid JSON (%(error)s)"), line=error.lineno, error=error.msg
         ) from error
 
 
@@ -97,45 +104,48 @@ def _listed(data: Any, wrappers: tuple[str, ...]) -> list[Any]:
             if isinstance(data.get(key), list):
                 return list(data[key])
         raise ImportRefused(
-            f"expected a JSON list, or an object with {' or '.join(map(repr, wrappers))}",
-            where="line 1",
+            gettext_noop("expected a JSON list, or an object with %(keys)s"),
+            line=1,
+            keys=" / ".join(map(repr, wrappers)),
         )
     if not isinstance(data, list):
-        raise ImportRefused("expected a JSON list of memories", where="line 1")
+        raise ImportRefused(gettext_noop("expected a JSON list of memories"), line=1)
     return data
 
 
-def _text_field(row: dict[str, Any], names: tuple[str, ...], where: str) -> str:
+def _text_field(row: dict[str, Any], names: tuple[str, ...], item: int) -> str:
     for name in names:
         value = row.get(name)
         if isinstance(value, str):
             return value
         if value is not None:
-            raise ImportRefused(f"field {name!r} must be text", where=where)
-    raise ImportRefused(f"field {names[0]!r} is missing", where=where)
+            raise ImportRefused(
+                gettext_noop("field %(name)s must be text"), item=item, name=repr(name)
+            )
+    raise ImportRefused(gettext_noop("field %(name)s is missing"), item=item, name=repr(names[0]))
 
 
-def _chatgpt_json(data: Any) -> list[tuple[str, int, str, str, str]]:
-    found = []
+def _chatgpt_json(data: Any) -> list[Found]:
+    found: list[Found] = []
     for number, row in enumerate(_listed(data, ("memories",)), start=1):
-        where = f"item {number}"
         if isinstance(row, str):
-            found.append((row, 0, "", "", where))
+            found.append((row, 0, number, "", ""))
         elif isinstance(row, dict):
-            text = _text_field(row, ("content", "memory", "text"), where)
-            found.append((text, 0, _id(row), _date(row), where))
+            text = _text_field(row, ("content", "memory", "text"), number)
+            found.append((text, 0, number, _id(row), _date(row)))
         else:
-            raise ImportRefused("expected text or an object with 'content'", where=where)
+            raise ImportRefused(
+                gettext_noop("expected text or an object with 'content'"), item=number
+            )
     return found
 
 
-def _mem0(data: Any) -> list[tuple[str, int, str, str, str]]:
-    found = []
+def _mem0(data: Any) -> list[Found]:
+    found: list[Found] = []
     for number, row in enumerate(_listed(data, ("results", "memories")), start=1):
-        where = f"item {number}"
         if not isinstance(row, dict):
-            raise ImportRefused("expected an object with 'memory'", where=where)
-        found.append((_text_field(row, ("memory",), where), 0, _id(row), _date(row), where))
+            raise ImportRefused(gettext_noop("expected an object with 'memory'"), item=number)
+        found.append((_text_field(row, ("memory",), number), 0, number, _id(row), _date(row)))
     return found
 
 
@@ -152,19 +162,19 @@ def _date(row: dict[str, Any]) -> str:
     return ""
 
 
-def _lines(text: str) -> list[tuple[str, int, str, str, str]]:
-    found = []
+def _lines(text: str) -> list[Found]:
+    found: list[Found] = []
     for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         bullet = _BULLET.match(line)
-        found.append((bullet["text"] if bullet else line, number, "", "", f"line {number}"))
+        found.append((bullet["text"] if bullet else line, number, 0, "", ""))
     return found
 
 
-def _markdown(text: str) -> list[tuple[str, int, str, str, str]]:
+def _markdown(text: str) -> list[Found]:
     """One item per bullet (its indented continuation lines joined) and per paragraph."""
-    found: list[tuple[str, int, str, str, str]] = []
+    found: list[Found] = []
     block: list[str] = []
     start = 0
     fenced = commented = False
@@ -202,15 +212,15 @@ def _markdown(text: str) -> list[tuple[str, int, str, str, str]]:
     return found
 
 
-def _sentences(text: str, line: int) -> list[tuple[str, int, str, str, str]]:
+def _sentences(text: str, line: int) -> list[Found]:
     """A paragraph longer than a note is cut at sentence ends into notes that fit."""
     text = " ".join(text.split())
     if len(text) <= entries.MAX_ENTRY_CHARS:
-        return [(text, line, "", "", f"line {line}")]
+        return [(text, line, 0, "", "")]
     parts: list[str] = []
     for sentence in _SENTENCE_END.split(text):
         if parts and len(parts[-1]) + 1 + len(sentence) <= entries.MAX_ENTRY_CHARS:
             parts[-1] = f"{parts[-1]} {sentence}"
         else:
             parts.append(sentence)
-    return [(part, line, "", "", f"line {line}") for part in parts]
+    return [(part, line, 0, "", "") for part in parts]

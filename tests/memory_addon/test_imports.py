@@ -284,3 +284,14 @@ def test_confirm_all_in_the_inbox_saves_an_imports_items(client, api, user, scop
         "Prefers concise answers.",
         "Is learning Rust.",
     ]
+
+
+def test_a_bad_file_is_refused_in_german_for_a_german_browser(client, user):
+    client.force_login(user)
+    answer = client.post(
+        reverse("inbox_import"),
+        {"kind": "mem0", "text": '[{"id": 1}]'},
+        HTTP_HX_REQUEST="true",
+        HTTP_ACCEPT_LANGUAGE="de",
+    )
+    assert "Eintrag 1: das Feld &#x27;memory&#x27; fehlt" in answer.content.decode()

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext
 from django.utils.translation import gettext as _
 
 from accounts.models import User
@@ -64,7 +65,7 @@ def memory_import(*, user: User, kind: ImportKind, text: str, file_name: str = "
     try:
         items = parse_import(kind, text)
     except ImportRefused as error:
-        raise ChangeRefused(str(error), field="file", where=error.where) from error
+        raise ChangeRefused(_refusal_text(error), field="file", where=error.where) from error
     if not items:
         raise ChangeRefused(_("The file holds no memories to import."), field="file")
     if len(items) > settings.MEMORY_IMPORT_MAX_ITEMS:
@@ -131,6 +132,16 @@ def memory_import(*, user: User, kind: ImportKind, text: str, file_name: str = "
     return ImportResult(
         proposals, duplicates, len(conflicts) - duplicates, len(items) - len(proposals)
     )
+
+
+def _refusal_text(error: ImportRefused) -> str:
+    """The refusal in the person's language: where, then why."""
+    reason = gettext(error.template)
+    if error.values:
+        reason %= error.values
+    if error.line:
+        return _("line %(line)s: %(reason)s") % {"line": error.line, "reason": reason}
+    return _("item %(item)s: %(reason)s") % {"item": error.item, "reason": reason}
 
 
 def _entry_date(original: str) -> str:
