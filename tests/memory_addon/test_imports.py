@@ -7,6 +7,7 @@ import json
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
 from django.urls import reverse
 
 from addons.services import addon_setting_put
@@ -295,3 +296,14 @@ def test_a_bad_file_is_refused_in_german_for_a_german_browser(client, user):
         HTTP_ACCEPT_LANGUAGE="de",
     )
     assert "Eintrag 1: das Feld &#x27;memory&#x27; fehlt" in answer.content.decode()
+
+
+def test_the_inbox_form_needs_its_csrf_token(user):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(user)
+    answer = client.post(reverse("inbox_import"), {"kind": "chatgpt", "text": CHATGPT_TEXT})
+    assert answer.status_code == 403
+    assert not Proposal.objects.filter(user=user).exists()
+    page = client.get(reverse("inbox")).content.decode()
+    form = page.split('id="inbox-import"')[1].split("</form>")[0]
+    assert 'name="csrfmiddlewaretoken"' in form
