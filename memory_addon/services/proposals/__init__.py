@@ -1,6 +1,6 @@
 """Proposals (M8, M9, M10): the model's requests, their planning, the person's decisions."""
 
-from memory_addon.services.proposals.conflicts import decision_of, find_conflict
+from memory_addon.services.proposals.conflicts import decision_of
 from memory_addon.services.proposals.decisions import (
     BulkDecision,
     proposal_confirm,
@@ -24,7 +24,6 @@ __all__ = [
     "check_may_change",
     "decision_of",
     "entry_fingerprint",
-    "find_conflict",
     "memory_change_request",
     "memory_revert_request",
     "plan_proposal",
