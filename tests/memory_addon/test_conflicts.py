@@ -136,6 +136,22 @@ def test_a_topic_file_is_replaced_or_keeps_both_texts(turn, scope, user, decisio
     assert MemoryFile.objects.get(scope=scope, path="home.md").content == after
 
 
+@pytest.mark.parametrize(
+    ("decision", "lines", "topic"),
+    [("replace", [NEW_HOME], "Milan"), ("keep_both", [OLD_HOME, NEW_HOME], "Rome\n\nMilan")],
+)
+def test_a_note_with_its_topic_file_settles_the_index_line_and_the_file_together(
+    turn, scope, user, decision, lines, topic
+):
+    _machine_topic(turn, "Rome\n")
+    _saved(turn, OLD_HOME)
+    proposal = memory_change_request(turn=turn, operation=ADD_HOME_TOPIC).proposal
+    assert proposal.conflict["path"] == "index.md" and proposal.conflict["text"] == OLD_HOME
+    proposal_confirm(user=user, proposal=proposal, decision=decision)
+    assert [e.text for e in entries.machine_entries(_index(scope))] == lines
+    assert MemoryFile.objects.get(scope=scope, path="home.md").content == topic
+
+
 def test_replace_after_the_old_note_changed_is_refused_and_nothing_is_saved(turn, scope, user):
     file_write(user=user, scope=scope, path="index.md", content=f"{OLD_DRINK}\n", base_sha256="")
     proposal = _propose(turn, NEW_DRINK).proposal

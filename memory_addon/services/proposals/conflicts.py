@@ -55,19 +55,30 @@ def find_conflict(
     """
     if op["action"] != "add":
         return None
-    topic_path = op.get("topic")
-    if topic_path and op.get("topic_content") is not None:
-        topic = scope_files.get(topic_path)
-        if topic is not None and topic.content.strip() != op["topic_content"].strip():
-            return {
-                "kind": "topic",
-                "path": topic_path,
-                "text": topic.content[:SHOWN_TOPIC_CHARS],
-                "date": topic.updated_at.date().isoformat(),
-                "entry_id": "",
-                "raw_sha256": topic.sha256,
-                "similarity": None,
-            }
+    # The index first: when the new note's topic file exists too, Replace then also
+    # takes out the index line that points to the old text.
+    return _index_conflict(scope, op, scope_files) or _topic_file_conflict(op, scope_files)
+
+
+def _topic_file_conflict(op: Operation, scope_files: dict[str, MemoryFile]) -> Conflict | None:
+    topic = scope_files.get(op.get("topic") or "")
+    new = op.get("topic_content")
+    if topic is None or new is None or topic.content.strip() == new.strip():
+        return None
+    return {
+        "kind": "topic",
+        "path": topic.path,
+        "text": topic.content[:SHOWN_TOPIC_CHARS],
+        "date": topic.updated_at.date().isoformat(),
+        "entry_id": "",
+        "raw_sha256": topic.sha256,
+        "similarity": None,
+    }
+
+
+def _index_conflict(
+    scope: MemoryScope, op: Operation, scope_files: dict[str, MemoryFile]
+) -> Conflict | None:
     index = scope_files.get(index_path(scope))
     items = entries.parse_items(index.content) if index else []
     if index is None or not items:
@@ -169,19 +180,24 @@ def settle_conflict(
     topic file then holds the old text and the new one)."""
     settled: list[FileWrite] = []
     machine = True
+    index = index_path(scope)
     for write in writes:
-        if write.path != conflict["path"] or write.content is None:
+        if write.content is None:
             settled.append(write)
-        elif conflict["path"] == index_path(scope):
-            if decision == "replace":
+        elif write.path == index:
+            if decision == "replace" and conflict["path"] == index:
                 content, was_person = _without_old_note(write.content, conflict)
                 machine = machine and not was_person
                 write = FileWrite(write.path, content)
             settled.append(write)
         elif decision == "keep_both":
+            # The new note's topic file: the old text stays, the new one follows it.
             old = MemoryFile.objects.filter(scope=scope, path=write.path).first()
             before = old.content.rstrip("\n") if old else ""
-            settled.append(FileWrite(write.path, f"{before}\n\n{write.content}".lstrip("\n")))
+            kept = before and before.strip() != write.content.strip()
+            settled.append(
+                FileWrite(write.path, f"{before}\n\n{write.content}" if kept else write.content)
+            )
         else:
             settled.append(write)
     return settled, machine
