@@ -182,22 +182,20 @@ def settle_conflict(
     machine = True
     index = index_path(scope)
     for write in writes:
-        if write.content is None:
+        new = write.content
+        if new is None:
             settled.append(write)
         elif write.path == index:
             if decision == "replace" and conflict["path"] == index:
-                content, was_person = _without_old_note(write.content, conflict)
+                new, was_person = _without_old_note(new, conflict)
                 machine = machine and not was_person
-                write = FileWrite(write.path, content)
-            settled.append(write)
+            settled.append(FileWrite(write.path, new))
         elif decision == "keep_both":
             # The new note's topic file: the old text stays, the new one follows it.
             old = MemoryFile.objects.filter(scope=scope, path=write.path).first()
             before = old.content.rstrip("\n") if old else ""
-            kept = before and before.strip() != write.content.strip()
-            settled.append(
-                FileWrite(write.path, f"{before}\n\n{write.content}" if kept else write.content)
-            )
+            kept = before and before.strip() != new.strip()
+            settled.append(FileWrite(write.path, f"{before}\n\n{new}" if kept else new))
         else:
             settled.append(write)
     return settled, machine
