@@ -187,6 +187,11 @@ def main() -> None:
     if sys.argv[1:] == ["retrieval"]:  # one section: `python -m benchmarks.run retrieval`
         print(retrieval_run(write_section, machine))
         return
+    if sys.argv[1:] == ["conflicts"]:  # one section: `python -m benchmarks.run conflicts`
+        from benchmarks.conflict_bench import run as conflict_run
+
+        print(conflict_run(write_section, machine))
+        return
     from benchmarks.fair_chat_bench import run as fair_chat_run
 
     if sys.argv[1:] == ["fair-chat"]:  # one section: `python -m benchmarks.run fair-chat`

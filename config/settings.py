@@ -446,6 +446,12 @@ MEMORY_MAX_BANKS_PER_PERSON = env_int("MEMORY_MAX_BANKS_PER_PERSON", 20)
 MEMORY_NOTE_EMBEDDINGS_ON_WRITE = env_bool("MEMORY_NOTE_EMBEDDINGS_ON_WRITE", True)
 # Pending proposals a person can have; a new one expires the oldest beyond this.
 MEMORY_MAX_PENDING_PROPOSALS = env_int("MEMORY_MAX_PENDING_PROPOSALS", 50)
+# M23: a new note this close in meaning (cosine, the owner's embedder) to a saved one is
+# shown next to it for Replace / Keep both / Discard. Tuned in docs/benchmarks.md.
+MEMORY_CONFLICT_SIMILARITY = env_float("MEMORY_CONFLICT_SIMILARITY", 0.65)
+# M23 imports: items per import and bytes per uploaded file.
+MEMORY_IMPORT_MAX_ITEMS = env_int("MEMORY_IMPORT_MAX_ITEMS", 500)
+MEMORY_IMPORT_MAX_BYTES = env_int("MEMORY_IMPORT_MAX_BYTES", 512 * 1024)
 # Everything a person stores: memory, project banks and uploaded documents together.
 PERSON_STORAGE_MAX_BYTES = env_int("PERSON_STORAGE_MAX_BYTES", 1024 * 1024 * 1024)
 MEMORY_BANK_STARTUP_MAX_LINES = env_int("MEMORY_BANK_STARTUP_MAX_LINES", 200)

@@ -126,6 +126,7 @@ class ChangeSet(models.Model):
         BRIDGE = "bridge", gettext_lazy("Messaging bridge")
         LEARNING = "learning", gettext_lazy("Rule learning")
         CLEANUP = "cleanup", gettext_lazy("Clean-up")
+        IMPORT = "import", gettext_lazy("Import")
 
     scope = models.ForeignKey(MemoryScope, on_delete=models.CASCADE, related_name="change_sets")
     user = models.ForeignKey(
@@ -206,6 +207,12 @@ class Proposal(models.Model):
     change_set = models.OneToOneField(
         ChangeSet, null=True, blank=True, on_delete=models.SET_NULL, related_name="proposal"
     )
+    # The saved note this one may contradict, as it was when proposed (M23); see
+    # services/proposals/conflicts.py for the shape. NULL: no conflict found.
+    conflict = models.JSONField(null=True, blank=True)
+    # Where an imported item came from (M23): source kind, file, item, original id and
+    # date. NULL for the model's own proposals.
+    provenance = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     expires_at = models.DateTimeField(db_index=True)
     decided_at = models.DateTimeField(null=True, blank=True)

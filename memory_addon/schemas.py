@@ -7,7 +7,8 @@ from ninja import Schema
 from pydantic import Field, JsonValue, model_validator
 
 from host.schemas import ErrorOut as ErrorOut
-from memory_addon.core.operations import Operation
+from memory_addon.core.conflicts import ConflictKind, Decision
+from memory_addon.core.operations import ImportKind, Operation
 from memory_addon.turns import RunKind
 
 
@@ -199,6 +200,31 @@ class ToolCallOut(Schema):
     output: str
 
 
+class ConflictOut(Schema):
+    """The saved note a proposal may contradict, as it was when the proposal was made."""
+
+    kind: ConflictKind = Field(
+        description="duplicate: the same text; topic: the same topic key or topic file; "
+        "meaning: close in meaning (MEMORY_CONFLICT_SIMILARITY)."
+    )
+    path: str = Field(description="The file the old note is in: the index or a topic file.")
+    text: str = Field(description="The old note (a topic file: its first 2000 characters).")
+    date: str = Field(description="The old note's date (ISO); the file's last change if none.")
+    entry_id: str = Field(description="The old entry's id; empty for the person's own text.")
+    similarity: float | None = None
+
+
+class ProvenanceOut(Schema):
+    """Where an imported item came from."""
+
+    kind: ImportKind
+    file: str
+    item: int = Field(description="Its position in the import, from 1.")
+    line: int = Field(description="The line it starts on; 0 for JSON.")
+    original_id: str
+    original_date: str
+
+
 class ProposalOut(Schema):
     id: int
     state: str
@@ -211,10 +237,42 @@ class ProposalOut(Schema):
     created_at: datetime
     expires_at: datetime
     diffs: list[FileDiffOut]
+    conflict: ConflictOut | None = Field(
+        None, description="Set when this contradicts a saved note: confirm with a decision."
+    )
+    provenance: ProvenanceOut | None = Field(None, description="Set for imported items.")
+
+
+class ImportIn(Schema):
+    kind: ImportKind = Field(
+        description="chatgpt: saved memories (one per line, or a JSON list of strings or of "
+        "objects with content); claude: its memory (Markdown); mem0: its JSON export (objects "
+        "with memory); agents_md: CLAUDE.md / AGENTS.md text. docs/memory-imports.md."
+    )
+    text: str = Field(
+        description="The exported file's text (at most MEMORY_IMPORT_MAX_BYTES).",
+        examples=['[{"id": "2f1c6b7e", "memory": "Likes cricket", "created_at": "2024-07-26"}]'],
+    )
+    file_name: str = Field(
+        "", max_length=200, description="Shown on each item's card.", examples=["mem0.json"]
+    )
+
+
+class ImportOut(Schema):
+    proposals: list[ProposalOut] = Field(description="One per item, waiting in the Inbox.")
+    duplicates: int = Field(description="Of them, the ones already saved (conflict: duplicate).")
+    conflicts: int = Field(description="Of them, the ones that may contradict a saved note.")
+    repeated: int = Field(description="Items the file held more than once, proposed once.")
 
 
 class ConfirmIn(Schema):
     text: str | None = Field(None, description="Edited entry text (at most 300 characters).")
+    decision: Decision | None = Field(
+        None,
+        examples=["replace"],
+        description="For a proposal with a conflict: replace (the old note goes, in the same "
+        "change set) or keep_both (the default). Discard is the reject endpoint.",
+    )
 
 
 class NoteOut(Schema):

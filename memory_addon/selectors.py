@@ -16,8 +16,9 @@ from accounts.models import User
 from host.core.ids import row_id
 from host.errors import Refusal
 from memory_addon.core import entries
+from memory_addon.core.conflicts import Conflict
 from memory_addon.core.diffs import unified_diff
-from memory_addon.core.operations import Operation
+from memory_addon.core.operations import Operation, Provenance
 from memory_addon.core.readable_diff import NoteRow, readable_diff
 from memory_addon.models import ChangeSet, FileChange, MemoryFile, MemoryScope, Proposal
 from memory_addon.services.notes import note_key
@@ -151,6 +152,8 @@ class ProposalRow(TypedDict):
     diffs: list[FileDiff]
     origin: ProposalOrigin
     forget_text: str
+    conflict: Conflict | None
+    provenance: Provenance | None
 
 
 def change_sets_for_user(user: User) -> QuerySet[ChangeSet]:
@@ -283,6 +286,8 @@ def proposals_with_diffs(proposals: list[Proposal]) -> list[ProposalRow]:
                     for row in diff.get("notes", [])
                     if row.kind == "removed"
                 ),
+                "conflict": proposal.conflict,
+                "provenance": proposal.provenance,
             }
         )
     return result

@@ -35,6 +35,7 @@ urlpatterns = [
     path("files/<int:scope_id>/", files.file_page, name="memory_file"),
     path("inbox/", inbox.inbox_page, name="inbox"),
     path("inbox/all/", inbox.inbox_decide_all, name="inbox_decide_all"),
+    path("inbox/import/", inbox.inbox_import, name="inbox_import"),
     path("inbox/all/undo/", inbox.inbox_undo_all, name="inbox_undo_all"),
     path(
         "inbox/<int:proposal_id>/confirm/",

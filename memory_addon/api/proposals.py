@@ -9,7 +9,15 @@ from accounts.auth import signed_in_user
 from host.schemas import Moment
 from memory_addon.api.responses import ERRORS
 from memory_addon.models import ChangeSet, Proposal
-from memory_addon.schemas import ChangeDetailOut, ChangeSummaryOut, ConfirmIn, ErrorOut, ProposalOut
+from memory_addon.schemas import (
+    ChangeDetailOut,
+    ChangeSummaryOut,
+    ConfirmIn,
+    ErrorOut,
+    ImportIn,
+    ImportOut,
+    ProposalOut,
+)
 from memory_addon.selectors import (
     ChangeDetail,
     ChangeSummary,
@@ -24,6 +32,7 @@ from memory_addon.selectors import (
 )
 from memory_addon.services.changes import change_set_undo
 from memory_addon.services.proposals import proposal_confirm, proposal_reject
+from memory_addon.services.proposals.imports import memory_import
 
 # Mounted on the package's router, whose "memory" tag its operations take.
 router = Router()
@@ -57,7 +66,7 @@ def _proposal(request: HttpRequest, proposal_id: int) -> Proposal:
 @router.post(
     "/proposals/{proposal_id}/confirm",
     response={200: ChangeSummaryOut, **ERRORS},
-    summary="Confirm a proposal, optionally with edited text",
+    summary="Confirm a proposal, optionally with edited text or a conflict decision",
 )
 def proposal_confirm_endpoint(
     request: HttpRequest, proposal_id: int, payload: ConfirmIn | None = None
@@ -67,8 +76,34 @@ def proposal_confirm_endpoint(
         user=signed_in_user(request),
         proposal=proposal,
         edited_text=payload.text if payload else None,
+        decision=payload.decision if payload else None,
     )
     return change_summary(change_set)
+
+
+@router.post(
+    "/imports",
+    response={200: ImportOut, **ERRORS},
+    summary="Import memory exported from another tool as proposals",
+    description="Every item becomes a pending proposal with its provenance; nothing is saved "
+    "until the person confirms it, in any save mode. Duplicates and conflicts with saved "
+    "notes are marked on each proposal.",
+)
+def memory_import_endpoint(request: HttpRequest, payload: ImportIn) -> ImportOut:
+    result = memory_import(
+        user=signed_in_user(request),
+        kind=payload.kind,
+        text=payload.text,
+        file_name=payload.file_name,
+    )
+    return ImportOut(
+        proposals=[
+            ProposalOut.model_validate(row) for row in proposals_with_diffs(result.proposals)
+        ],
+        duplicates=result.duplicates,
+        conflicts=result.conflicts,
+        repeated=result.repeated,
+    )
 
 
 @router.post(

@@ -60,3 +60,17 @@ def json_kind(value: object) -> str:
     if isinstance(value, dict):
         return "an object"
     return type(value).__name__
+
+
+ImportKind = Literal["chatgpt", "claude", "mem0", "agents_md"]
+
+
+class Provenance(TypedDict):
+    """Where an imported item came from (M23), shown on its Inbox card."""
+
+    kind: ImportKind
+    file: str  # the uploaded file's name, or "" for pasted text
+    item: int  # 1-based position in the file
+    line: int  # the line it starts on (0 when the format has no lines, as JSON)
+    original_id: str  # the exporting tool's id, when it gave one
+    original_date: str  # the exporting tool's date, when it gave one

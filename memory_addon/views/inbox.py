@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
@@ -16,19 +17,22 @@ from django.views.decorators.http import require_GET, require_POST
 
 from accounts.auth import signed_in_user
 from host.core.ids import row_ids
-from host.errors import Refusal
+from host.errors import LimitExceeded, Refusal
 from host.htmx import HtmxHttpRequest
 from memory_addon.core.entries import MAX_ENTRY_CHARS
+from memory_addon.core.imports import KINDS
 from memory_addon.models import ChangeSet
 from memory_addon.pages import banners_for, inbox_sections
 from memory_addon.selectors import pending_proposals, proposal_for_user, proposals_with_diffs
 from memory_addon.services.changes import change_sets_undo
 from memory_addon.services.proposals import (
+    decision_of,
     proposal_confirm,
     proposal_reject,
     proposals_decide_all,
     proposals_reopen,
 )
+from memory_addon.services.proposals.imports import import_kind_of, memory_import
 
 
 @login_required
@@ -37,7 +41,9 @@ def inbox_page(request: HtmxHttpRequest) -> HttpResponse:
     return _inbox_render(request, {})
 
 
-def _inbox_render(request: HtmxHttpRequest, extra: dict[str, Any]) -> HttpResponse:
+def _inbox_render(
+    request: HtmxHttpRequest, extra: dict[str, Any], *, status: int = 200
+) -> HttpResponse:
     """The Inbox, or only its body (notice, bulk buttons, cards) for an htmx request."""
     user = signed_in_user(request)
     context = {
@@ -45,13 +51,17 @@ def _inbox_render(request: HtmxHttpRequest, extra: dict[str, Any]) -> HttpRespon
         "max_entry_chars": MAX_ENTRY_CHARS,
         "banners": banners_for(user),
         "sections": [] if request.method == "POST" else inbox_sections(request, user),
+        "import_kinds": KINDS,
+        "import_form": {"kind": "", "text": ""},
+        "max_import_bytes": settings.MEMORY_IMPORT_MAX_BYTES,
+        "max_import_items": settings.MEMORY_IMPORT_MAX_ITEMS,
         **extra,
     }
     # Only the bulk buttons swap the body; an htmx GET (a page catching up after its
     # socket dropped) takes the whole page.
     partial = request.method == "POST" and bool(request.htmx)
     template = "memory/inbox.html#inbox_body" if partial else "memory/inbox.html"
-    return render(request, template, context)
+    return render(request, template, context, status=status)
 
 
 def _posted_ids(request: HttpRequest, name: str) -> list[int]:
@@ -137,8 +147,12 @@ def inbox_decide(request: HttpRequest, proposal_id: int, decision: str) -> HttpR
             messages.success(request, _("Proposal rejected; nothing was saved."))
         else:
             edited = request.POST.get("text") if decision == "confirm-edited" else None
-            proposal_confirm(user=user, proposal=proposal, edited_text=edited)
-            messages.success(request, _("Saved to memory."))
+            chosen = decision_of(request.POST.get("decision"))
+            proposal_confirm(user=user, proposal=proposal, edited_text=edited, decision=chosen)
+            if chosen == "replace":
+                messages.success(request, _("Saved to memory; the old note was replaced."))
+            else:
+                messages.success(request, _("Saved to memory."))
     except Refusal as refusal:
         messages.error(request, refusal.message)
     # The same card sits under a chat answer; it sends people back to where they were.
@@ -147,3 +161,75 @@ def inbox_decide(request: HttpRequest, proposal_id: int, decision: str) -> HttpR
         back, allowed_hosts={request.get_host()}, require_https=request.is_secure()
     )
     return redirect(back if back and safe else reverse("inbox"))
+
+
+def _import_form(request: HtmxHttpRequest, form: dict[str, str], error: str) -> HttpResponse:
+    """The import form again, with what was chosen and the reason beside it."""
+    context = {
+        "import_form": form,
+        "import_error": error,
+        "import_kinds": KINDS,
+        "max_import_bytes": settings.MEMORY_IMPORT_MAX_BYTES,
+        "max_import_items": settings.MEMORY_IMPORT_MAX_ITEMS,
+    }
+    if request.htmx:
+        # Swapped in place (htmx swaps only 2xx); a plain post gets the page and a 400.
+        return render(request, "memory/inbox.html#import_form", context)
+    return _inbox_render(request, context, status=400)
+
+
+def _uploaded_text(request: HttpRequest) -> tuple[str, str]:
+    """The uploaded file's text and name, else the pasted text."""
+    upload = request.FILES.get("file")
+    if upload is None or not upload.name:
+        return request.POST.get("text", ""), ""
+    if (upload.size or 0) > settings.MEMORY_IMPORT_MAX_BYTES:
+        raise LimitExceeded(
+            _("The file has %(size)s bytes; an import takes at most %(max)s.")
+            % {"size": upload.size, "max": settings.MEMORY_IMPORT_MAX_BYTES}
+        )
+    try:
+        return upload.read().decode("utf-8"), upload.name
+    except UnicodeDecodeError as error:
+        raise LimitExceeded(
+            _("The file is not UTF-8 text (byte %(position)s); export it as text or JSON.")
+            % {"position": error.start + 1}
+        ) from error
+
+
+@login_required
+@require_POST
+def inbox_import(request: HtmxHttpRequest) -> HttpResponse:
+    """Import memory: every item of the file waits in the Inbox as a proposal (M23)."""
+    user = signed_in_user(request)
+    form = {"kind": request.POST.get("kind", ""), "text": request.POST.get("text", "")}
+    try:
+        kind = import_kind_of(form["kind"])
+        text, file_name = _uploaded_text(request)
+        result = memory_import(user=user, kind=kind, text=text, file_name=file_name)
+    except Refusal as refusal:
+        return _import_form(request, form, refusal.message)
+    count = len(result.proposals)
+    notice = ngettext(
+        "%(count)s memory waits for you below; nothing is saved until you confirm it.",
+        "%(count)s memories wait for you below; nothing is saved until you confirm them.",
+        count,
+    ) % {"count": count}
+    if result.duplicates:
+        notice += " " + ngettext(
+            "%(count)s of them is already in your memory.",
+            "%(count)s of them are already in your memory.",
+            result.duplicates,
+        ) % {"count": result.duplicates}
+    if result.conflicts:
+        notice += " " + ngettext(
+            "%(count)s of them may contradict a saved note.",
+            "%(count)s of them may contradict saved notes.",
+            result.conflicts,
+        ) % {"count": result.conflicts}
+    messages.success(request, notice)
+    if request.htmx:
+        answer = HttpResponse(status=204)
+        answer["HX-Redirect"] = reverse("inbox")
+        return answer
+    return redirect(reverse("inbox"))

@@ -28,6 +28,7 @@ MEMORY_OPERATIONS = [
         "/api/memory/proposals/{proposal_id}/confirm",
         "memory_addon_api_proposal_confirm_endpoint",
     ),
+    ("post", "/api/memory/imports", "memory_addon_api_memory_import_endpoint"),
     (
         "post",
         "/api/memory/proposals/{proposal_id}/reject",

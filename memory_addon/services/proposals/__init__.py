@@ -1,5 +1,6 @@
 """Proposals (M8, M9, M10): the model's requests, their planning, the person's decisions."""
 
+from memory_addon.services.proposals.conflicts import decision_of
 from memory_addon.services.proposals.decisions import (
     BulkDecision,
     proposal_confirm,
@@ -21,6 +22,7 @@ __all__ = [
     "BulkDecision",
     "Outcome",
     "check_may_change",
+    "decision_of",
     "entry_fingerprint",
     "memory_change_request",
     "memory_revert_request",

@@ -13,10 +13,12 @@ from django.utils import timezone
 from accounts.models import User
 from host.errors import ChangeRefused, ProposalClosed, Refusal
 from memory_addon.core import entries
+from memory_addon.core.conflicts import Conflict, Decision
 from memory_addon.core.operations import Operation
 from memory_addon.models import ChangeSet, Proposal
 from memory_addon.services.changes import change_set_apply, change_set_undo_locked
 from memory_addon.services.locks import memory_lock
+from memory_addon.services.proposals.conflicts import settle_conflict
 from memory_addon.services.proposals.planning import REVERT, _summary, plan_proposal
 from memory_addon.signals import (
     proposal_added,
@@ -34,9 +36,18 @@ def _count_changed_on_commit(user: User) -> None:
 
 
 def proposal_confirm(
-    *, user: User, proposal: Proposal, edited_text: str | None = None
+    *,
+    user: User,
+    proposal: Proposal,
+    edited_text: str | None = None,
+    decision: Decision | None = None,
 ) -> ChangeSet:
-    """Apply a pending proposal (optionally with the person's edited text) as a change set."""
+    """Apply a pending proposal (optionally with the person's edited text) as a change set.
+
+    For a proposal that conflicts with a saved note, `decision` says what happens to the
+    old one: "replace" takes it out in the same change set, "keep_both" (also when no
+    decision is given) keeps it. Discard is proposal_reject.
+    """
     expired = False
     with transaction.atomic(durable=True):
         memory_lock(user.pk)
@@ -57,7 +68,7 @@ def proposal_confirm(
             )
             expired = True
         else:
-            change_set = _confirm_locked(user, locked, edited_text)
+            change_set = _confirm_locked(user, locked, edited_text, decision)
     if expired:
         raise ProposalClosed(
             "This proposal expired; it was not saved. Ask the assistant to propose it again."
@@ -65,9 +76,11 @@ def proposal_confirm(
     return change_set
 
 
-def _confirm_locked(user: User, locked: Proposal, edited_text: str | None) -> ChangeSet:
+def _confirm_locked(
+    user: User, locked: Proposal, edited_text: str | None, decision: Decision | None = None
+) -> ChangeSet:
     """Confirm a pending proposal the caller locked (memory_lock, then the row)."""
-    change_set = _apply_proposal(user, locked, edited_text)
+    change_set = _apply_proposal(user, locked, edited_text, decision)
     locked.state, locked.decided_at = Proposal.State.CONFIRMED, timezone.now()
     locked.change_set = change_set
     locked.save(update_fields=["state", "decided_at", "change_set"])
@@ -83,8 +96,16 @@ def _confirm_locked(user: User, locked: Proposal, edited_text: str | None) -> Ch
     return change_set
 
 
-def _apply_proposal(user: User, proposal: Proposal, edited_text: str | None) -> ChangeSet:
+def _apply_proposal(
+    user: User, proposal: Proposal, edited_text: str | None, decision: Decision | None
+) -> ChangeSet:
     op: Operation = proposal.operations.copy()  # a JSON column: stored by _proposal_create
+    conflict: Conflict | None = proposal.conflict  # a JSON column: stored by _proposal_create
+    if decision == "replace" and conflict is None:
+        raise ChangeRefused(
+            "decision: this proposal conflicts with no saved note; there is nothing to replace.",
+            field="decision",
+        )
     if edited_text is not None:
         if op["action"] not in ("add", "replace"):
             raise ChangeRefused("Only a proposal that adds or replaces an entry has text to edit.")
@@ -98,15 +119,20 @@ def _apply_proposal(user: User, proposal: Proposal, edited_text: str | None) -> 
             raise ChangeRefused("The change this proposal would undo is no longer in the history.")
         return change_set_undo_locked(user=user, change_set=target, source=proposal.source)
     writes, bases = plan_proposal(proposal.scope, op, proposal.base_hashes, source=proposal.source)
+    machine = True
+    if conflict is not None:
+        # Replacing the person's own line is the person's decision, not the machine's.
+        writes, machine = settle_conflict(proposal.scope, conflict, writes, decision or "keep_both")
     return change_set_apply(
         user=user,
         scope=proposal.scope,
         writes=writes,
         origin=ChangeSet.Origin.ASSISTANT,
         source=proposal.source,
-        machine=True,
+        machine=machine,
         base_hashes=bases,
-        summary=proposal.reason or _summary(op),
+        summary=proposal.reason
+        or ("Replaced a saved note" if decision == "replace" else _summary(op)),
         conversation_ref=proposal.conversation_ref,
         message_ref=proposal.message_ref,
         agent=proposal.agent,

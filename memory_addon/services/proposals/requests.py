@@ -21,7 +21,8 @@ from host.secret_text import secret_refusal
 from host.stored_secrets import stored_secrets
 from memory_addon.addons import SaveMode
 from memory_addon.core import entries
-from memory_addon.core.operations import ModelAction, Operation, text_argument
+from memory_addon.core.conflicts import same_note
+from memory_addon.core.operations import ModelAction, Operation, Provenance, text_argument
 from memory_addon.models import ChangeSet, MemoryFile, MemoryScope, Proposal
 from memory_addon.services.changes import (
     FileWrite,
@@ -32,6 +33,7 @@ from memory_addon.services.changes import (
 from memory_addon.services.context import readable_scopes
 from memory_addon.services.locks import memory_lock
 from memory_addon.services.policy import kill_switch_on, policy_for
+from memory_addon.services.proposals.conflicts import embed_ahead, find_conflict
 from memory_addon.services.proposals.decisions import _count_changed_on_commit
 from memory_addon.services.proposals.planning import (
     REVERT,
@@ -221,8 +223,9 @@ def _save_mode(turn: Turn) -> SaveMode:
     return save_mode
 
 
-def _why_auto_waits(op: Operation, scope_files: dict[str, MemoryFile]) -> str:
-    """In auto mode a long change still waits; every part of it is measured."""
+def _why_auto_waits(scope: MemoryScope, op: Operation, scope_files: dict[str, MemoryFile]) -> str:
+    """In auto mode a long change still waits; every part of it is measured. So does one
+    that may contradict a saved note: only the person can say which one holds (M23)."""
     if len(op.get("text", "")) > settings.MEMORY_AUTO_MAX_NOTE_CHARS:
         return "Long notes wait for your confirmation."
     if _writes_topic(op):
@@ -231,11 +234,13 @@ def _why_auto_waits(op: Operation, scope_files: dict[str, MemoryFile]) -> str:
         before = topic.size if topic else 0
         if max(after, before) > settings.MEMORY_AUTO_MAX_TOPIC_BYTES:
             return "Long topic files wait for your confirmation."
+    conflict = find_conflict(scope, op, scope_files)
+    if conflict is not None and conflict["kind"] != "duplicate":
+        return (
+            f"This may contradict a note saved on {conflict['date']}; it waits for you to "
+            "choose Replace, Keep both or Discard."
+        )
     return ""
-
-
-def _same_note(text: str) -> str:
-    return " ".join(text.split()).removeprefix("- ").removeprefix("* ").casefold()
 
 
 def _already_there(
@@ -253,10 +258,8 @@ def _already_there(
         if topic is None or topic.content != op["topic_content"]:
             return ""
     index = scope_files.get(index_path(scope))
-    wanted = _same_note(op["text"])
-    if index and any(
-        _same_note(item.text) == wanted for item in entries.parse_items(index.content)
-    ):
+    wanted = same_note(op["text"])
+    if index and any(same_note(item.text) == wanted for item in entries.parse_items(index.content)):
         return "This note is already saved in memory; nothing was added."
     if not proposing:
         return ""
@@ -297,6 +300,8 @@ def memory_change_request(
     scope = target_scope(turn, op["scope"])
     auto = save_mode == "auto" and turn.binding is None
     why_waiting = "Messages from messaging apps always ask first." if turn.binding else ""
+    if op["action"] == "add":
+        embed_ahead(scope, [op["text"]])
     with transaction.atomic(durable=True):
         memory_lock(turn.user.pk)
         # The files this change touches, read once for every check and the plan.
@@ -307,7 +312,7 @@ def memory_change_request(
             )
         }
         if auto:
-            why_waiting = _why_auto_waits(op, scope_files)
+            why_waiting = _why_auto_waits(scope, op, scope_files)
             auto = not why_waiting
         already = _already_there(scope, op, scope_files, proposing=not auto)
         if already:
@@ -343,13 +348,20 @@ def memory_change_request(
             op["entry_sha256"] = entry_fingerprint(
                 current.content if current else "", op["entry_id"]
             )
-        proposal = _proposal_create(turn, scope, op, bases, reason=reason, why_waiting=why_waiting)
-    return Outcome(
-        "proposed",
+        proposal = _proposal_create(
+            turn, scope, op, bases, reason=reason, why_waiting=why_waiting, scope_files=scope_files
+        )
+    message = (
         f"Proposed (proposal {proposal.pk}); nothing is saved until the person confirms it "
-        f"within {settings.MEMORY_PROPOSAL_TTL_HOURS} hours.",
-        proposal=proposal,
+        f"within {settings.MEMORY_PROPOSAL_TTL_HOURS} hours."
     )
+    if proposal.conflict:
+        message += (
+            f" It may contradict a note saved on {proposal.conflict['date']} "
+            f"({proposal.conflict['path']}): {proposal.conflict['text'][:300]!r}. The person "
+            "chooses Replace, Keep both or Discard."
+        )
+    return Outcome("proposed", message, proposal=proposal)
 
 
 def _proposal_create(
@@ -360,8 +372,16 @@ def _proposal_create(
     *,
     reason: str,
     why_waiting: str,
+    scope_files: dict[str, MemoryFile] | None = None,
+    provenance: Provenance | None = None,
 ) -> Proposal:
-    _expire_beyond_cap(turn.user)
+    """Every proposal is made here, and here it learns which saved note it may
+    contradict (M23); `scope_files` are the files of the scope it touches, if read."""
+    if provenance is None:
+        _expire_beyond_cap(turn.user)
+    if scope_files is None:
+        paths = [index_path(scope), *([op["topic"]] if op.get("topic") else [])]
+        scope_files = {f.path: f for f in MemoryFile.objects.filter(scope=scope, path__in=paths)}
     proposal = Proposal.objects.create(
         user=turn.user,
         scope=scope,
@@ -369,7 +389,9 @@ def _proposal_create(
         base_hashes=bases,
         reason=reason[:500],
         why_waiting=why_waiting,
-        source=turn.source,
+        conflict=find_conflict(scope, op, scope_files),
+        provenance=provenance,
+        source=ChangeSet.Source.IMPORT if provenance else turn.source,
         conversation_ref=turn.conversation_ref,
         message_ref=turn.message_ref,
         agent=turn.agent,
@@ -383,7 +405,7 @@ def _proposal_create(
         proposal_id=proposal.pk,
         scope_id=scope.pk,
         action=str(op.get("action", "")),
-        source=turn.source,
+        source=proposal.source,
     )
     return proposal
 
@@ -391,7 +413,11 @@ def _proposal_create(
 def _expire_beyond_cap(user: User) -> None:
     """Keep room for one more pending proposal: the oldest ones beyond the cap expire."""
     keep = settings.MEMORY_MAX_PENDING_PROPOSALS - 1
-    pending = Proposal.objects.filter(user=user, state=Proposal.State.PENDING)
+    # An import has its own bound (MEMORY_IMPORT_MAX_ITEMS); the model's proposals do not
+    # push its items out, nor it theirs.
+    pending = Proposal.objects.filter(
+        user=user, state=Proposal.State.PENDING, provenance__isnull=True
+    )
     oldest = list(pending.order_by("-created_at", "-id").values_list("pk", flat=True)[keep:])
     if oldest:
         Proposal.objects.filter(pk__in=oldest).update(
