@@ -25,13 +25,10 @@ def push_message(user_id: int, message: Message, policy: Policy | None = None) -
     # Pushed messages are the conversation's newest answer: they carry its actions.
     view = message_view(message, policy, rule_cards=False)
     context = {"view": view, "oob": True, "last_answer_id": message.pk}
-    html = render_to_string("chat/_message.html", context)
-    push_fragment(user_id, html)
+    push_fragment(user_id, lambda: render_to_string("chat/_message.html", context))
 
 
 def push_memory(user_id: int, message: Message) -> None:
     """The proposal cards and "Saved to memory" lines under an answer, as they happen."""
-    html = render_to_string(
-        "chat/_message.html#memory", {"view": message_view(message), "oob": True}
-    )
-    push_fragment(user_id, html)
+    context = {"view": message_view(message), "oob": True}
+    push_fragment(user_id, lambda: render_to_string("chat/_message.html#memory", context))

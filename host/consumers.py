@@ -6,6 +6,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.utils import translation
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
@@ -33,10 +34,27 @@ CLOSE_TRY_AGAIN = 1013
 LAYER_LOST = "layer.lost"
 
 
+class _Handshake:
+    """What Django's language choice reads of a request, taken from the socket's handshake."""
+
+    def __init__(self, scope: dict[str, Any]) -> None:
+        self.COOKIES: dict[str, str] = dict(scope.get("cookies") or {})
+        headers = dict(scope.get("headers") or [])
+        accept = headers.get(b"accept-language", b"").decode("latin-1")
+        self.META = {"HTTP_ACCEPT_LANGUAGE": accept} if accept else {}
+        self.path_info = scope.get("path", "/")
+
+
+def page_language(scope: dict[str, Any]) -> str:
+    """The language the socket's page was shown in: the same rule as LocaleMiddleware's."""
+    return translation.get_language_from_request(_Handshake(scope))  # type: ignore[arg-type]
+
+
 class EventsConsumer(AsyncWebsocketConsumer):
     """One socket per open page; it receives fragments meant for its user only."""
 
     group: str | None = None
+    language = ""
     counted = False
     retry_delays: tuple[float, ...] = RECEIVE_RETRY_DELAYS
     _layer_receive: Callable[[], Awaitable[dict[str, Any]]] | None = None
@@ -95,6 +113,7 @@ class EventsConsumer(AsyncWebsocketConsumer):
             await self.close(code=CLOSE_TRY_AGAIN)
             return
         self.group = group
+        self.language = page_language(self.scope)
         await self.accept()
         self.counted = True
         await asyncio.to_thread(metrics.websockets_changed, 1)
@@ -119,4 +138,5 @@ class EventsConsumer(AsyncWebsocketConsumer):
         return
 
     async def fragment(self, event: FragmentEvent) -> None:
-        await self.send(text_data=event["html"])
+        html = event.get("by_language", {}).get(self.language) or event["html"]
+        await self.send(text_data=html)

@@ -1,4 +1,8 @@
-"""Live push: HTML fragments sent to one person's websocket group, from sync code."""
+"""Live push: HTML fragments sent to one person's websocket group, from sync code.
+
+A fragment with words in it is given as a function that renders it: it is rendered once
+per site language and every socket shows the one in its page's language
+(host/consumers.py). Plain markup (a streamed answer's body, a count) is a string."""
 
 from __future__ import annotations
 
@@ -7,10 +11,13 @@ import functools
 import logging
 import os
 import threading
-from typing import TypedDict
+from collections.abc import Callable
+from typing import NotRequired, TypedDict
 
 from channels.layers import get_channel_layer
+from django.conf import settings
 from django.db import transaction
+from django.utils import translation
 from redis.exceptions import RedisError
 
 logger = logging.getLogger(__name__)
@@ -18,7 +25,22 @@ logger = logging.getLogger(__name__)
 
 class FragmentEvent(TypedDict):
     type: str
-    html: str
+    html: str  # in the site's default language
+    by_language: NotRequired[dict[str, str]]
+
+
+Fragment = str | Callable[[], str]
+
+
+def fragment_event(fragment: Fragment) -> FragmentEvent:
+    if isinstance(fragment, str):
+        return {"type": "fragment", "html": fragment}
+    by_language: dict[str, str] = {}
+    for code, _name in settings.LANGUAGES:
+        with translation.override(code):
+            by_language[code] = fragment()
+    default = by_language.get(settings.LANGUAGE_CODE) or next(iter(by_language.values()), "")
+    return {"type": "fragment", "html": default, "by_language": by_language}
 
 
 def user_group(user_id: int) -> str:
@@ -46,12 +68,14 @@ def _loop_for_pushes() -> asyncio.AbstractEventLoop:
         return _push_loop[1]
 
 
-def push_fragment(user_id: int, html: str) -> None:
+def push_fragment(user_id: int, fragment: Fragment) -> None:
     """Send an out-of-band htmx fragment (it carries its own element id)."""
     layer = get_channel_layer()
     if layer is None:
         return
-    event: FragmentEvent = {"type": "fragment", "html": html}
+    event = fragment_event(fragment)
+    if not event["html"]:
+        return
     send = layer.group_send(user_group(user_id), event)
     future = asyncio.run_coroutine_threadsafe(send, _loop_for_pushes())
     try:
@@ -63,6 +87,6 @@ def push_fragment(user_id: int, html: str) -> None:
         logger.warning("Live push to user %s dropped: %r", user_id, error)
 
 
-def push_fragment_on_commit(user_id: int, html: str) -> None:
+def push_fragment_on_commit(user_id: int, fragment: Fragment) -> None:
     """Push only once the surrounding transaction has committed, never for a rollback."""
-    transaction.on_commit(functools.partial(push_fragment, user_id, html), robust=True)
+    transaction.on_commit(functools.partial(push_fragment, user_id, fragment), robust=True)

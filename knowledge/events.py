@@ -12,6 +12,10 @@ SETTLED = (Job.State.REVIEW, Job.State.SUCCEEDED, Job.State.FAILED, Job.State.CA
 
 
 def job_changed_on_commit(job: Job) -> None:
+    push_fragment_on_commit(job.store.owner_id, lambda: job_fragments(job))
+
+
+def job_fragments(job: Job) -> str:
     html = render_to_string("knowledge/_job_status.html", {"job": job, "live": True})
     if job.state in SETTLED:
         # The review and the source counts change only when a job settles.
@@ -29,4 +33,4 @@ def job_changed_on_commit(job: Job) -> None:
                 "watch_interval_minutes": settings.KNOWLEDGE_WATCH_INTERVAL_SECONDS // 60,
             },
         )
-    push_fragment_on_commit(job.store.owner_id, html)
+    return html

@@ -12,7 +12,7 @@ from django.template.loader import render_to_string
 from django.utils.html import format_html
 
 from host.push import push_fragment
-from memory_addon.live import memory_change_fragments
+from memory_addon.live import memory_change_fragments, memory_change_person
 from memory_addon.models import Proposal
 from memory_addon.selectors import proposals_with_diffs
 from memory_addon.signals import memory_changed, proposal_added, proposal_removed, proposals_counted
@@ -24,9 +24,10 @@ def push_memory_change(sender: Any, *, user_id: int, change_set_id: int, **_: An
 
     Rendered from the stored change set after commit.
     """
-    person, html = memory_change_fragments(change_set_id)
-    if html:
-        push_fragment(person or user_id, html)
+    # Rendered in each site language (its capacity lines and banners are words, too).
+    person = memory_change_person(change_set_id)
+    if person:
+        push_fragment(person, lambda: memory_change_fragments(change_set_id)[1])
 
 
 @receiver(proposals_counted, dispatch_uid="memory-live-inbox-count")
@@ -48,9 +49,13 @@ def push_proposal_card(sender: Any, *, user_id: int, proposal_id: int, **_: Any)
     rows = proposals_with_diffs(list(proposal))
     if not rows:
         return
-    card = render_to_string("memory/_proposal_card.html", {"proposal": rows[0]})
-    # The ws extension swaps this out of band: the card goes first in the list.
-    push_fragment(user_id, f'<div hx-swap-oob="afterbegin:#proposal-list">{card}</div>')
+
+    def card() -> str:
+        html = render_to_string("memory/_proposal_card.html", {"proposal": rows[0]})
+        # The ws extension swaps this out of band: the card goes first in the list.
+        return f'<div hx-swap-oob="afterbegin:#proposal-list">{html}</div>'
+
+    push_fragment(user_id, card)
 
 
 @receiver(proposal_removed, dispatch_uid="memory-live-proposal-removed")

@@ -3,7 +3,8 @@
 Chat answers and memory files are rendered here. Raw HTML is escaped by the parser,
 and the sanitizer drops anything outside the allowlist (scripts, event handlers,
 `javascript:` URLs). [R1] markers become links to the excerpt they cite, within this
-message only.
+message only. Code in a fence that names its language is coloured by Pygments: its
+output is escaped text in spans with token classes, which the sanitizer keeps.
 """
 
 from __future__ import annotations
@@ -12,8 +13,31 @@ import re
 
 import nh3
 from markdown_it import MarkdownIt
+from pygments import highlight as pygments_highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import get_lexer_by_name
+from pygments.util import ClassNotFound
 
-_MD = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable(["table", "strikethrough"])
+# Longer code is shown plain: colouring is for reading, and a lexer's time grows with it.
+HIGHLIGHT_MAX_CHARS = 20_000
+_FORMATTER = HtmlFormatter(nowrap=True, classprefix="hl-")
+
+
+def _highlight(code: str, info: str, attrs: str) -> str:
+    """Coloured code for a fence with a known language; "" leaves it to the plain renderer."""
+    words = info.split()
+    if not words or len(code) > HIGHLIGHT_MAX_CHARS:
+        return ""
+    try:
+        lexer = get_lexer_by_name(words[0][:40], stripnl=False, ensurenl=False)
+    except ClassNotFound:
+        return ""
+    return str(pygments_highlight(code, lexer, _FORMATTER))
+
+
+_MD = MarkdownIt("commonmark", {"html": False, "linkify": False, "highlight": _highlight}).enable(
+    ["table", "strikethrough"]
+)
 _MARKER = re.compile(r"\[R(\d{1,2})\](?!\()")
 _TAGS = {
     "a",
@@ -42,10 +66,12 @@ _TAGS = {
     "th",
     "td",
     "sup",
+    "span",
 }
 _ATTRIBUTES = {
     "a": {"href", "title", "class", "data-cite"},
     "code": {"class"},
+    "span": {"class"},
     "ol": {"start"},
     "th": {"align"},
     "td": {"align"},

@@ -27,7 +27,9 @@ function addCopyButtons(root) {
     button.addEventListener("click", async () => {
       const code = pre.querySelector("code");
       try {
-        await navigator.clipboard.writeText(code ? code.innerText : pre.innerText);
+        // The fence's last line break is the renderer's, not part of the code.
+        const text = code ? code.innerText : pre.innerText;
+        await navigator.clipboard.writeText(text.replace(/\n$/, ""));
         button.textContent = texts.textCopied || "Copied";
       } catch (error) {
         button.textContent = texts.textCopyFailed || "Copy failed";
@@ -35,6 +37,30 @@ function addCopyButtons(root) {
       setTimeout(() => { button.textContent = texts.textCopy || "Copy"; }, 1500);
     });
     pre.prepend(button);
+  });
+}
+
+// Every finished answer can be copied whole, as the text it shows (without the code
+// blocks' own Copy buttons).
+function addAnswerCopyButtons(root) {
+  root.querySelectorAll("article.msg-assistant[data-state=complete] .md").forEach((body) => {
+    if (body.nextElementSibling?.classList.contains("copy-answer")) return;
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = "copy-answer link";
+    button.textContent = texts.textCopyAnswer || "Copy answer";
+    button.addEventListener("click", async () => {
+      const text = body.cloneNode(true);
+      text.querySelectorAll("button.copy").forEach((el) => el.remove());
+      try {
+        await navigator.clipboard.writeText(text.innerText.trim());
+        button.textContent = texts.textCopied || "Copied";
+      } catch (error) {
+        button.textContent = texts.textCopyFailed || "Copy failed";
+      }
+      setTimeout(() => { button.textContent = texts.textCopyAnswer || "Copy answer"; }, 1500);
+    });
+    body.after(button);
   });
 }
 
@@ -67,6 +93,7 @@ function stickToBottom() {
 
 function enhance() {
   addCopyButtons(document);
+  addAnswerCopyButtons(document);
   stickToBottom();
 }
 document.addEventListener("htmx:afterSwap", enhance);

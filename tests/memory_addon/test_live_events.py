@@ -8,6 +8,7 @@ import pytest
 from django.utils import timezone
 
 from addons.services import addon_setting_put
+from host.push import fragment_event
 from memory_addon import events
 from memory_addon.models import Proposal
 from memory_addon.services.changes import change_set_undo
@@ -21,9 +22,28 @@ ADD = {"action": "add", "text": "- tea: likes tea -> tea.md"}
 
 @pytest.fixture
 def pushed(monkeypatch):
+    """What each push sends, in the site's default language."""
     sent: list[tuple[int, str]] = []
-    monkeypatch.setattr(events, "push_fragment", lambda user_id, html: sent.append((user_id, html)))
+
+    def push(user_id, fragment):
+        sent.append((user_id, fragment_event(fragment)["html"]))
+
+    monkeypatch.setattr(events, "push_fragment", push)
     return sent
+
+
+def test_a_pushed_notice_is_rendered_in_every_site_language(
+    turn, user, monkeypatch, django_capture_on_commit_callbacks
+):
+    sent = []
+    monkeypatch.setattr(events, "push_fragment", lambda user_id, f: sent.append(fragment_event(f)))
+    addon_setting_put(user=user, addon="memory", key="save-mode", value="auto")
+    with django_capture_on_commit_callbacks(execute=True):
+        memory_change_request(turn=turn, operation=ADD)
+    notice = next(e for e in sent if 'data-origin="automatic"' in e["html"])
+    assert "Saved to memory" in notice["by_language"]["en"]
+    assert "Im Gedächtnis gespeichert" in notice["by_language"]["de"]
+    assert "Saved to memory" not in notice["by_language"]["de"]
 
 
 def test_confirming_pushes_the_notice_and_the_inbox_count_after_commit(
