@@ -57,7 +57,7 @@ def turn_from(user: User, data: TurnIn, *, client_reads_rule_files: bool = False
     response={200: TurnContextOut, **ERRORS},
     summary="Build the memory block for a turn",
     description="With known_hash: unchanged, or a delta against a block the host still "
-    "knows, instead of the whole block (cache-friendly delivery, see docs/api.md).",
+    "knows, instead of the whole block (docs/cache-friendly-delivery.md).",
 )
 def turn_context(request: HttpRequest, payload: TurnContextIn) -> TurnContextOut:
     turn = turn_from(
