@@ -5,20 +5,28 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('chat', '0004_question'),
+        ("chat", "0004_question"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='PinnedContext',
+            name="PinnedContext",
             fields=[
-                ('conversation', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, primary_key=True, related_name='pinned_context', serialize=False, to='chat.conversation')),
-                ('text', models.TextField()),
-                ('sha256', models.CharField(max_length=64)),
-                ('local', models.BooleanField(default=False)),
-                ('pinned_at', models.DateTimeField(auto_now=True)),
+                (
+                    "conversation",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        primary_key=True,
+                        related_name="pinned_context",
+                        serialize=False,
+                        to="chat.conversation",
+                    ),
+                ),
+                ("text", models.TextField()),
+                ("sha256", models.CharField(max_length=64)),
+                ("local", models.BooleanField(default=False)),
+                ("pinned_at", models.DateTimeField(auto_now=True)),
             ],
         ),
     ]

@@ -14,11 +14,11 @@ from host.errors import NotAllowed
 from memory_addon.api.responses import ERRORS
 from memory_addon.schemas import (
     AddonsSentOut,
+    BlockDeltaOut,
     ReferenceFilesSentOut,
     SentAlongOut,
     ToolCallIn,
     ToolCallOut,
-    BlockDeltaOut,
     TurnContextIn,
     TurnContextOut,
     TurnIn,
