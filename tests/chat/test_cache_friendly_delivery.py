@@ -176,3 +176,35 @@ def test_history_trimming_leaves_room_for_the_host_context_the_reminder_and_the_
     tools = estimate_tokens(json.dumps(fake_openai.chat_requests[-1]["tools"]))
     assert used + tools <= profile.context_window - reserve
     assert messages[-3]["content"].startswith("<memory_update>")  # none of it was cut
+
+
+def _send(client, via: str, conversation_id: int, text: str) -> None:
+    if via == "page":
+        response = client.post(
+            f"/chat/{conversation_id}/send/", {"text": text}, headers={"HX-Request": "true"}
+        )
+    else:
+        response = client.post(
+            f"/api/chat/conversations/{conversation_id}/messages",
+            {"text": text},
+            content_type="application/json",
+        )
+    assert response.status_code < 300, response.content
+
+
+@pytest.mark.parametrize("via", ["page", "api"])
+def test_turns_sent_from_the_page_or_the_api_keep_the_prefix(
+    via, client, fake_openai, person, conversation, unconsumed_chat_queue
+):
+    client.force_login(person)
+    requests = []
+    for text, lines in (("One", (TEA,)), ("Two", (TEA, BIKE))):
+        _index(person, *lines)
+        _send(client, via, conversation.pk, text)
+        answer = Message.objects.filter(conversation=conversation, role="assistant").latest("pk")
+        turn_run(message_id=answer.pk)
+        requests.append(fake_openai.chat_requests[-1]["messages"])
+    first, second = requests
+    assert second[:2] == first[:2] and first[0]["content"] == SYSTEM
+    assert f"+ {BIKE}" in second[-2]["content"]
+    assert second[-1] == {"role": "user", "content": "Two"}
