@@ -8,12 +8,15 @@ hash the host forgot is simply answered with the whole block.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 from django.conf import settings
 from django.core.cache import cache
 
 from host.core.line_delta import LineDelta, line_delta
+
+logger = logging.getLogger(__name__)
 
 
 def _block_key(user_id: int, sha256: str) -> str:
@@ -53,12 +56,19 @@ class BlockDelivery:
 
 
 def block_delivery(*, user_id: int, block: str, sha256: str, known_hash: str) -> BlockDelivery:
-    known_block_remember(user_id=user_id, sha256=sha256, block=block)
+    """Without Redis the host knows no earlier block: the answer is then the whole
+    block (or unchanged, which needs no memory of earlier blocks)."""
+    try:
+        known_block_remember(user_id=user_id, sha256=sha256, block=block)
+        wanted = known_hash and known_hash != sha256
+        old = known_block(user_id=user_id, sha256=known_hash) if wanted else None
+    except Exception:
+        logger.warning("The known memory blocks of person %s are out of reach", user_id)
+        old = None
     if not known_hash:
         return BlockDelivery(block)
     if known_hash == sha256:
         return BlockDelivery("", unchanged=True)
-    old = known_block(user_id=user_id, sha256=known_hash)
     if old is None:
         return BlockDelivery(block)
     delta = line_delta(old, block)

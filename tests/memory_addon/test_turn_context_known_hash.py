@@ -9,7 +9,7 @@ import pytest
 
 from memory_addon.services.changes import file_write
 from memory_addon.services.scopes import ensure_user_scope
-from tests.conftest import Api
+from tests.conftest import Api, free_port
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -104,3 +104,18 @@ def test_another_persons_hash_never_yields_their_block_or_a_delta(api, user, cli
 def test_a_person_without_notes_can_hold_the_empty_block_too(api):
     first = api.post(URL, {"known_hash": hashlib.sha256(b"").hexdigest()}).json()
     assert first["unchanged"] is True and first["block"] == ""
+
+
+def test_without_redis_the_answer_is_the_whole_block(api, user, settings):
+    _index(user, TEA)
+    first = api.post(URL, {}).json()
+    _index(user, BIKE)
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": f"redis://127.0.0.1:{free_port()}/0",
+        }
+    }
+    response = api.post(URL, {"known_hash": first["hash"]})
+    assert response.status_code == 200
+    assert BIKE in response.json()["block"] and response.json()["delta"] is None
