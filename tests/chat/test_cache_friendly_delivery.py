@@ -16,6 +16,7 @@ from chat.runner import turn_run
 from host.core.tokens import estimate_tokens
 from knowledge.models import Chunk, Document, Source
 from knowledge.services import store_create
+from memory_addon.models import MemoryFile
 from memory_addon.services.changes import file_write
 from memory_addon.services.scopes import ensure_user_scope
 
@@ -208,3 +209,26 @@ def test_turns_sent_from_the_page_or_the_api_keep_the_prefix(
     assert second[:2] == first[:2] and first[0]["content"] == SYSTEM
     assert f"+ {BIKE}" in second[-2]["content"]
     assert second[-1] == {"role": "user", "content": "Two"}
+
+
+def test_a_context_pinned_for_a_local_model_is_pinned_anew_for_a_remote_one(
+    turn, fake_openai, person, profile
+):
+    password = "Hunter2Secret99"
+    profile.runs_locally = True
+    profile.save(update_fields=["runs_locally"])
+    # A note that holds a secret from before the guard: sent verbatim to a local model.
+    MemoryFile.objects.create(
+        scope=ensure_user_scope(person),
+        path="index.md",
+        content=f"- wifi: the password is {password}\n",
+        sha256="x",
+    )
+    local, _ = turn("Hello")
+    assert password in local[1]["content"]
+    profile.runs_locally = False
+    profile.save(update_fields=["runs_locally"])
+    remote, answer = turn("Hello again")
+    assert answer.sent_along["pinned"]["state"] == "repinned"
+    assert "the password is [masked]" in remote[1]["content"]
+    assert password not in PinnedContext.objects.get().text
