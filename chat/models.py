@@ -83,6 +83,23 @@ class Conversation(models.Model):
         return chat_key_of(self.external_chat, self.external_thread)
 
 
+class PinnedContext(models.Model):
+    """The host context a conversation's model got at its fixed place (B9): sent again
+    byte for byte each turn, so a provider's prompt cache holds; changes go as reminders."""
+
+    conversation = models.OneToOneField(
+        Conversation, on_delete=models.CASCADE, primary_key=True, related_name="pinned_context"
+    )
+    text = models.TextField()
+    sha256 = models.CharField(max_length=64)
+    # Pinned for a model on this machine: unmasked, so never re-sent to a remote one.
+    local = models.BooleanField(default=False)
+    pinned_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"pinned context of conversation {self.conversation_id}"
+
+
 class Message(models.Model):
     class Role(models.TextChoices):
         USER = "user", gettext_lazy("You")

@@ -1,5 +1,6 @@
-"""What one turn sends: the system prompt (memory block, reference files, add-ons,
-excerpts), the trimmed history, the tools, and the Sent along record of it all."""
+"""What one turn sends: the system prompt (instructions only), the host context at its
+fixed place (chat.pinning), the trimmed history, a memory reminder and the excerpts,
+the current message, the tools, and the Sent along record of it all."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from django.db import connection
 from accounts.models import AIProfile
 from addons.context import addon_context_build
 from chat.models import Conversation, Message
+from chat.pinning import context_place
 from chat.questions import BACKGROUND_NOTE, ask_person_schema
 from host import model_client as client
 from host.core.secret_guard import mask_outbound
@@ -41,6 +43,7 @@ TEMPORARY_NOTE = (
     "to remember something, say that a temporary chat saves nothing."
 )
 EXCERPT_CHARS = 1500
+MESSAGE_OVERHEAD_TOKENS = 4  # a message's role and separators in the chat template
 PLAN_HEADING = "The plan I chose for this request (follow it):"
 
 
@@ -239,11 +242,13 @@ def prepare(message: Message, *, plan: str = "") -> Prepared:
         else None
     )
     offered, asks = _with_ask_person(tools, profile, turn)
+    # The system prompt is instructions only, the same every turn of the conversation
+    # (B9): what changes (skills, memory, files, excerpts) goes in messages of its own.
     system_parts = [SYSTEM, *([BACKGROUND_NOTE] if turn.is_background else [])]
     system_parts += _saving_note(turn, tools)
     if conversation.agent and conversation.agent.instructions:
         system_parts.append(conversation.agent.instructions)
-    # Order (docs/addons.md): skills, the memory block, add-on context files, excerpts.
+    system = "\n\n".join(system_parts)
     addons = addon_context_build(
         user=conversation.owner,
         context_window=profile.context_window,
@@ -252,29 +257,35 @@ def prepare(message: Message, *, plan: str = "") -> Prepared:
         preloaded=policy.addons,
         mask=not turn.model_local,
     )
-    if addons.skills_block:
-        system_parts.append(addons.skills_block)
-    if context.block:
-        system_parts.append(context.block)
-    if references.block:
-        system_parts.append(references.block)
-    if addons.files_block:
-        system_parts.append(addons.files_block)
-    if retrieved:
-        system_parts.append(retrieved)
-    system = "\n\n".join(system_parts)
-    # History is trimmed oldest first; the memory block and the current message never are.
+    # Order (docs/addons.md): skills, the memory block, reference files, add-on context
+    # files. Skills change when a rule is learned: pinned with the memory, they leave the
+    # system prompt alone and their change arrives as a reminder like a note's.
+    host_context = "\n\n".join(
+        block
+        for block in (addons.skills_block, context.block, references.block, addons.files_block)
+        if block
+    )
+    placed = context_place(
+        conversation,
+        host_context,
+        memory_off=bool(context.reason_off),
+        local=turn.model_local,
+    )
+    # History is trimmed oldest first; the host context, the reminder, the excerpts and
+    # the current message never are.
     budget = (
         profile.context_window
         - min(settings.CHAT_ANSWER_RESERVE_TOKENS, profile.context_window // 4)
-        - estimate_tokens(system)
-        - estimate_tokens(current.content)
-        - estimate_tokens(plan)
+        - sum(
+            estimate_tokens(text) + MESSAGE_OVERHEAD_TOKENS
+            for text in (system, placed.message, placed.reminder, retrieved, current.content, plan)
+            if text
+        )
         - (estimate_tokens(json.dumps(offered)) if offered else 0)
     )
     kept: list[Message] = []
     for old in reversed(history):
-        cost = estimate_tokens(old.content) + 4
+        cost = estimate_tokens(old.content) + MESSAGE_OVERHEAD_TOKENS
         if cost > budget:
             break
         budget -= cost
@@ -282,10 +293,15 @@ def prepare(message: Message, *, plan: str = "") -> Prepared:
     kept.reverse()
     trimmed = len(history) - len(kept)
     messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
+    if placed.message:
+        messages.append({"role": "user", "content": placed.message})
     messages += [{"role": m.role, "content": m.content} for m in kept if m.content]
+    # After the history, so the cached prefix (system, host context, history) holds.
+    messages += [{"role": "user", "content": t} for t in (placed.reminder, retrieved) if t]
     messages.append({"role": "user", "content": current.content})
     sent_along = {
         "memory": context.sent_along().stored(mask=not turn.model_local),
+        "pinned": placed.sent_along(),
         "excerpts": [
             {k: c[k] for k in ("marker", "path", "page", "tokens", "store_id")} for c in citations
         ],

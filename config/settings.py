@@ -421,6 +421,13 @@ MEMORY_INDEX_MAX_LINES = env_int("MEMORY_INDEX_MAX_LINES", 40)
 MEMORY_INDEX_MAX_BYTES = env_int("MEMORY_INDEX_MAX_BYTES", 2 * 1024)
 MEMORY_TURN_MAX_BYTES = env_int("MEMORY_TURN_MAX_BYTES", 6 * 1024)
 MEMORY_TURN_BUDGET_TOKENS = env_int("MEMORY_TURN_BUDGET_TOKENS", 1500)
+# Cache-friendly delivery (B9): a change of the context block past this many tokens (or
+# past half of the block) is sent as the whole new block, not as a delta / reminder.
+MEMORY_DELTA_MAX_TOKENS = env_int("MEMORY_DELTA_MAX_TOKENS", 300)
+# turn-context's known_hash: the last blocks of each person kept (Redis cache) to answer
+# with a delta, and for how long.
+MEMORY_KNOWN_BLOCKS = env_int("MEMORY_KNOWN_BLOCKS", 8)
+MEMORY_KNOWN_BLOCKS_TTL_SECONDS = env_int("MEMORY_KNOWN_BLOCKS_TTL_SECONDS", 24 * 3600)
 # Add-ons (H5): skills and context files of one turn share this budget (and at most a
 # sixth of the model's window); items go whole or not at all.
 ADDON_TURN_BUDGET_TOKENS = env_int("ADDON_TURN_BUDGET_TOKENS", 1500)

@@ -114,6 +114,24 @@ class TurnIn(Schema):
         return self
 
 
+class TurnContextIn(TurnIn):
+    known_hash: str = Field(
+        "",
+        pattern=r"^(?:[0-9a-f]{64})?$",
+        description="The hash of the memory block the client holds (a turn-context answer's "
+        "`hash`, lowercase hex SHA-256). The same as now: the answer says unchanged and "
+        "leaves the block out. An earlier block the host still knows: a delta against it. "
+        "Else the whole block.",
+        examples=["9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"],
+    )
+
+
+class BlockDeltaOut(Schema):
+    base_hash: str = Field(description="The known_hash the delta is against.")
+    added: list[str] = Field(description="Lines of the new block the held one lacks.")
+    removed: list[str] = Field(description="Lines of the held block that are gone.")
+
+
 class SentItemOut(Schema):
     origin: str
     scope: str
@@ -173,8 +191,19 @@ class ReferenceFilesSentOut(Schema):
 
 
 class TurnContextOut(Schema):
-    block: str
-    hash: str
+    block: str = Field(
+        description="The memory block; empty when unchanged is true or a delta is given."
+    )
+    hash: str = Field(description="The SHA-256 of the current memory block, for known_hash.")
+    unchanged: bool = Field(
+        False, description="known_hash is the current block: keep sending the one you hold."
+    )
+    delta: BlockDeltaOut | None = Field(
+        None,
+        description="What changed since the block of known_hash: send it as a short "
+        "reminder after the history and keep the held block at its place, or re-fetch "
+        "without known_hash to place the new block.",
+    )
     sent_along: SentAlongOut
     memory_off_reason: str
     addons_block: str = Field(

@@ -79,6 +79,12 @@ class FakeOpenAI:
             text for batch in self.embedding_inputs for text in batch if text != "dimension probe"
         ]
 
+    def prompt(self, request: int = -1) -> str:
+        """Every message of one chat request, joined: all the model read, wherever the
+        host put it."""
+        messages = self.chat_requests[request]["messages"]
+        return "\n\n".join(str(m.get("content") or "") for m in messages)
+
     def start(self) -> FakeOpenAI:
         self._thread.start()
         return self

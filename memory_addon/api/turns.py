@@ -14,14 +14,17 @@ from host.errors import NotAllowed
 from memory_addon.api.responses import ERRORS
 from memory_addon.schemas import (
     AddonsSentOut,
+    BlockDeltaOut,
     ReferenceFilesSentOut,
     SentAlongOut,
     ToolCallIn,
     ToolCallOut,
+    TurnContextIn,
     TurnContextOut,
     TurnIn,
 )
 from memory_addon.services.client_context import client_context_build
+from memory_addon.services.known_blocks import block_delivery
 from memory_addon.services.policy import policy_for
 from memory_addon.services.tools import ToolSchema, tool_call_execute, tool_schemas
 from memory_addon.turns import Turn, chat_key_of
@@ -53,8 +56,10 @@ def turn_from(user: User, data: TurnIn, *, client_reads_rule_files: bool = False
     "/turn-context",
     response={200: TurnContextOut, **ERRORS},
     summary="Build the memory block for a turn",
+    description="With known_hash: unchanged, or a delta against a block the host still "
+    "knows, instead of the whole block (docs/cache-friendly-delivery.md).",
 )
-def turn_context(request: HttpRequest, payload: TurnIn) -> TurnContextOut:
+def turn_context(request: HttpRequest, payload: TurnContextIn) -> TurnContextOut:
     turn = turn_from(
         signed_in_user(request),
         payload,
@@ -75,9 +80,20 @@ def turn_context(request: HttpRequest, payload: TurnIn) -> TurnContextOut:
         memory_readable=not context.reason_off,
         preloaded=policy.addons,
     )
-    return TurnContextOut(
+    delivery = block_delivery(
+        user_id=turn.user.pk,
         block=context.block,
+        sha256=context.block_hash,
+        known_hash=payload.known_hash,
+    )
+    delta = delivery.delta
+    return TurnContextOut(
+        block=delivery.block,
         hash=context.block_hash,
+        unchanged=delivery.unchanged,
+        delta=BlockDeltaOut(base_hash=payload.known_hash, added=delta.added, removed=delta.removed)
+        if delta
+        else None,
         sent_along=SentAlongOut.model_validate(context.sent_along()),
         memory_off_reason=context.reason_off,
         addons_block="\n\n".join(b for b in (addons.skills_block, addons.files_block) if b),

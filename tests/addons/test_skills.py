@@ -134,7 +134,7 @@ def test_a_chat_turn_sends_a_host_made_skill_lists_it_in_sent_along_and_counts_i
     answer.refresh_from_db()
     sent = [(s["addon"], s["name"]) for s in answer.sent_along["addons"]["skills"]]
     assert (HOST_SKILLS, "python") in sent
-    assert "Use type hints." in fake_openai.chat_requests[0]["messages"][0]["content"]
+    assert "Use type hints." in fake_openai.prompt(0)
     for addon_id, name in sent:
         use = SkillUse.objects.get(user=person, addon_id=addon_id, skill=name)
         assert use.sent_count == 1 and use.last_sent_at is not None

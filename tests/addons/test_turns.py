@@ -44,7 +44,8 @@ def test_skills_memory_and_context_files_go_in_the_documented_order(fake_openai,
         base_sha256="",
     )
     answer = run(ask("What should I cook?"))
-    system = fake_openai.chat_requests[-1]["messages"][0]["content"]
+    # The host context right after the system prompt (B9), in the documented order.
+    system = fake_openai.chat_requests[-1]["messages"][1]["content"]
     skill = system.index('<skill addon="memory" name="memory">')
     check = system.index('<skill addon="memory" name="memory-check-own-files">')
     memory = system.index("<memory>")
@@ -69,7 +70,7 @@ def test_a_model_without_tools_gets_no_skill_that_needs_tools(fake_openai, ask, 
     profile.supports_tools = False
     profile.save()
     answer = run(ask("Hello"))
-    system = fake_openai.chat_requests[-1]["messages"][0]["content"]
+    system = fake_openai.prompt()
     assert "<skill" not in system and answer.sent_along["addons"]["skills"] == []
     assert "Tone: brief" in system  # context files need no tool
 
@@ -78,10 +79,10 @@ def test_switching_the_add_on_off_stops_its_context_file_in_the_next_turn(
     fake_openai, ask, person, tone
 ):
     run(ask("One"))
-    assert "Tone: brief" in fake_openai.chat_requests[-1]["messages"][0]["content"]
+    assert "Tone: brief" in fake_openai.prompt()
     addon_user_set_enabled(user=person, addon_id="tone-of-voice", enabled=False)
     answer = run(ask("Two"))
-    assert "Tone:" not in fake_openai.chat_requests[-1]["messages"][0]["content"]
+    assert "Tone:" not in fake_openai.prompt()
     assert answer.sent_along["addons"]["context_files"] == []
 
 

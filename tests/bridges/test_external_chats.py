@@ -220,7 +220,7 @@ def test_one_chats_conversation_notes_never_reach_another_chat_and_its_proposals
         == 202
     )
     work()
-    work_block = fake_openai.chat_requests[0]["messages"][0]["content"]
+    work_block = fake_openai.prompt(0)
     assert "the family has a cat" not in work_block
     proposal = Proposal.objects.get(user=person)
     assert proposal.scope == ensure_channel_scope(binding, "work")
@@ -228,7 +228,7 @@ def test_one_chats_conversation_notes_never_reach_another_chat_and_its_proposals
         send_message(webhook_url, bound[1], "Hi", msg_id="f1", chat_id="family").status_code == 202
     )
     work()
-    assert "the family has a cat" in fake_openai.chat_requests[-1]["messages"][0]["content"]
+    assert "the family has a cat" in fake_openai.prompt()
 
 
 @pytest.mark.parametrize(

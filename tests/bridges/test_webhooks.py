@@ -326,9 +326,9 @@ def test_another_conversations_notes_never_appear_in_the_block(
     )
     assert send_message(webhook_url, bound[1], "What do you know?").status_code == 202
     work()
-    system = fake_openai.chat_requests[-1]["messages"][0]["content"]
-    assert "the family has a cat" in system
-    assert "bluebird" not in system
+    sent = fake_openai.prompt()
+    assert "the family has a cat" in sent
+    assert "bluebird" not in sent
 
 
 def test_a_callback_receiver_down_for_a_while_then_up_gets_the_answer_exactly_once(

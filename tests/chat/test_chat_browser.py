@@ -173,8 +173,7 @@ def test_sent_along_lists_the_memory_items_and_excerpts(
     assert "vegetarian, no fish" in item.inner_text()
     assert "My memory" in item.inner_text() and "tokens" in item.inner_text()
     screenshot("sent-along")
-    sent = fake_openai.chat_requests[-1]["messages"][0]["content"]
-    assert "vegetarian, no fish" in sent
+    assert "vegetarian, no fish" in fake_openai.prompt()
 
 
 def test_an_r1_link_opens_the_excerpt_and_names_its_file(
@@ -201,7 +200,7 @@ def test_an_r1_link_opens_the_excerpt_and_names_its_file(
     send(chat, "Where do alpacas live?")
     answer = chat.locator("article.msg-assistant[data-state=complete]")
     answer.wait_for()
-    assert "<retrieved_context" in fake_openai.chat_requests[-1]["messages"][0]["content"]
+    assert "<retrieved_context" in fake_openai.chat_requests[-1]["messages"][-2]["content"]
     link = answer.locator(".md a", has_text="[R1]")
     excerpt = answer.locator("details[id^=cite-]").first
     assert not excerpt.locator("blockquote").is_visible()

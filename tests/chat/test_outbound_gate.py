@@ -66,7 +66,7 @@ def test_the_history_leaves_masked(fake_openai, ask, conversation):
         content=f"Noted: db_password={DB_PASSWORD}",
     )
     _run(ask("What did I tell you?"))
-    history = fake_openai.chat_requests[-1]["messages"][1:]
+    history = fake_openai.chat_requests[-1]["messages"][2:]  # after system and host context
     assert history == [
         {"role": "user", "content": "the password is [masked] and db_password=[masked]"},
         {"role": "assistant", "content": "Noted: db_password=[masked]"},
@@ -105,8 +105,8 @@ def test_the_memory_block_leaves_masked_and_sent_along_shows_the_masked_copy(
 ):
     _flagged_index(person, f"- wifi: the password is {PASSWORD}\n")
     answer = _run(ask("What is my wifi like?"))
-    system = fake_openai.chat_requests[-1]["messages"][0]["content"]
-    assert "<memory>" in system and "the password is [masked]" in system
+    memory = fake_openai.chat_requests[-1]["messages"][1]["content"]
+    assert "<memory>" in memory and "the password is [masked]" in memory
     assert PASSWORD not in _sent(fake_openai)
     shown = answer.sent_along["memory"]["items"][0]["text"]
     assert PASSWORD not in shown and "[masked]" in shown
@@ -120,8 +120,8 @@ def test_a_model_on_this_machine_gets_the_text_verbatim(fake_openai, ask, person
     answer = _run(ask(f"And db_password={DB_PASSWORD} again"))
     messages = fake_openai.chat_requests[-1]["messages"]
     assert messages[-1]["content"] == f"And db_password={DB_PASSWORD} again"
-    assert messages[1]["content"] == SECRET_MESSAGE  # the history
-    assert f"the password is {PASSWORD}" in messages[0]["content"]  # the memory block
+    assert messages[2]["content"] == SECRET_MESSAGE  # the history
+    assert f"the password is {PASSWORD}" in messages[1]["content"]  # the memory block
     assert PASSWORD in answer.sent_along["memory"]["items"][0]["text"]
 
 

@@ -94,8 +94,8 @@ def test_a_scheduled_run_searches_only_collections_that_opted_in(fake_openai, pe
     answer = Message.objects.get(role="assistant")
     turn_run(message_id=answer.pk)
     answer.refresh_from_db()
-    system = fake_openai.chat_requests[-1]["messages"][0]["content"]
-    assert "alpacas hum" in system and "private diary" not in system
+    sent = fake_openai.prompt()
+    assert "alpacas hum" in sent and "private diary" not in sent
     assert [c["path"] for c in answer.citations] == ["alpacas.md"]
     assert answer.sent_along["retrieval"]["skipped_stores"] == ["Private"]
 

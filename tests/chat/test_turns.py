@@ -8,6 +8,7 @@ import pytest
 
 from addons.services import addon_setting_put
 from chat.models import Message
+from chat.prompt import SYSTEM
 from chat.runner import turn_run
 from chat.services import stop_request
 from memory_addon.addons import MEMORY_ADDON, SAVE_MODE
@@ -46,7 +47,9 @@ def test_a_scripted_stream_is_stored_complete_with_usage_and_timing(fake_openai,
     assert {tool["function"]["name"] for tool in request["tools"]} >= {"propose_change"}
 
 
-def test_the_memory_block_goes_first_and_sent_along_records_it(fake_openai, ask, person):
+def test_the_memory_block_follows_the_system_prompt_and_sent_along_records_it(
+    fake_openai, ask, person
+):
     file_write(
         user=person,
         scope=ensure_user_scope(person),
@@ -55,9 +58,10 @@ def test_the_memory_block_goes_first_and_sent_along_records_it(fake_openai, ask,
         base_sha256="",
     )
     answer = run(ask("What should I cook?"))
-    system = fake_openai.chat_requests[-1]["messages"][0]
-    assert system["role"] == "system"
-    assert "<memory>" in system["content"] and "vegetarian" in system["content"]
+    system, memory = fake_openai.chat_requests[-1]["messages"][:2]
+    assert system == {"role": "system", "content": SYSTEM}
+    assert memory["role"] == "user"
+    assert "<memory>" in memory["content"] and "vegetarian" in memory["content"]
     items = answer.sent_along["memory"]["items"]
     assert [(i["origin"], "vegetarian" in i["text"]) for i in items] == [("user", True)]
     assert items[0]["tokens"] > 0
@@ -260,7 +264,7 @@ def test_memory_off_sends_no_memory_and_no_tools(fake_openai, ask, conversation,
     conversation.save()
     answer = run(ask("Hi"))
     request = fake_openai.chat_requests[-1]
-    assert "secret-ish" not in request["messages"][0]["content"]
+    assert "secret-ish" not in fake_openai.prompt()
     # No memory tool; asking the person (M19) needs no memory.
     assert [tool["function"]["name"] for tool in request["tools"]] == ["ask_person"]
     assert answer.sent_along["memory"]["off"] == "Memory is off for this request."

@@ -85,5 +85,5 @@ def test_an_owner_shares_with_the_organization_and_a_member_reads_it_in_chat(
     answer.wait_for(timeout=30_000)
     assert "upper meadow" in answer.inner_text()
     assert "llamas.md" in answer.locator("details[id^=cite-]").first.inner_text()
-    assert EXCERPT in fake_openai.chat_requests[-1]["messages"][0]["content"]
+    assert EXCERPT in fake_openai.prompt()
     screenshot(f"chat-{language}")

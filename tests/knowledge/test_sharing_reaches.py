@@ -50,7 +50,7 @@ def _answer(fake_openai, person, conversation) -> str:
     turn_run(message_id=answer.pk)
     answer.refresh_from_db()
     assert answer.state == Message.State.COMPLETE, answer.error
-    return fake_openai.chat_requests[-1]["messages"][0]["content"]
+    return fake_openai.prompt()
 
 
 def test_a_member_picks_a_shared_collection_and_its_excerpt_reaches_the_turn(fake_openai, team):
@@ -121,7 +121,7 @@ def test_a_members_scheduled_run_searches_a_shared_opted_in_collection_until_tak
         assert schedules_due() == 1
         answer = Message.objects.filter(role="assistant").latest("pk")
         turn_run(message_id=answer.pk)
-        return fake_openai.chat_requests[-1]["messages"][0]["content"]
+        return fake_openai.prompt()
 
     assert EXCERPT in run()
     services.store_share_set(

@@ -147,7 +147,7 @@ def test_the_turn_sends_them_after_the_memory_block_and_lists_them_in_sent_along
     )
     answer = ask("Hello")
     turn_run(message_id=answer.pk)
-    system = fake_openai.chat_requests[0]["messages"][0]["content"]
+    system = fake_openai.chat_requests[0]["messages"][1]["content"]
     assert system.index("</memory>") < system.index("<reference_files")
     assert "Use pytest for tests." in system
     answer = Message.objects.get(pk=answer.pk)
@@ -197,6 +197,6 @@ def test_a_chat_turn_sends_them_even_when_the_persons_tokens_read_their_own(
     )
     answer = ask("Hello")
     turn_run(message_id=answer.pk)
-    assert "Use pytest for tests." in fake_openai.chat_requests[0]["messages"][0]["content"]
+    assert "Use pytest for tests." in fake_openai.prompt(0)
     sent = Message.objects.get(pk=answer.pk).sent_along["reference_files"]
     assert sent["off"] == "" and [f["name"] for f in sent["files"]] == ["AGENTS.md"]
