@@ -157,8 +157,8 @@ def test_the_model_is_offered_no_writing_tool_and_told_the_chat_saves_nothing(
     offered = {tool["function"]["name"] for tool in request["tools"]}
     assert "propose_change" not in offered and "revert_change" not in offered
     assert {"context_read", "list_memory"} <= offered
-    system = request["messages"][0]["content"]
-    assert TEMPORARY_NOTE in system and "vegetarian" in system  # it reads memory
+    assert TEMPORARY_NOTE in request["messages"][0]["content"]  # the instructions say so
+    assert "vegetarian" in fake_openai.prompt()  # it reads memory
 
 
 def test_a_temporary_chat_without_memory_reads_none(fake_openai, person, ask, profile):
@@ -172,7 +172,7 @@ def test_a_temporary_chat_without_memory_reads_none(fake_openai, person, ask, pr
     chat = services.conversation_create(user=person, temporary=True, memory_on=False)
     fake_openai.chat_replies.append({"content": "Anything you like."})
     turn_run(message_id=ask("What should I cook?", chat).pk)
-    assert "vegetarian" not in fake_openai.chat_requests[-1]["messages"][0]["content"]
+    assert "vegetarian" not in fake_openai.prompt()
 
 
 def test_ending_on_the_page_deletes_the_chat_and_its_messages(client, person, temporary):
