@@ -3,7 +3,7 @@
 Chat answers and memory files are rendered here. Raw HTML is escaped by the parser,
 and the sanitizer drops anything outside the allowlist (scripts, event handlers,
 `javascript:` URLs). [R1] markers become links to the excerpt they cite, within this
-message only.
+message only; [C1] markers link to the past conversation a search found (B10).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from markdown_it import MarkdownIt
 
 _MD = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable(["table", "strikethrough"])
 _MARKER = re.compile(r"\[R(\d{1,2})\](?!\()")
+_CONVERSATION_MARKER = re.compile(r"\[C(\d{1,2})\](?!\()")
 _TAGS = {
     "a",
     "p",
@@ -52,8 +53,25 @@ _ATTRIBUTES = {
 }
 
 
-def render_markdown(text: str, *, anchor_prefix: str = "", markers: set[int] | None = None) -> str:
-    """Safe HTML for an answer; known [Rn] markers link to `#{anchor_prefix}{n}`."""
+def render_markdown(
+    text: str,
+    *,
+    anchor_prefix: str = "",
+    markers: set[int] | None = None,
+    conversations: dict[int, int] | None = None,
+) -> str:
+    """Safe HTML for an answer; known [Rn] markers link to `#{anchor_prefix}{n}`, and
+    [Cn] markers to `/chat/<id>/` of `conversations` (marker number → conversation id)."""
+    if conversations:
+
+        def conversation_link(match: re.Match[str]) -> str:
+            number = int(match.group(1))
+            if number not in conversations:
+                return match.group(0)
+            target = int(conversations[number])
+            return f"[\\[C{number}\\]](/chat/{target}/ 'Open conversation C{number}')"
+
+        text = _CONVERSATION_MARKER.sub(conversation_link, text)
     if anchor_prefix and markers:
 
         def link(match: re.Match[str]) -> str:
