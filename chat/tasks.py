@@ -38,7 +38,7 @@ def temporary_purge_task() -> int:
 
 
 # Idempotent: it embeds only messages whose text has no vector yet (B10).
-@shared_task(name="chat.message_embeddings_refresh", ignore_result=True)
+@shared_task(name="chat.message_embeddings_refresh")
 def message_embeddings_refresh_task(conversation_id: int) -> int:
     search.message_embeddings_started(conversation_id)
     return search.message_embeddings_refresh(conversation_id=conversation_id)
