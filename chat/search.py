@@ -257,6 +257,9 @@ def search_conversations_tool(turn: Turn, args: ToolArgs) -> str:
         raise NotAllowed(reason)
     if turn.agent and not turn.agent.memory_allowed:
         raise NotAllowed("The Memory add-on is not allowed for this agent.")
+    if turn.binding:
+        # Others may read a messaging app's chat: the person's other chats stay private.
+        raise NotAllowed("Past chats are not searched from a messaging app's conversation.")
     query = text_argument(args, "query").strip()
     if not query:
         raise ChangeRefused("'query' is empty: give a few words to search for.")

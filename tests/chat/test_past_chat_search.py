@@ -10,7 +10,7 @@ import pytest
 from django.db import connection
 from django.urls import reverse
 
-from accounts.services import api_token_create
+from accounts.services import api_token_create, messaging_binding_create
 from chat import services
 from chat.models import Conversation, Message, MessageEmbedding
 from chat.runner import turn_run
@@ -175,6 +175,13 @@ def test_the_tool_is_offered_with_the_memory_tools_also_in_temporary_and_strict_
 def test_the_tool_refuses_when_memory_is_off_for_the_turn(person, talks):
     ok, output = _search_tool(person, {"query": "peanuts"}, memory_off=True)
     assert not ok and "Memory is off" in output
+
+
+@pytest.mark.django_db
+def test_the_tool_refuses_in_a_messaging_apps_conversation(person, talks):
+    binding, _ = messaging_binding_create(owner=person, bridge="telegram", external_id="chat-7")
+    ok, output = _search_tool(person, {"query": "peanuts"}, binding=binding)
+    assert not ok and "messaging app" in output and "[C1]" not in output
 
 
 @pytest.mark.django_db
