@@ -151,12 +151,22 @@ class MessageEmbedding(models.Model):
     message = models.OneToOneField(
         Message, on_delete=models.CASCADE, primary_key=True, related_name="embedding"
     )
+    # The conversation's owner, kept here so a search scans only that person's vectors
+    # (an exact scan: a shared HNSW index filtered per person would miss neighbours).
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     model_name = models.CharField(max_length=200)
     # No fixed dimension: the person's embedding model decides it.
     dimension = models.PositiveIntegerField()
     sha256 = models.CharField(max_length=64)
     vector = VectorField()
     updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        indexes: ClassVar = [
+            models.Index(
+                fields=["owner", "model_name", "dimension"], name="chat_msgembedding_owner_idx"
+            )
+        ]
 
     def __str__(self) -> str:
         return f"Embedding of message {self.message_id}"

@@ -164,7 +164,8 @@ def _vector(
             FROM chat_messageembedding e
             JOIN chat_message m ON m.id = e.message_id
             JOIN chat_conversation c ON c.id = m.conversation_id
-            WHERE c.owner_id = %s AND NOT c.temporary AND c.closed_at IS NULL AND c.id <> %s
+            WHERE e.owner_id = %s AND c.owner_id = e.owner_id
+              AND NOT c.temporary AND c.closed_at IS NULL AND c.id <> %s
               AND e.model_name = %s AND e.dimension = %s
             ORDER BY e.vector <=> %s::vector LIMIT %s
             """,
@@ -217,7 +218,7 @@ def conversations_search(
     exclude = exclude_conversation or 0
     keyword, best = _keyword(user.pk, query, exclude, max(limit, CANDIDATES))
     lists = [(keyword, settings.KNOWLEDGE_FUSION_KEYWORD_WEIGHT)]
-    embedded = MessageEmbedding.objects.filter(message__conversation__owner=user).exists()
+    embedded = MessageEmbedding.objects.filter(owner=user).exists()
     found = _query_vector(user, query) if embedded else None
     if found is not None:
         meaning, nearest = _vector(user.pk, exclude, *found, CANDIDATES)
@@ -340,6 +341,7 @@ def message_embeddings_refresh(*, conversation_id: int) -> int:
             MessageEmbedding.objects.update_or_create(
                 message_id=message_id,
                 defaults={
+                    "owner_id": conversation.owner_id,
                     "model_name": embedder.model_name,
                     "dimension": embedder.dimension,
                     "sha256": _sha(text),
