@@ -81,7 +81,7 @@ SEARCH_TOOL: ToolSchema = {
 }
 
 # The header line of each hit in the tool's result; the page reads it back to link [Cn].
-_HIT_LINE = re.compile(r"^\[C(\d{1,2})\] .* — /chat/(\d+)/$", re.MULTILINE)
+_HIT_LINE = re.compile(r"^\[C(\d{1,2})\] (.*) — \d{4}-\d\d-\d\d — /chat/(\d+)/$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -288,14 +288,14 @@ def search_conversations_tool(turn: Turn, args: ToolArgs) -> str:
     return "\n".join(lines)
 
 
-def conversation_citations(message: Message) -> dict[int, int]:
-    """[Cn] marker → conversation id, from this answer's search_conversations results;
-    a later search of the same answer wins for a number both used."""
-    links: dict[int, int] = {}
+def conversation_citations(message: Message) -> dict[int, tuple[int, str]]:
+    """[Cn] marker → (conversation id, title), from this answer's search_conversations
+    results; a later search of the same answer wins for a number both used."""
+    links: dict[int, tuple[int, str]] = {}
     for call in message.tool_calls:
         if call.get("name") == TOOL_NAME and call.get("ok"):
-            for number, conversation_id in _HIT_LINE.findall(str(call.get("result", ""))):
-                links[int(number)] = int(conversation_id)
+            for number, title, target in _HIT_LINE.findall(str(call.get("result", ""))):
+                links[int(number)] = (int(target), title)
     return links
 
 

@@ -58,18 +58,20 @@ def render_markdown(
     *,
     anchor_prefix: str = "",
     markers: set[int] | None = None,
-    conversations: dict[int, int] | None = None,
+    conversations: dict[int, tuple[int, str]] | None = None,
 ) -> str:
     """Safe HTML for an answer; known [Rn] markers link to `#{anchor_prefix}{n}`, and
-    [Cn] markers to `/chat/<id>/` of `conversations` (marker number → conversation id)."""
+    [Cn] markers of `conversations` (number → conversation id and title) to `/chat/<id>/`."""
     if conversations:
 
         def conversation_link(match: re.Match[str]) -> str:
             number = int(match.group(1))
             if number not in conversations:
                 return match.group(0)
-            target = int(conversations[number])
-            return f"[\\[C{number}\\]](/chat/{target}/ 'Open conversation C{number}')"
+            target, title = conversations[number]
+            # The title names the chat in any page language; quotes would end the title.
+            quoted = re.sub(r"[\\'\"()\[\]]", "", title)[:200]
+            return f"[\\[C{number}\\]](/chat/{int(target)}/ '{quoted}')"
 
         text = _CONVERSATION_MARKER.sub(conversation_link, text)
     if anchor_prefix and markers:

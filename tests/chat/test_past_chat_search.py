@@ -211,13 +211,14 @@ def test_the_chats_model_finds_an_earlier_chat_and_its_answer_links_c1_to_it(
     assert f"/chat/{conversation.pk}/" not in call["result"]
     client.force_login(person)
     page = client.get(reverse("chat_conversation", args=[conversation.pk])).content.decode()
-    assert f'<a href="/chat/{talks["Health"].pk}/" title="Open conversation C1"' in page
+    assert f'<a href="/chat/{talks["Health"].pk}/" title="Health"' in page
     assert "[C7] is not a hit" in page
 
 
 def test_c_markers_link_only_to_conversations_the_answer_found():
-    html = render_markdown("See [C1] and [C2].", conversations={1: 42})
-    assert '<a href="/chat/42/"' in html and "[C2]" in html and "/chat/2" not in html
+    html = render_markdown("See [C1] and [C2].", conversations={1: (42, "Tea 'n\" (cakes)")})
+    assert '<a href="/chat/42/" title="Tea n cakes"' in html
+    assert "[C2]" in html and "/chat/2" not in html
     assert "href" not in render_markdown("See [C1].")
 
 

@@ -16,8 +16,16 @@ from tests.conftest import wait_until_live
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 WORDS = {
-    "en": {"message": "Message", "start": "Start", "search": "Search conversations"},
-    "de": {"message": "Nachricht", "start": "Starten", "search": "Gespräche durchsuchen"},
+    "en": {
+        "message": "Message",
+        "start": "Start",
+        "search": "Search conversations",
+    },
+    "de": {
+        "message": "Nachricht",
+        "start": "Starten",
+        "search": "Gespräche durchsuchen",
+    },
 }
 SEARCH = json.dumps({"query": "peanuts"})
 
@@ -51,6 +59,7 @@ def test_the_answer_links_c1_to_the_earlier_chat_and_the_list_finds_it_by_meanin
     answer.wait_for()
     cited = answer.locator(".md a", has_text="[C1]")
     assert cited.get_attribute("href") == f"/chat/{earlier.pk}/"
+    assert cited.get_attribute("title") == "Health"
     assert fits(page)
     screenshot(f"past-chat-citation-{language}")
     cited.click()
