@@ -381,11 +381,15 @@ def message_embeddings_started(conversation_id: int) -> None:
 
 def message_stored(sender: object, *, instance: Message, created: bool, **_signal: object) -> None:
     """post_save: a person's new message (every path stores it with create)."""
-    if created and instance.role == Message.Role.USER and not instance.conversation.temporary:
+    if not settings.CHAT_MESSAGE_EMBEDDINGS_ON_WRITE or not created:
+        return
+    if instance.role == Message.Role.USER and not instance.conversation.temporary:
         message_embeddings_queue(instance.conversation_id)
 
 
 def answer_completed(sender: object, *, answer_id: int, **_signal: object) -> None:
+    if not settings.CHAT_MESSAGE_EMBEDDINGS_ON_WRITE:
+        return
     conversation_id = (
         Message.objects.filter(pk=answer_id).values_list("conversation_id", flat=True).first()
     )

@@ -232,16 +232,25 @@ def test_the_list_search_box_finds_a_conversation_by_meaning(client, person, tal
     assert rows[0]["id"] == talks["Health"].pk
 
 
+def _embedding_jobs(callbacks) -> int:
+    return sum("message_embeddings_queue" in c.__qualname__ for c in callbacks)
+
+
 @pytest.mark.django_db
+@pytest.mark.usefixtures("unconsumed_chat_queue")
 def test_a_stored_message_and_a_completed_answer_queue_the_embedding_job(
-    person, talks, django_capture_on_commit_callbacks, settings
+    fake_openai, person, profile, ask, conversation, django_capture_on_commit_callbacks, settings
 ):
     settings.CHAT_MESSAGE_EMBEDDINGS_ON_WRITE = True
     with django_capture_on_commit_callbacks() as stored:
-        Message.objects.create(conversation=talks["Work"], role="user", content="And Friday?")
-    assert len(stored) == 1
-    assert message_embeddings_refresh(conversation_id=talks["Work"].pk) == 3
-    assert message_embeddings_refresh(conversation_id=talks["Work"].pk) == 0
+        answer = ask("Quarterly budget review with Anna on Tuesday.")
+    assert _embedding_jobs(stored) == 1  # the person's message; the answer is not done
+    fake_openai.chat_replies.append({"content": "I will prepare the slides."})
+    with django_capture_on_commit_callbacks() as answered:
+        turn_run(message_id=answer.pk)
+    assert _embedding_jobs(answered) == 1
+    assert message_embeddings_refresh(conversation_id=conversation.pk) == 2
+    assert message_embeddings_refresh(conversation_id=conversation.pk) == 0
 
 
 @pytest.mark.django_db(transaction=True)
