@@ -23,7 +23,9 @@ BANK_PREFIX = "/memory/banks/"
 TOKENS_PREFIX = "/tokens"
 
 # bank_status reads; its `create` flag is checked against the scope by the MCP server.
-READ_TOOLS = frozenset({"context_read", "list_memory", "read_memory", "search", "bank_status"})
+READ_TOOLS = frozenset(
+    {"context_read", "list_memory", "read_memory", "search", "bank_status", "search_conversations"}
+)
 READ_COMMANDS = frozenset({"view"})
 
 

@@ -21,7 +21,7 @@ from chat.schemas import (
 )
 from chat.selectors import (
     conversation_for_user,
-    conversations_for_user,
+    conversations_listed,
     message_for_user,
     question_for_user,
     questions_waiting_for,
@@ -32,8 +32,8 @@ router = Router(tags=["chat"])
 
 @router.get("/conversations", response=list[ConversationOut], summary="List conversations")
 def conversations_list(request: HttpRequest, q: str = "") -> list[Conversation]:
-    """Newest first; `q` matches the title or the text of any message."""
-    return list(conversations_for_user(signed_in_user(request), q)[:200])
+    """Newest first; with `q`, the best matches first, by words or meaning (B10)."""
+    return conversations_listed(signed_in_user(request), q, 200)
 
 
 @router.post(

@@ -10,13 +10,22 @@ class ChatConfig(AppConfig):
     def ready(self) -> None:
         # The jobs register with the Celery app in every process: the services queue them
         # by name (host/queue.py), with the task's own options.
-        from chat import tasks  # noqa: F401
+        from django.db.models.signals import post_save
+
+        from chat import search, tasks  # noqa: F401
+        from chat.models import Message
         from chat.selectors import conversation_titles
+        from chat.signals import answer_completed
         from chat.views import inbox_questions
         from memory_addon.pages import inbox_section_register
         from memory_addon.selectors import conversation_titles_register
+        from memory_addon.services.tools import chat_tool_register
 
         # The Inbox names the chat a proposal came from; memory cannot read chat's tables.
         conversation_titles_register(conversation_titles)
         # Questions during a run wait in the Inbox too (M19).
         inbox_section_register(inbox_questions)
+        # Past-chat search (B10) runs with the memory tools, through their argument gate.
+        chat_tool_register(search.SEARCH_TOOL, search.search_conversations_tool)
+        post_save.connect(search.message_stored, sender=Message, dispatch_uid="chat-embed-stored")
+        answer_completed.connect(search.answer_completed, dispatch_uid="chat-embed-answer")

@@ -9,6 +9,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext_lazy
+from pgvector.django import VectorField
 
 from memory_addon.turns import chat_key_of
 
@@ -155,6 +156,37 @@ class Message(models.Model):
         if self.started_at and self.finished_at:
             return int((self.finished_at - self.started_at).total_seconds() * 1000)
         return None
+
+
+class MessageEmbedding(models.Model):
+    """A message's vector for past-chat search (B10), made by a job after it is stored.
+
+    `sha256` is the text that was embedded; a search compares only vectors of the model
+    it embedded the query with. Temporary chats (M22) are never embedded.
+    """
+
+    message = models.OneToOneField(
+        Message, on_delete=models.CASCADE, primary_key=True, related_name="embedding"
+    )
+    # The conversation's owner, kept here so a search scans only that person's vectors
+    # (an exact scan: a shared HNSW index filtered per person would miss neighbours).
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    model_name = models.CharField(max_length=200)
+    # No fixed dimension: the person's embedding model decides it.
+    dimension = models.PositiveIntegerField()
+    sha256 = models.CharField(max_length=64)
+    vector = VectorField()
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        indexes: ClassVar = [
+            models.Index(
+                fields=["owner", "model_name", "dimension"], name="chat_msgembedding_owner_idx"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"Embedding of message {self.message_id}"
 
 
 class Question(models.Model):

@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import Exists, OuterRef, QuerySet
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
 from accounts.models import Agent, AIProfile, User
 from chat.models import Conversation, Message, Question, Schedule
+from chat.search import conversation_citations, conversations_search
 from chat.under_messages import under_messages
 from host.core.markdown import render_markdown
 from knowledge.models import Store
@@ -42,17 +43,17 @@ def message_for_user(user: User, message_id: int) -> Message:
         raise Http404("No such message.") from None
 
 
-def conversations_for_user(user: User, query: str = "") -> QuerySet[Conversation]:
-    """Newest first; a query matches the title or the text of any message. Temporary
-    chats (M22) are never listed nor found."""
-    rows = Conversation.objects.filter(owner=user, temporary=False)
-    query = query.strip()
-    if query:
-        rows = rows.filter(
-            Q(title__icontains=query)
-            | Exists(Message.objects.filter(conversation=OuterRef("pk"), content__icontains=query))
-        )
-    return rows.order_by("-updated_at", "-id")
+def conversations_for_user(user: User) -> QuerySet[Conversation]:
+    """Newest first. Temporary chats (M22) are never listed nor found."""
+    return Conversation.objects.filter(owner=user, temporary=False).order_by("-updated_at", "-id")
+
+
+def conversations_listed(user: User, query: str, limit: int) -> list[Conversation]:
+    """The conversation list: newest first, or for a query the past-chat search's best
+    matches first, by words or meaning (B10)."""
+    if not query.strip():
+        return list(conversations_for_user(user)[:limit])
+    return [hit.conversation for hit in conversations_search(user, query, limit=limit)]
 
 
 def profiles_for_user(user: User) -> list[AIProfile]:
@@ -93,7 +94,12 @@ def message_html(message: Message) -> str:
     markers = {int(c["n"]) for c in message.citations if "n" in c}
     if message.role == Message.Role.USER:
         return render_markdown(message.content)
-    return render_markdown(message.content, anchor_prefix=f"cite-{message.pk}-", markers=markers)
+    return render_markdown(
+        message.content,
+        anchor_prefix=f"cite-{message.pk}-",
+        markers=markers,
+        conversations=conversation_citations(message),
+    )
 
 
 def message_views(

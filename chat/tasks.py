@@ -3,7 +3,7 @@ from __future__ import annotations
 from celery import shared_task
 from celery.contrib.django.task import DjangoTask
 
-from chat import questions, runner, schedules, services
+from chat import questions, runner, schedules, search, services
 
 
 @shared_task(
@@ -35,3 +35,10 @@ def questions_expire_task() -> int:
 @shared_task(name="chat.temporary_purge", ignore_result=True)
 def temporary_purge_task() -> int:
     return services.temporary_conversations_purge()
+
+
+# Idempotent: it embeds only messages whose text has no vector yet (B10).
+@shared_task(name="chat.message_embeddings_refresh")
+def message_embeddings_refresh_task(conversation_id: int) -> int:
+    search.message_embeddings_started(conversation_id)
+    return search.message_embeddings_refresh(conversation_id=conversation_id)

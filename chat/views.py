@@ -24,7 +24,7 @@ from chat.models import Conversation, Message, Schedule
 from chat.selectors import (
     agents_for_user,
     conversation_for_user,
-    conversations_for_user,
+    conversations_listed,
     message_for_user,
     message_view,
     message_views,
@@ -51,7 +51,7 @@ def _page_context(request: HttpRequest, conversation: Conversation | None) -> di
     user = signed_in_user(request)
     query = request.GET.get("q", "")
     context: dict[str, Any] = {
-        "conversations": list(conversations_for_user(user, query)[:LIST_LIMIT]),
+        "conversations": conversations_listed(user, query, LIST_LIMIT),
         "query": query,
         "profiles": profiles_for_user(user),
         "agents": agents_for_user(user),

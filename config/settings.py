@@ -618,6 +618,8 @@ CELERY_BEAT_SCHEDULE["chat-scheduled-runs"] = {
 # Temporary chats (M22): kept at most this long after they started; an ended one goes at
 # once, or (its answer still running) by the purge every CHAT_REAP_INTERVAL_SECONDS.
 CHAT_TEMPORARY_KEEP_HOURS = env_int("CHAT_TEMPORARY_KEEP_HOURS", 24)
+# Embed stored messages in the background for past-chat search by meaning (B10).
+CHAT_MESSAGE_EMBEDDINGS_ON_WRITE = env_bool("CHAT_MESSAGE_EMBEDDINGS_ON_WRITE", True)
 CELERY_BEAT_SCHEDULE["chat-temporary-purge"] = {
     "task": "chat.temporary_purge",
     "schedule": float(CHAT_REAP_INTERVAL_SECONDS),

@@ -44,3 +44,4 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 # next test's teardown emptied the tables, and one of them deadlocked. Tests of the
 # refresh switch it on.
 MEMORY_NOTE_EMBEDDINGS_ON_WRITE = False
+CHAT_MESSAGE_EMBEDDINGS_ON_WRITE = False

@@ -3,8 +3,9 @@
 Chat answers and memory files are rendered here. Raw HTML is escaped by the parser,
 and the sanitizer drops anything outside the allowlist (scripts, event handlers,
 `javascript:` URLs). [R1] markers become links to the excerpt they cite, within this
-message only. Code in a fence that names its language is coloured by Pygments: its
-output is escaped text in spans with token classes, which the sanitizer keeps.
+message only; [C1] markers link to the past conversation a search found (B10). Code in
+a fence that names its language is coloured by Pygments: its output is escaped text in
+spans with token classes, which the sanitizer keeps.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ _MD = MarkdownIt("commonmark", {"html": False, "linkify": False, "highlight": _h
     ["table", "strikethrough"]
 )
 _MARKER = re.compile(r"\[R(\d{1,2})\](?!\()")
+_CONVERSATION_MARKER = re.compile(r"\[C(\d{1,2})\](?!\()")
 _TAGS = {
     "a",
     "p",
@@ -78,8 +80,27 @@ _ATTRIBUTES = {
 }
 
 
-def render_markdown(text: str, *, anchor_prefix: str = "", markers: set[int] | None = None) -> str:
-    """Safe HTML for an answer; known [Rn] markers link to `#{anchor_prefix}{n}`."""
+def render_markdown(
+    text: str,
+    *,
+    anchor_prefix: str = "",
+    markers: set[int] | None = None,
+    conversations: dict[int, tuple[int, str]] | None = None,
+) -> str:
+    """Safe HTML for an answer; known [Rn] markers link to `#{anchor_prefix}{n}`, and
+    [Cn] markers of `conversations` (number → conversation id and title) to `/chat/<id>/`."""
+    if conversations:
+
+        def conversation_link(match: re.Match[str]) -> str:
+            number = int(match.group(1))
+            if number not in conversations:
+                return match.group(0)
+            target, title = conversations[number]
+            # The title names the chat in any page language; quotes would end the title.
+            quoted = re.sub(r"[\\'\"()\[\]]", "", title)[:200]
+            return f"[\\[C{number}\\]](/chat/{int(target)}/ '{quoted}')"
+
+        text = _CONVERSATION_MARKER.sub(conversation_link, text)
     if anchor_prefix and markers:
 
         def link(match: re.Match[str]) -> str:

@@ -194,6 +194,20 @@ WRITE_TOOLS = frozenset(
 )
 
 
+# Read tools of the apps above memory (the chat's past-chat search, B10): registered at
+# start-up, offered and run with the chat tools through the same argument gate.
+_REGISTERED: dict[str, tuple[ToolSchema, Callable[[Turn, ToolArgs], str]]] = {}
+
+
+def chat_tool_register(schema: ToolSchema, handler: Callable[[Turn, ToolArgs], str]) -> None:
+    """Add a reading tool to the chat tools (never to the bank tools); safe to call twice."""
+    _REGISTERED[schema["function"]["name"]] = (schema, handler)
+
+
+def _chat_tools() -> list[ToolSchema]:
+    return [*CHAT_TOOLS, *(schema for schema, _ in _REGISTERED.values())]
+
+
 def tool_schemas(
     *, bank: bool = False, strict: bool = False, read_only: bool = False
 ) -> list[ToolSchema]:
@@ -201,7 +215,7 @@ def tool_schemas(
     with a project key runs the bank tools, any other the chat tools), so their two
     `list_memory` tools never meet. read_only leaves out WRITE_TOOLS (the gate refuses
     them anyway; not offering them keeps the model from trying)."""
-    tools = BANK_TOOLS if bank else CHAT_TOOLS
+    tools = BANK_TOOLS if bank else _chat_tools()
     if read_only:
         tools = [tool for tool in tools if tool["function"]["name"] not in WRITE_TOOLS]
     return [_strict(tool) for tool in tools] if strict else tools
@@ -412,10 +426,7 @@ def _bank_delete(turn: Turn, args: ToolArgs) -> str:
     return f"Deleted {path}."
 
 
-_PARAMETERS = {
-    bank: {tool["function"]["name"]: tool["function"]["parameters"] for tool in tools}
-    for bank, tools in ((False, CHAT_TOOLS), (True, BANK_TOOLS))
-}
+_BANK_PARAMETERS = {tool["function"]["name"]: tool["function"]["parameters"] for tool in BANK_TOOLS}
 _CHAT: dict[str, Callable[[Turn, ToolArgs], str]] = {
     "context_read": _context_read,
     "propose_change": _propose_change,
@@ -433,7 +444,7 @@ _BANK: dict[str, Callable[[Turn, ToolArgs], str]] = {
 
 def tool_call_execute(*, turn: Turn, name: str, arguments: str | ToolArgs) -> ToolResult:
     """Run one tool call; returns (ok, text for the model). Refusals are text, not exceptions."""
-    table = _BANK if turn.project_key else _CHAT
+    table = _BANK if turn.project_key else _CHAT | {n: h for n, (_, h) in _REGISTERED.items()}
     handler = table.get(name)
     if handler is None:
         return ToolResult(False, f"Unknown tool {name!r}. Available: {', '.join(sorted(table))}.")
@@ -444,7 +455,11 @@ def tool_call_execute(*, turn: Turn, name: str, arguments: str | ToolArgs) -> To
             return ToolResult(False, "The arguments are not valid JSON; send a JSON object.")
     if not isinstance(arguments, dict):
         return ToolResult(False, "The arguments must be a JSON object.")
-    parameters = _PARAMETERS[bool(turn.project_key)][name]
+    parameters = (
+        _BANK_PARAMETERS[name]
+        if turn.project_key
+        else {t["function"]["name"]: t["function"]["parameters"] for t in _chat_tools()}[name]
+    )
     if turn.strict_tools:
         arguments = strict_arguments(parameters, arguments)
     problem = arguments_refusal(name, parameters, arguments)

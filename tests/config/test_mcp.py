@@ -24,7 +24,14 @@ from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-CHAT_TOOLS = {"context_read", "propose_change", "revert_change", "list_memory", "search"}
+CHAT_TOOLS = {
+    "context_read",
+    "propose_change",
+    "revert_change",
+    "list_memory",
+    "search",
+    "search_conversations",
+}
 BANK_TOOLS = {
     "read_memory",
     "list_memory",
@@ -191,7 +198,7 @@ def test_a_read_only_token_lists_and_calls_only_read_tools(live_asgi_server, per
         token,
         ["list", ("propose_change", {"action": "add", "text": "- a: b -> a.md"})],
     )
-    assert names == {"context_read", "list_memory", "search"}
+    assert names == {"context_read", "list_memory", "search", "search_conversations"}
     assert not ok and "read-only" in text
 
 

@@ -177,6 +177,9 @@ def test_chat_and_knowledge_lists(client, person, django_assert_num_queries):
         store_create(owner=person, name=f"collection {i}", provider="none")
 
     _pinned(client, reverse("chat"), _growing(conversation), 10, django_assert_num_queries)
+    # The list's search (B10): keyword and meaning in a fixed number of queries.
+    searched = reverse("chat") + "?q=chat"
+    _pinned(client, searched, _growing(conversation), 12, django_assert_num_queries)
     # Of the 5: the shared collections the person manages (one query, not one per row).
     _pinned(client, reverse("knowledge"), _growing(store), 5, django_assert_num_queries)
 

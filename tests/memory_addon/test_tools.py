@@ -20,7 +20,14 @@ def call(turn, name, **arguments):
 
 def test_schemas_are_openai_function_definitions():
     names = {tool["function"]["name"] for tool in tool_schemas()}
-    assert names == {"context_read", "propose_change", "revert_change", "list_memory"}
+    # search_conversations is the chat's past-chat search (B10), registered at start-up.
+    assert names == {
+        "context_read",
+        "propose_change",
+        "revert_change",
+        "list_memory",
+        "search_conversations",
+    }
     for tool in tool_schemas() + tool_schemas(bank=True):
         assert tool["type"] == "function"
         assert tool["function"]["parameters"]["type"] == "object"
