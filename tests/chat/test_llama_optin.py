@@ -17,6 +17,8 @@ from accounts.management.commands.demo_model import (
 )
 from chat.models import Conversation, Message
 from chat.runner import turn_run
+from memory_addon.services.changes import file_write
+from memory_addon.services.scopes import ensure_user_scope
 from tests.conftest import free_port
 from tests.factories import UserFactory
 
@@ -42,13 +44,21 @@ def llama_server():
     server.wait(timeout=30)
 
 
-def test_one_turn_streams_an_on_topic_answer_from_the_demo_model(llama_server):
+@pytest.mark.parametrize("attempt", range(3))  # a sampling model: on topic each time
+def test_one_turn_streams_an_on_topic_answer_from_the_demo_model(llama_server, attempt):
     person = UserFactory()
+    file_write(
+        user=person,
+        scope=ensure_user_scope(person),
+        path="index.md",
+        content="- home: lives in Rome\n",
+        base_sha256="",
+    )
     profile = demo_profile_register(user=person, port=llama_server)
     assert profile.supports_tools is False and profile.is_default
     conversation = Conversation.objects.create(owner=person, ai_profile=profile)
     Message.objects.create(
-        conversation=conversation, role=Message.Role.USER, content="What is the capital of France?"
+        conversation=conversation, role=Message.Role.USER, content="Where do I live?"
     )
     answer = Message.objects.create(
         conversation=conversation,
@@ -59,6 +69,6 @@ def test_one_turn_streams_an_on_topic_answer_from_the_demo_model(llama_server):
     turn_run(message_id=answer.pk)
     answer.refresh_from_db()
     assert answer.state == Message.State.COMPLETE, answer.error
-    assert "paris" in answer.content.casefold(), answer.content  # on topic, not just text
+    assert "rome" in answer.content.casefold(), answer.content  # from memory, on topic
     assert answer.first_token_at and answer.finished_at
     assert answer.sent_along["tools"] is False  # the small model gets the memory block only
