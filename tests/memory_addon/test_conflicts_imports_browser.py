@@ -67,7 +67,10 @@ def test_an_imported_mem0_export_waits_with_provenance_and_replace_swaps_the_old
             "buffer": json.dumps(EXPORT).encode(),
         },
     )
-    page.locator("#inbox-import button[type=submit]").click()
+    # The import answers with a reload of the Inbox (HX-Redirect); the cards pushed live
+    # before it would be counted on a page that is about to go.
+    with page.expect_navigation():
+        page.locator("#inbox-import button[type=submit]").click()
     page.locator("[data-provenance]").nth(1).wait_for()
     assert page.locator("[data-provenance]").count() == 2
     provenance = page.locator("[data-provenance]").all_inner_texts()
