@@ -18,7 +18,6 @@ import re
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.core.cache import cache
 from django.db import connection, transaction
 
 from accounts.models import User
@@ -29,7 +28,7 @@ from host.core.untrusted import wrap_untrusted
 from host.embeddings import Embedder, EmbeddingUnavailable
 from host.errors import ChangeRefused, NotAllowed
 from host.outbound import release_db_connection
-from host.queue import queue_job
+from host.queue import queue_once_on_commit, queued_run_started
 from memory_addon.core.operations import text_argument
 from memory_addon.services.context import memory_readable
 from memory_addon.services.note_search import note_embedder
@@ -46,7 +45,6 @@ CANDIDATES = 50
 SNIPPET_WIDTH = 120  # a snippet is at most twice this, plus " …"
 # A very long answer is embedded by its beginning: enough to find it by meaning.
 EMBEDDED_CHARS = 8000
-QUEUED_MARK_SECONDS = 600
 
 SEARCH_TOOL: ToolSchema = {
     "type": "function",
@@ -351,32 +349,19 @@ def message_embeddings_refresh(*, conversation_id: int) -> int:
     return len(existing)
 
 
-def _queued_key(conversation_id: int) -> str:
-    return f"message-embeddings-queued:{conversation_id}"
-
-
 def message_embeddings_queue(conversation_id: int) -> None:
     """One refresh waiting per conversation, queued once the message is committed."""
-    if not settings.CHAT_MESSAGE_EMBEDDINGS_ON_WRITE:
-        return
-
-    def enqueue() -> None:
-        try:
-            first = cache.add(_queued_key(conversation_id), 1, timeout=QUEUED_MARK_SECONDS)
-        except Exception:  # no Redis for the mark: queue it anyway, the job is idempotent
-            first = True
-        if first:
-            queue_job("chat.message_embeddings_refresh", conversation_id)
-
-    transaction.on_commit(enqueue, robust=True)
+    if settings.CHAT_MESSAGE_EMBEDDINGS_ON_WRITE:
+        queue_once_on_commit(
+            "chat.message_embeddings_refresh",
+            f"message-embeddings:{conversation_id}",
+            conversation_id,
+        )
 
 
 def message_embeddings_started(conversation_id: int) -> None:
     """A message stored after this point queues the next refresh."""
-    try:
-        cache.delete(_queued_key(conversation_id))
-    except Exception:
-        logger.warning("Could not clear the refresh mark of conversation %s", conversation_id)
+    queued_run_started(f"message-embeddings:{conversation_id}")
 
 
 def message_stored(sender: object, *, instance: Message, created: bool, **_signal: object) -> None:

@@ -12,7 +12,6 @@ import logging
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.core.cache import cache
 from django.db import connection, transaction
 
 from accounts.models import AIProfile, User
@@ -20,7 +19,7 @@ from host.core.fulltext import or_query
 from host.core.fusion import fuse_weighted
 from host.embeddings import Embedder, EmbeddingUnavailable, FastembedEmbedder, OpenAIEmbedder
 from host.outbound import release_db_connection
-from host.queue import queue_job
+from host.queue import queue_once_on_commit, queued_run_started
 from memory_addon.models import MemoryFile, MemoryScope, NoteEmbedding
 
 logger = logging.getLogger(__name__)
@@ -91,37 +90,21 @@ def note_embeddings_refresh(*, scope_id: int) -> int:
 
 
 # A mark older than this is stale (a lost job): the next change queues a new one.
-QUEUED_MARK_SECONDS = 600
-
-
-def _queued_key(scope_id: int) -> str:
-    return f"note-embeddings-queued:{scope_id}"
 
 
 def note_embeddings_refresh_on_commit(scope_id: int) -> None:
     """One refresh waiting per scope: a burst of writes (a bank filled file by file) used
     to queue a job each, and the default worker spent minutes on them while collection
     scans waited behind. The refresh reads the scope as it is when it runs."""
-    if not settings.MEMORY_NOTE_EMBEDDINGS_ON_WRITE:
-        return
-
-    def enqueue() -> None:
-        try:
-            first = cache.add(_queued_key(scope_id), 1, timeout=QUEUED_MARK_SECONDS)
-        except Exception:  # no Redis for the mark: queue it anyway, the job is idempotent
-            first = True
-        if first:
-            queue_job("memory_addon.note_embeddings_refresh", scope_id)
-
-    transaction.on_commit(enqueue, robust=True)
+    if settings.MEMORY_NOTE_EMBEDDINGS_ON_WRITE:
+        queue_once_on_commit(
+            "memory_addon.note_embeddings_refresh", f"note-embeddings:{scope_id}", scope_id
+        )
 
 
 def note_embeddings_refresh_started(scope_id: int) -> None:
     """A change after this point queues the next refresh."""
-    try:
-        cache.delete(_queued_key(scope_id))
-    except Exception:
-        logger.warning("Could not clear the refresh mark of scope %s", scope_id)
+    queued_run_started(f"note-embeddings:{scope_id}")
 
 
 @dataclass(frozen=True)
