@@ -5,12 +5,11 @@ from __future__ import annotations
 import time
 
 import pytest
-
-from memory_addon.models import MemoryFile, NoteEmbedding
-from memory_addon.services.changes import file_write
 from django.db import connection
 
 from host.core.fulltext import or_query
+from memory_addon.models import MemoryFile, NoteEmbedding
+from memory_addon.services.changes import file_write
 from memory_addon.services.note_search import (
     KEYWORD_SQL,
     _keyword,
