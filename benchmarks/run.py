@@ -192,6 +192,11 @@ def main() -> None:
 
         print(conflict_run(write_section, machine))
         return
+    from benchmarks.memory_scale_bench import run as memory_scale_run
+
+    if sys.argv[1:] == ["memory-scale"]:  # `python -m benchmarks.run memory-scale`
+        print(memory_scale_run(write_section, machine))
+        return
     from benchmarks.fair_chat_bench import run as fair_chat_run
 
     if sys.argv[1:] == ["fair-chat"]:  # one section: `python -m benchmarks.run fair-chat`
@@ -231,6 +236,7 @@ Model-initiated changes, 200 each, one transaction per change, sequential:
     print(body)
     if memory_only:
         return
+    print(memory_scale_run(write_section, machine))
     from benchmarks.knowledge_bench import run as knowledge_run
 
     print(knowledge_run(write_section, machine))

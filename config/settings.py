@@ -414,6 +414,8 @@ PG_BIN_DIR = env_str("PG_BIN_DIR", "")
 # --- Metrics -------------------------------------------------------------------
 # /metrics answers staff and superusers, and scrapers sending "Authorization: Bearer <token>".
 METRICS_TOKEN = env_secret("METRICS_TOKEN") or ""
+# Each process adds its counts up and sends them to Redis this often (seconds).
+METRICS_FLUSH_SECONDS = env_float("METRICS_FLUSH_SECONDS", 1.0)
 
 # --- Memory (SPEC §3); every default number is a setting ---------------------
 MEMORY_AI_MEMORY = env_str("MEMORY_AI_MEMORY", "on").strip().lower()  # "off" = kill switch

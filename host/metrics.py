@@ -2,15 +2,19 @@
 
 Counts live in Redis, not in process memory: a scrape reaches one web replica, while
 jobs run in other processes (and other hosts), so every process adds to the same
-hashes and the endpoint reads them all. A failed metrics write never fails the work
-it measures.
+hashes and the endpoint reads them all. A process adds its counts up and sends them
+about once a second, never on the request's path; a failed metrics write never fails
+the work it measures.
 """
 
 from __future__ import annotations
 
+import atexit
 import hmac
 import json
 import logging
+import os
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -66,20 +70,73 @@ def _field(labels: dict[str, str]) -> str:
     return json.dumps([labels.get(name, "") for name in sorted(labels)])
 
 
+class _Pending:
+    """Counts of this process not yet in Redis, added up and sent about once a second by
+    a daemon thread: a Redis round trip per request cost more than many requests' work.
+    A scrape sends its own process's counts first; the fields are a fixed set (bounded
+    labels), so counts kept back while Redis is away stay bounded too."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.amounts: dict[tuple[str, str], float] = {}
+        self.pid = 0
+
+    def add(self, key: str, field: str, amount: float) -> None:
+        with self.lock:
+            if self.pid != os.getpid():  # a forked worker child starts with its own
+                self.amounts = {}
+                self.pid = os.getpid()
+                threading.Thread(target=_flush_every_while, name="metrics", daemon=True).start()
+            self.amounts[(key, field)] = self.amounts.get((key, field), 0.0) + amount
+
+    def take(self) -> dict[tuple[str, str], float]:
+        with self.lock:
+            taken, self.amounts = self.amounts, {}
+        return taken
+
+    def put_back(self, amounts: dict[tuple[str, str], float]) -> None:
+        with self.lock:
+            for item, amount in amounts.items():
+                self.amounts[item] = self.amounts.get(item, 0.0) + amount
+
+
+_pending = _Pending()
+
+
+def flush() -> None:
+    """Add this process's pending counts to the shared hashes in one round trip."""
+    amounts = _pending.take()
+    if not amounts:
+        return
+    try:
+        pipe = _client().pipeline(transaction=False)
+        for (key, field), amount in amounts.items():
+            pipe.hincrbyfloat(key, field, amount)
+        pipe.execute()
+    except redis.RedisError as error:
+        _pending.put_back(amounts)
+        logger.debug("Metrics kept back until Redis answers: %s", error)
+
+
+def _flush_every_while() -> None:
+    pid = os.getpid()
+    while pid == os.getpid():
+        time.sleep(settings.METRICS_FLUSH_SECONDS)
+        flush()
+
+
+atexit.register(flush)
+
+
 def _write(name: str, labels: dict[str, str], amount: float, *, histogram: bool = False) -> None:
     spec = SPECS[name]
     field = _field({key: str(labels.get(key, "")) for key in spec.labels})
-    try:
-        pipe = _client().pipeline(transaction=False)
-        if histogram:
-            bucket = next((i for i, b in enumerate(DURATION_BUCKETS) if amount <= b), -1)
-            pipe.hincrby(PREFIX + name, f"{field}|{bucket}", 1)
-            pipe.hincrbyfloat(PREFIX + name, f"{field}|sum", amount)
-        else:
-            pipe.hincrbyfloat(PREFIX + name, field, amount)
-        pipe.execute()
-    except redis.RedisError as error:
-        logger.debug("Metric %s not recorded: %s", name, error)
+    if histogram:
+        bucket = next((i for i, b in enumerate(DURATION_BUCKETS) if amount <= b), -1)
+        _pending.add(PREFIX + name, f"{field}|{bucket}", 1)
+        _pending.add(PREFIX + name, f"{field}|sum", amount)
+    else:
+        _pending.add(PREFIX + name, field, amount)
 
 
 def count(name: str, labels: dict[str, str] | None = None, amount: float = 1) -> None:
@@ -168,6 +225,7 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
     if not is_operator(request):
         return HttpResponse("Operators only.", status=403, content_type="text/plain")
     try:
+        flush()
         body = exposition()
     except redis.RedisError:
         return HttpResponse("Redis cannot be reached.", status=503, content_type="text/plain")

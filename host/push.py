@@ -11,8 +11,9 @@ import functools
 import logging
 import os
 import threading
-from collections.abc import Callable
-from typing import NotRequired, TypedDict
+import time
+from collections.abc import Callable, Coroutine
+from typing import Any, NotRequired, TypedDict
 
 from channels.layers import get_channel_layer
 from django.conf import settings
@@ -69,22 +70,61 @@ def _loop_for_pushes() -> asyncio.AbstractEventLoop:
 
 
 def push_fragment(user_id: int, fragment: Fragment) -> None:
-    """Send an out-of-band htmx fragment (it carries its own element id)."""
+    """Send an out-of-band htmx fragment (it carries its own element id) to the person's
+    open pages; with none open, nothing is rendered or sent."""
     layer = get_channel_layer()
     if layer is None:
         return
-    event = fragment_event(fragment)
-    if not event["html"]:
-        return
-    send = layer.group_send(user_group(user_id), event)
-    future = asyncio.run_coroutine_threadsafe(send, _loop_for_pushes())
+    group = user_group(user_id)
     try:
-        future.result(PUSH_TIMEOUT_SECONDS)
+        if not _on_push_loop(_has_listeners(layer, group)):
+            return
+        event = fragment_event(fragment)
+        if event["html"]:
+            _on_push_loop(layer.group_send(group, event))
     except (TimeoutError, ConnectionError, RedisError) as error:
         # A push is best effort: the change is committed, and open pages resync when their
         # socket comes back. A Redis hiccup must not turn a saved change into an error page.
-        future.cancel()
         logger.warning("Live push to user %s dropped: %r", user_id, error)
+
+
+def _on_push_loop[T](work: Coroutine[Any, Any, T]) -> T:
+    future = asyncio.run_coroutine_threadsafe(work, _loop_for_pushes())
+    try:
+        return future.result(PUSH_TIMEOUT_SECONDS)
+    except BaseException:
+        future.cancel()
+        raise
+
+
+async def _has_listeners(layer: Any, group: str) -> bool:
+    """Whether any socket is in the group. channels_redis keeps a group as a sorted set
+    of channel names scored by when they joined, and group_send skips members older
+    than group_expiry; the same count here spares rendering for nobody (a memory change
+    renders the Memory tab's fragments in every language). Another layer: assume yes."""
+    group_key = getattr(layer, "_group_key", None)
+    if group_key is None:
+        return True
+    now = time.monotonic()
+    if _listening_until.get(group, 0.0) > now:
+        return True
+    connection = layer.connection(layer.consistent_hash(group))
+    joined_since = int(time.time()) - int(layer.group_expiry)
+    listening = bool(await connection.zcount(group_key(group), joined_since, "+inf"))
+    if listening:
+        if len(_listening_until) >= LISTENERS_REMEMBERED:
+            for name in [name for name, until in _listening_until.items() if until <= now]:
+                del _listening_until[name]
+        _listening_until[group] = now + LISTENERS_REMEMBERED_SECONDS
+    return listening
+
+
+# A "yes" is kept a moment so a streamed answer's chunks do not each ask again; only a
+# "yes" is kept, so a page that just opened is never skipped. Read and written on the
+# push loop's one thread only.
+LISTENERS_REMEMBERED_SECONDS = 2.0
+LISTENERS_REMEMBERED = 10_000
+_listening_until: dict[str, float] = {}
 
 
 def push_fragment_on_commit(user_id: int, fragment: Fragment) -> None:

@@ -7,6 +7,8 @@ import hashlib
 from typing import ClassVar
 
 from django.conf import settings
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext_lazy
@@ -84,12 +86,22 @@ class MemoryFile(models.Model):
     # Hash of the content as the machine last wrote it: while it still matches,
     # the whole file is machine text and the machine may replace it.
     machine_sha256 = models.CharField(max_length=64, blank=True)
+    # Kept by PostgreSQL: the keyword search reads it instead of parsing every file of
+    # the scope again for each query (services/note_search.py).
+    search_vector = models.GeneratedField(
+        expression=SearchVector("content", config="simple"),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         constraints: ClassVar = [
             models.UniqueConstraint(fields=["scope", "path"], name="unique_path_per_scope"),
+        ]
+        indexes: ClassVar = [
+            GinIndex(fields=["search_vector"], name="memory_file_search_vector"),
         ]
         ordering: ClassVar = ["path"]
 

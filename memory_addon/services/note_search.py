@@ -114,21 +114,22 @@ class NoteHit:
     content: str
 
 
+# search_vector is stored (and indexed): no file is parsed again at query time.
+KEYWORD_SQL = """
+    SELECT id, ts_rank(search_vector, to_tsquery('simple', %s))
+    FROM memory_addon_memoryfile
+    WHERE scope_id = ANY(%s)
+      AND search_vector @@ to_tsquery('simple', %s)
+    ORDER BY 2 DESC, path LIMIT %s
+"""
+
+
 def _keyword(scope_ids: list[int], query: str, limit: int) -> list[tuple[int, float]]:
     ts_query = or_query(query)
     if not ts_query:
         return []
     with connection.cursor() as cursor:
-        cursor.execute(
-            """
-            SELECT id, ts_rank(to_tsvector('simple', content), to_tsquery('simple', %s))
-            FROM memory_addon_memoryfile
-            WHERE scope_id = ANY(%s)
-              AND to_tsvector('simple', content) @@ to_tsquery('simple', %s)
-            ORDER BY 2 DESC, path LIMIT %s
-            """,
-            [ts_query, scope_ids, ts_query, limit],
-        )
+        cursor.execute(KEYWORD_SQL, [ts_query, scope_ids, ts_query, limit])
         return [(file_id, float(score)) for file_id, score in cursor.fetchall()]
 
 

@@ -125,25 +125,36 @@ def test_a_socket_that_cannot_join_its_group_is_closed_for_a_retry(client, user,
     assert async_to_sync(scenario)() == (False, 1013)
 
 
-def test_a_push_redis_refuses_is_dropped_not_raised(monkeypatch, caplog):
-    layer = get_channel_layer()
+async def _someone_listens(layer, group: str) -> bool:
+    return True
 
-    async def refused(group: str, message: dict) -> None:
+
+def _failing_step(monkeypatch, step: str, failure) -> None:
+    """The listener check and the send each talk to Redis; either may fail."""
+    if step == "send":
+        monkeypatch.setattr(push, "_has_listeners", _someone_listens)
+        monkeypatch.setattr(get_channel_layer(), "group_send", failure)
+    else:
+        monkeypatch.setattr(push, "_has_listeners", failure)
+
+
+@pytest.mark.parametrize("step", ["listener check", "send"])
+def test_a_push_redis_refuses_is_dropped_not_raised(monkeypatch, caplog, step):
+    async def refused(*args) -> None:
         raise RedisConnectionError("Connection refused")
 
-    monkeypatch.setattr(layer, "group_send", refused)
+    _failing_step(monkeypatch, step, refused)
     with caplog.at_level(logging.WARNING, logger="host.push"):
         push_fragment(1, "<div id='x'>1</div>")
     assert "Live push to user 1 dropped" in caplog.text
 
 
-def test_a_push_to_a_hanging_redis_gives_up_within_its_bound(monkeypatch, caplog):
-    layer = get_channel_layer()
-
-    async def hangs(group: str, message: dict) -> None:
+@pytest.mark.parametrize("step", ["listener check", "send"])
+def test_a_push_to_a_hanging_redis_gives_up_within_its_bound(monkeypatch, caplog, step):
+    async def hangs(*args) -> None:
         await asyncio.sleep(60)
 
-    monkeypatch.setattr(layer, "group_send", hangs)
+    _failing_step(monkeypatch, step, hangs)
     monkeypatch.setattr(push, "PUSH_TIMEOUT_SECONDS", 0.2)
     begin = time.monotonic()
     with caplog.at_level(logging.WARNING, logger="host.push"):

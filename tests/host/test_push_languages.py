@@ -1,6 +1,7 @@
 """A pushed fragment reaches each open page in that page's language: the push renders it
-once per site language and each socket picks by its handshake (language cookie, else the
-browser's Accept-Language), as a page request does."""
+(only when a page of the person is open) once per site language and each socket picks
+by its handshake (language cookie, else the browser's Accept-Language), as a page
+request does."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from django.conf import settings
 from django.utils.translation import gettext
 
 from config.asgi import application
+from host import push
 from host.consumers import page_language
 from host.push import push_fragment
 
@@ -85,6 +87,38 @@ def test_plain_markup_is_sent_as_it_is(client, user):
             await socket.disconnect()
 
     assert async_to_sync(scenario)() == fragment
+
+
+def test_a_fragment_for_a_person_with_no_open_page_is_never_rendered(client, user, monkeypatch):
+    # Not the moment a "yes" is remembered for a streamed answer's next chunks.
+    monkeypatch.setattr(push, "LISTENERS_REMEMBERED_SECONDS", 0.0)
+    renders: list[str] = []
+
+    def counted_notice() -> str:
+        renders.append("rendered")
+        return notice()
+
+    push_fragment(user.pk, counted_notice)
+    assert renders == []  # nobody listens: no render in either language, nothing sent
+
+    session = _session_cookie(client, user)
+
+    async def scenario() -> str:
+        socket = WebsocketCommunicator(
+            application, "/ws/events/", headers=[*HEADERS, (b"cookie", session.encode())]
+        )
+        assert (await socket.connect())[0]
+        try:
+            await asyncio.to_thread(push_fragment, user.pk, counted_notice)
+            return await socket.receive_from(timeout=5)
+        finally:
+            await socket.disconnect()
+
+    assert "Saved to memory" in async_to_sync(scenario)()
+    assert len(renders) == len(settings.LANGUAGES)  # once per site language
+    renders.clear()
+    push_fragment(user.pk, counted_notice)  # the page closed again
+    assert renders == []
 
 
 @pytest.mark.parametrize(

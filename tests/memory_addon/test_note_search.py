@@ -5,10 +5,17 @@ from __future__ import annotations
 import time
 
 import pytest
+from django.db import connection
 
+from host.core.fulltext import or_query
 from memory_addon.models import MemoryFile, NoteEmbedding
 from memory_addon.services.changes import file_write
-from memory_addon.services.note_search import _keyword, note_embeddings_refresh, note_search
+from memory_addon.services.note_search import (
+    KEYWORD_SQL,
+    _keyword,
+    note_embeddings_refresh,
+    note_search,
+)
 from memory_addon.services.tools import tool_call_execute
 
 NOTES = {
@@ -97,3 +104,30 @@ def test_a_stale_vector_is_not_used_until_the_note_is_embedded_again(user, scope
     )
     paths = [hit.path for hit in note_search(user=user, scopes=[scope], query=PARAPHRASE)]
     assert "health.md" not in paths  # the old vector described text that is gone
+
+
+@pytest.mark.django_db
+def test_the_keyword_search_reads_the_stored_text_index_not_every_file(user, scope):
+    # A person with 4,500 notes in 90 files: the planner must match words in the index, not parse
+    # every file of the scope again for each query (linear in the notes).
+    MemoryFile.objects.bulk_create(
+        MemoryFile(
+            scope=scope,
+            path=f"topic-{i}.md",
+            content="".join(f"- Ordinary note {i}.{n} about the week.\n" for n in range(50)),
+        )
+        for i in range(90)
+    )
+    _write_notes(user, scope)
+    ts_query = or_query("peanuts budget")
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE memory_addon_memoryfile")
+        cursor.execute("EXPLAIN " + KEYWORD_SQL, [ts_query, [scope.pk], ts_query, 10])
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "to_tsvector" not in plan, plan  # nothing parsed at query time
+    assert "search_vector" in plan, plan
+    found = {file_id for file_id, _ in _keyword([scope.pk], "peanuts budget", 10)}
+    assert set(MemoryFile.objects.filter(pk__in=found).values_list("path", flat=True)) == {
+        "health.md",
+        "work.md",
+    }
