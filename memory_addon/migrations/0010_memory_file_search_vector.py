@@ -6,19 +6,24 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('memory_addon', '0009_proposal_conflict_provenance'),
+        ("memory_addon", "0009_proposal_conflict_provenance"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='memoryfile',
-            name='search_vector',
-            field=models.GeneratedField(db_persist=True, expression=django.contrib.postgres.search.SearchVector('content', config='simple'), output_field=django.contrib.postgres.search.SearchVectorField()),
+            model_name="memoryfile",
+            name="search_vector",
+            field=models.GeneratedField(
+                db_persist=True,
+                expression=django.contrib.postgres.search.SearchVector("content", config="simple"),
+                output_field=django.contrib.postgres.search.SearchVectorField(),
+            ),
         ),
         migrations.AddIndex(
-            model_name='memoryfile',
-            index=django.contrib.postgres.indexes.GinIndex(fields=['search_vector'], name='memory_file_search_vector'),
+            model_name="memoryfile",
+            index=django.contrib.postgres.indexes.GinIndex(
+                fields=["search_vector"], name="memory_file_search_vector"
+            ),
         ),
     ]
