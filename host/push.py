@@ -11,7 +11,7 @@ import functools
 import logging
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import NotRequired, TypedDict
 
 from channels.layers import get_channel_layer
@@ -70,23 +70,38 @@ def _loop_for_pushes() -> asyncio.AbstractEventLoop:
 
 def push_fragment(user_id: int, fragment: Fragment) -> None:
     """Send an out-of-band htmx fragment (it carries its own element id)."""
+    push_fragment_to_many([user_id], fragment)
+
+
+def push_fragment_to_many(user_ids: Iterable[int], fragment: Fragment) -> None:
+    """The same fragment to several people: rendered once, one group send each."""
+    groups = [user_group(user_id) for user_id in sorted(set(user_ids))]
     layer = get_channel_layer()
-    if layer is None:
+    if layer is None or not groups:
         return
     event = fragment_event(fragment)
     if not event["html"]:
         return
-    send = layer.group_send(user_group(user_id), event)
-    future = asyncio.run_coroutine_threadsafe(send, _loop_for_pushes())
+
+    async def send() -> None:
+        await asyncio.gather(*(layer.group_send(group, event) for group in groups))
+
+    future = asyncio.run_coroutine_threadsafe(send(), _loop_for_pushes())
     try:
         future.result(PUSH_TIMEOUT_SECONDS)
     except (TimeoutError, ConnectionError, RedisError) as error:
         # A push is best effort: the change is committed, and open pages resync when their
         # socket comes back. A Redis hiccup must not turn a saved change into an error page.
         future.cancel()
-        logger.warning("Live push to user %s dropped: %r", user_id, error)
+        logger.warning("Live push to %s dropped: %r", ", ".join(groups), error)
 
 
 def push_fragment_on_commit(user_id: int, fragment: Fragment) -> None:
     """Push only once the surrounding transaction has committed, never for a rollback."""
     transaction.on_commit(functools.partial(push_fragment, user_id, fragment), robust=True)
+
+
+def push_fragment_to_many_on_commit(user_ids: Iterable[int], fragment: Fragment) -> None:
+    transaction.on_commit(
+        functools.partial(push_fragment_to_many, list(user_ids), fragment), robust=True
+    )

@@ -346,7 +346,9 @@ def job_action(request: HttpRequest, job_id: int, action: str) -> HttpResponse:
 @login_required
 @require_GET
 def job_status(request: HttpRequest, job_id: int) -> HttpResponse:
-    return render(request, "knowledge/_job_status.html", {"job": _job(request, job_id)})
+    job = _job(request, job_id)
+    read_only = not selectors.store_managed_by(signed_in_user(request), job.store)
+    return render(request, "knowledge/_job_status.html", {"job": job, "read_only": read_only})
 
 
 @login_required
