@@ -129,3 +129,20 @@ def test_the_push_audience_is_exactly_who_may_read_and_manage(with_organization)
         everyone = audience.readers | audience.managers
         assert {r for r in ROLES if world.people[r].pk in everyone} == READERS
         assert {r for r in ROLES if world.people[r].pk in audience.managers} == MANAGERS
+
+
+def test_the_status_a_reopened_page_fetches_offers_cancel_to_managers_only():
+    world = shared_world()
+    Job.objects.filter(pk=world.job.pk).update(state=Job.State.SUCCEEDED)
+    job = Job.objects.create(
+        store=world.store, source=world.source, kind=Job.Kind.INDEX, state=Job.State.RUNNING
+    )
+    pages = {}
+    for role in ("owner", "named_manager", "named_reader", "org_member"):
+        client = Client()
+        client.force_login(world.people[role])
+        answer = client.get(f"/knowledge/jobs/{job.pk}/")
+        assert answer.status_code == 200
+        pages[role] = answer.content.decode()
+    assert "/cancel/" in pages["owner"] and "/cancel/" in pages["named_manager"]
+    assert "/cancel/" not in pages["named_reader"] and "/cancel/" not in pages["org_member"]
