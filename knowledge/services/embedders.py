@@ -36,7 +36,9 @@ def local_model_check(model_name: str) -> str:
 
 def embedder_build(*, provider: str, model_name: str, ai_profile: AIProfile | None) -> Embedder:
     if provider == Store.Provider.FASTEMBED:
-        return local_embedder(local_model_check(model_name))
+        # No choice check here: an existing collection's model that is gone since is an
+        # EmbeddingUnavailable (keyword search answers), not a refusal of its queries.
+        return local_embedder(model_name or settings.KNOWLEDGE_EMBEDDING_MODEL)
     if provider == Store.Provider.OPENAI:
         if ai_profile is None:
             raise KnowledgeRefusal(

@@ -151,3 +151,18 @@ def test_an_e5_collection_uses_the_floors_measured_on_its_own_scale(settings):
 def _api(client, user) -> Api:
     client.force_login(user)
     return Api(client)
+
+
+def test_a_collection_whose_local_model_is_gone_answers_from_keywords(user, settings):
+    settings.EMBEDDING_MODEL = "BAAI/bge-small-en-v1.5"
+    settings.EMBEDDING_MODEL_PATH = ""
+    store = Store.objects.create(
+        owner=user,
+        name="Gone",
+        provider="fastembed",
+        model_name="BAAI/bge-small-en-v1.5",
+        dimension=384,
+    )
+    settings.EMBEDDING_MODEL = PACKAGED_MODEL
+    ranking = rank(store, "llamas", mode="hybrid")
+    assert ranking is not None  # no refusal, no error: keyword search alone
