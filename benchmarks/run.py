@@ -192,6 +192,11 @@ def main() -> None:
 
         print(conflict_run(write_section, machine))
         return
+    if sys.argv[1:] == ["embedding-models"]:  # `python -m benchmarks.run embedding-models`
+        from benchmarks.embedding_models_bench import run as embedding_models_run
+
+        print(embedding_models_run(write_section, machine))
+        return
     from benchmarks.memory_scale_bench import run as memory_scale_run
 
     if sys.argv[1:] == ["memory-scale"]:  # `python -m benchmarks.run memory-scale`
@@ -247,6 +252,9 @@ Model-initiated changes, 200 each, one transaction per change, sequential:
 
     print(vector_run(write_section, machine))
     print(retrieval_run(write_section, machine))
+    from benchmarks.embedding_models_bench import run as embedding_models_run
+
+    print(embedding_models_run(write_section, machine))
     from benchmarks.secret_guard_bench import run as secret_guard_run
 
     print(secret_guard_run(write_section, machine))

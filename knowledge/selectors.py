@@ -207,6 +207,39 @@ def stores_for_turn(user: User, *, attached: QuerySet[Store], role: str) -> list
     return list(stores_readable_by(user).filter(wanted).select_related("ai_profile"))
 
 
+@dataclass(frozen=True)
+class StoreAudience:
+    """Who may see a collection's page now: those who may manage it, and the readers only."""
+
+    managers: frozenset[int]
+    readers: frozenset[int]
+
+
+def store_audience(store: Store) -> StoreAudience:
+    """The people the access rule above lets read `store`, seen from the store's side:
+    the owner, and its shares' people who are in one organization with the owner."""
+    owner_org_people = Membership.objects.filter(
+        organization__membership__user_id=store.owner_id
+    ).values("user_id")
+    shares = StoreShare.objects.filter(store=store)
+    managing = Q(
+        pk__in=shares.filter(user__isnull=False, access=StoreShare.Access.MANAGE).values("user_id")
+    ) | Q(
+        pk__in=Membership.objects.filter(
+            organization__in=shares.values("organization_id"), role=Membership.Role.ADMIN
+        ).values("user_id")
+    )
+    reading = Q(pk__in=shares.filter(user__isnull=False).values("user_id")) | Q(
+        pk__in=Membership.objects.filter(organization__in=shares.values("organization_id")).values(
+            "user_id"
+        )
+    )
+    people = User.objects.filter(pk__in=owner_org_people)
+    managers = {store.owner_id, *people.filter(managing).values_list("pk", flat=True)}
+    readers = set(people.filter(reading).values_list("pk", flat=True)) - managers
+    return StoreAudience(managers=frozenset(managers), readers=frozenset(readers))
+
+
 def store_managed_by(user: User, store: Store) -> bool:
     if store.owner_id == user.pk:
         return True

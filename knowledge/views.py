@@ -49,16 +49,22 @@ def store_new(request: HttpRequest) -> HttpResponse:
     form = StoreForm(
         request.POST or None,
         owner=owner,
-        local_model=settings.EMBEDDING_MODEL,
-        local_ok=not semantic_off,
+        local_models=[
+            model
+            for model in sorted(
+                services.local_models(), key=lambda m: m != settings.KNOWLEDGE_EMBEDDING_MODEL
+            )
+            if not services.semantic_status(model)
+        ],
     )
     if request.method == "POST" and form.is_valid():
-        provider, profile = form.provider_and_profile()
+        provider, model_name, profile = form.provider_and_profile()
         try:
             store = services.store_create(
                 owner=owner,
                 name=form.cleaned_data["name"],
                 provider=provider,
+                model_name=model_name,
                 ai_profile=profile,
                 role_text=form.cleaned_data["role_text"],
                 role_coding=form.cleaned_data["role_coding"],
@@ -346,7 +352,9 @@ def job_action(request: HttpRequest, job_id: int, action: str) -> HttpResponse:
 @login_required
 @require_GET
 def job_status(request: HttpRequest, job_id: int) -> HttpResponse:
-    return render(request, "knowledge/_job_status.html", {"job": _job(request, job_id)})
+    job = _job(request, job_id)
+    read_only = not selectors.store_managed_by(signed_in_user(request), job.store)
+    return render(request, "knowledge/_job_status.html", {"job": job, "read_only": read_only})
 
 
 @login_required

@@ -12,7 +12,12 @@ import store_create`.
 
 from __future__ import annotations
 
-from knowledge.services.embedders import embedder_build, semantic_status, store_embedder
+from knowledge.services.embedders import (
+    embedder_build,
+    local_models,
+    semantic_status,
+    store_embedder,
+)
 from knowledge.services.folders import allowed_roots, granted_folders
 from knowledge.services.indexing import index_run
 from knowledge.services.jobs import job_cancel, stale_jobs_reap
@@ -38,6 +43,7 @@ __all__ = [
     "granted_folders",
     "index_run",
     "job_cancel",
+    "local_models",
     "scan_confirm",
     "scan_dismiss",
     "scan_run",

@@ -9,17 +9,36 @@ from accounts.models import AIProfile
 from host.embeddings import (
     Embedder,
     EmbeddingUnavailable,
-    FastembedEmbedder,
     OpenAIEmbedder,
-    fastembed_dimension,
+    local_dimension,
+    local_embedder,
 )
+from host.local_model import PACKAGED_MODELS
 from knowledge.errors import IndexMismatch, KnowledgeRefusal
 from knowledge.models import Store
 
 
+def local_models() -> list[str]:
+    """The local models a collection may use: the packaged ones and EMBEDDING_MODEL."""
+    return list(dict.fromkeys((*PACKAGED_MODELS, settings.EMBEDDING_MODEL)))
+
+
+def local_model_check(model_name: str) -> str:
+    """The local model a new collection uses (the default when none is named)."""
+    model_name = model_name or settings.KNOWLEDGE_EMBEDDING_MODEL
+    if model_name not in local_models():
+        raise KnowledgeRefusal(
+            _("model_name: choose one of the local models: %(models)s.")
+            % {"models": ", ".join(local_models())}
+        )
+    return model_name
+
+
 def embedder_build(*, provider: str, model_name: str, ai_profile: AIProfile | None) -> Embedder:
     if provider == Store.Provider.FASTEMBED:
-        return FastembedEmbedder(model_name or settings.EMBEDDING_MODEL)
+        # No choice check here: an existing collection's model that is gone since is an
+        # EmbeddingUnavailable (keyword search answers), not a refusal of its queries.
+        return local_embedder(model_name or settings.KNOWLEDGE_EMBEDDING_MODEL)
     if provider == Store.Provider.OPENAI:
         if ai_profile is None:
             raise KnowledgeRefusal(
@@ -71,11 +90,11 @@ def store_embedder(store: Store, *, for_query: bool = False) -> Embedder | None:
     return embedder
 
 
-def semantic_status() -> str:
-    """Empty when the local model is there; otherwise why semantic search is off and how to
-    fix it. Does not load the model (see fastembed_dimension)."""
+def semantic_status(model_name: str = "") -> str:
+    """Empty when the local model (by default new collections' one) is there; otherwise
+    why semantic search is off and how to fix it. Does not load the model."""
     try:
-        fastembed_dimension(settings.EMBEDDING_MODEL)
+        local_dimension(model_name or settings.KNOWLEDGE_EMBEDDING_MODEL)
     except EmbeddingUnavailable as error:
         return str(error)
     return ""

@@ -9,15 +9,13 @@ from django.db import connection, transaction
 from django.utils.translation import gettext as _
 
 from accounts.models import AIProfile, User
-from host.embeddings import (
-    EmbeddingUnavailable,
-    fastembed_dimension,
-)
+from host.embeddings import EmbeddingUnavailable, local_dimension
+from host.local_model import PACKAGED_MODELS
 from host.outbound import release_db_connection
 from knowledge import qdrant
 from knowledge.errors import JobBusy, KnowledgeRefusal
 from knowledge.models import Document, Job, Source, Store
-from knowledge.services.embedders import embedder_build
+from knowledge.services.embedders import embedder_build, local_model_check
 from knowledge.services.uploads import _upload_delete
 
 
@@ -119,9 +117,9 @@ def _model_and_dimension(
     """The model a new collection embeds with and its dimension (none for keyword-only)."""
     if provider == Store.Provider.FASTEMBED:
         # The name and dimension only: the model itself is loaded by the indexing worker.
-        model_name = model_name or settings.EMBEDDING_MODEL
+        model_name = local_model_check(model_name)
         try:
-            return model_name, fastembed_dimension(model_name)
+            return model_name, local_dimension(model_name)
         except EmbeddingUnavailable as error:
             raise KnowledgeRefusal(str(error)) from error
     if provider == Store.Provider.NONE:
@@ -228,8 +226,14 @@ def store_rebuild(*, store: Store) -> Store:
     release_db_connection()
     try:
         if store.provider == Store.Provider.FASTEMBED:  # name and dimension, no model load
-            model_name = settings.EMBEDDING_MODEL
-            dimension = fastembed_dimension(model_name)
+            # A packaged model stays the collection's; another one follows EMBEDDING_MODEL
+            # (its folder, EMBEDDING_MODEL_PATH, is what changed).
+            model_name = (
+                store.model_name
+                if store.model_name in PACKAGED_MODELS
+                else settings.EMBEDDING_MODEL
+            )
+            dimension = local_dimension(model_name)
         else:
             embedder = embedder_build(
                 provider=store.provider,

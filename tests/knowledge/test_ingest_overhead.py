@@ -10,7 +10,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from host import embeddings
-from host.local_model import PACKAGED_MODEL
+from host.local_model import E5_MODEL, PACKAGED_MODEL
 from knowledge import services
 from knowledge.core import scanning
 from knowledge.errors import KnowledgeRefusal
@@ -125,17 +125,22 @@ def test_a_pdf_is_extracted_once_for_scan_and_index(
     assert not list((tmp_path / "data" / "extracted").iterdir())  # taken, not left behind
 
 
-def test_creating_a_local_model_collection_does_not_load_the_model(user, monkeypatch):
+@pytest.mark.parametrize("model", [PACKAGED_MODEL, E5_MODEL])
+def test_creating_a_local_model_collection_does_not_load_the_model(user, monkeypatch, model):
     monkeypatch.setattr(embeddings, "_models", {})
     monkeypatch.setattr(embeddings, "_failures", {})
+    monkeypatch.setattr(embeddings, "_e5_model", None)
     try:
-        store = services.store_create(owner=user, name="Local", provider="fastembed")
+        store = services.store_create(
+            owner=user, name="Local", provider="fastembed", model_name=model
+        )
     except KnowledgeRefusal as refusal:  # the packaged model is not installed here
         pytest.skip(str(refusal))
-    assert (store.model_name, store.dimension) == (PACKAGED_MODEL, 384)
-    assert embeddings._models == {}  # name and dimension came from the folder's config
-    assert services.semantic_status() == ""
-    assert embeddings._models == {}
+    assert (store.model_name, store.dimension) == (model, 384)
+    # Name and dimension came from the folder's config (MiniLM) or the package (e5).
+    assert embeddings._models == {} and embeddings._e5_model is None
+    assert services.semantic_status(model) == ""
+    assert embeddings._models == {} and embeddings._e5_model is None
 
 
 def _staging_inserts(sql: list[str]) -> int:
