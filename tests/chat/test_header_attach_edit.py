@@ -404,3 +404,51 @@ def test_every_own_message_offers_the_inline_edit(signed_in, conversation, three
     for message in three_turns[::2]:
         assert reverse("chat_message_edit", args=[message.pk]) in page
     assert reverse("chat_message_edit", args=[three_turns[1].pk]) not in page
+
+
+# --- REST -------------------------------------------------------------------------------
+
+
+def test_rest_attaches_into_the_own_collection_and_refuses_like_the_page(
+    signed_in, person, conversation, settings
+):
+    url = f"/api/chat/conversations/{conversation.pk}/attachments"
+    response = signed_in.post(url, {"documents": [SimpleUploadedFile("zoo.md", b"Tapirs.")]})
+    assert response.status_code == 201, response.content
+    body = response.json()
+    conversation.refresh_from_db()
+    assert body["store_id"] == conversation.own_store_id and body["name"] == "zoo.md"
+    assert body["state"] == Job.State.QUEUED
+    settings.KNOWLEDGE_UPLOAD_MAX_FILE_BYTES = 3
+    refused = signed_in.post(url, {"documents": [SimpleUploadedFile("big.md", b"Too big.")]})
+    assert refused.status_code == 400 and "big.md" in refused.json()["detail"]
+
+
+def test_rest_attach_refuses_a_temporary_chat_and_another_persons_conversation(
+    signed_in, person, profile, stranger
+):
+    temporary = conversation_create(user=person, temporary=True)
+    theirs = Conversation.objects.create(owner=stranger, ai_profile=AIProfileFactory(owner=stranger))
+    files = {"documents": [SimpleUploadedFile("a.md", b"Hello.")]}
+    response = signed_in.post(f"/api/chat/conversations/{temporary.pk}/attachments", files)
+    assert response.status_code == 400 and "temporary chat" in response.json()["detail"]
+    files = {"documents": [SimpleUploadedFile("a.md", b"Hello.")]}
+    response = signed_in.post(f"/api/chat/conversations/{theirs.pk}/attachments", files)
+    assert response.status_code == 404 and not Store.objects.exists()
+
+
+def test_rest_edit_of_an_earlier_message_answers_in_the_copy(
+    signed_in, conversation, three_turns, stranger
+):
+    api_url = f"/api/chat/messages/{three_turns[2].pk}/edit"
+    response = signed_in.post(api_url, {"text": "Better"}, content_type="application/json")
+    assert response.status_code == 202, response.content
+    copy = Conversation.objects.get(pk=response.json()["conversation"])
+    assert copy.edited_from == conversation
+    assert _history(copy)[:3] == [("user", "Question 1"), ("assistant", "Answer 1"), ("user", "Better")]
+    theirs = Conversation.objects.create(owner=stranger, ai_profile=AIProfileFactory(owner=stranger))
+    message = _turn(theirs, "user", "Theirs")
+    response = signed_in.post(
+        f"/api/chat/messages/{message.pk}/edit", {"text": "x"}, content_type="application/json"
+    )
+    assert response.status_code == 404
