@@ -40,7 +40,9 @@ def _own_store(user: User, conversation: Conversation) -> tuple[Store, bool]:
     if not won:  # a parallel attach made one first: use that one
         knowledge.store_delete(store=store)
         conversation.refresh_from_db(fields=["own_store"])
-        return Store.objects.get(pk=conversation.own_store_id), False
+        if conversation.own_store is None:  # and deleted right after: try once more
+            return _own_store(user, conversation)
+        return conversation.own_store, False
     conversation.own_store = store
     return store, True
 
@@ -99,8 +101,8 @@ def attachments_of(conversation: Conversation) -> list[Attachment]:
         )
     )
     newest: dict[int, Job] = {}
-    for job in Job.objects.filter(source__in=sources).order_by("created_at", "id"):
-        newest[job.source_id] = job
+    for row in Job.objects.filter(source__in=sources).order_by("created_at", "id"):
+        newest[row.source_id] = row
     rows = []
     for source in sources:
         job = newest.get(source.pk)
@@ -117,9 +119,10 @@ def attachments_of(conversation: Conversation) -> list[Attachment]:
 
 def attachment_index(*, conversation: Conversation, job_id: int) -> Job:
     """The person confirmed an attached file's review: index it (knowledge's confirm)."""
-    job = Job.objects.filter(
-        pk=job_id, kind=Job.Kind.SCAN, store_id=conversation.own_store_id
-    ).first()
-    if job is None or conversation.own_store_id is None:
+    store_id = conversation.own_store_id
+    job = None
+    if store_id is not None:
+        job = Job.objects.filter(pk=job_id, kind=Job.Kind.SCAN, store_id=store_id).first()
+    if job is None:
         raise ChatRefused(gettext("No such attached file."))
     return knowledge.scan_confirm(scan_job=job)

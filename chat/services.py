@@ -377,9 +377,7 @@ def message_edit(*, user: User, message: Message, text: str) -> Message:
         return last_message_edit(user=user, conversation=original, text=text)
     if original.temporary:
         # A copy would be a second temporary chat, and starting one ends the first.
-        raise ChatRefused(
-            gettext("In a temporary chat only your last message can be edited.")
-        )
+        raise ChatRefused(gettext("In a temporary chat only your last message can be edited."))
     if original.closed_at is not None:
         raise ChatRefused(gettext("This temporary chat was ended; start a new conversation."))
     if original.ai_profile is None:

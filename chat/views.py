@@ -381,7 +381,9 @@ def conversation_store_remove(
     )
 
 
-def _attachments(request: HtmxHttpRequest, conversation: Conversation, *, error: str = "") -> HttpResponse:
+def _attachments(
+    request: HtmxHttpRequest, conversation: Conversation, *, error: str = ""
+) -> HttpResponse:
     """The chips after an attach; a refusal is shown above them (htmx swaps only a 200)."""
     if not request.htmx:
         if error:
@@ -403,9 +405,9 @@ def conversation_attach(request: HtmxHttpRequest, conversation_id: int) -> HttpR
     conversation = conversation_for_user(user, conversation_id)
     form = UploadForm(request.POST, request.FILES)
     if not form.is_valid():
-        return _attachments(
-            request, conversation, error=" ".join(form.errors.get("documents", []))
-        )
+        errors = form.errors.as_data().get("documents", [])
+        text = " ".join(message for error in errors for message in error.messages)
+        return _attachments(request, conversation, error=text)
     try:
         attachments.conversation_attach(
             user=user, conversation=conversation, files=form.cleaned_data["documents"]
@@ -420,7 +422,10 @@ def conversation_attach(request: HtmxHttpRequest, conversation_id: int) -> HttpR
 def conversation_attachments(request: HtmxHttpRequest, conversation_id: int) -> HttpResponse:
     """The attached files' chips as they are now (polled while a job runs)."""
     conversation = conversation_for_user(signed_in_user(request), conversation_id)
-    context = {"conversation": conversation, "attachments": attachments.attachments_of(conversation)}
+    context = {
+        "conversation": conversation,
+        "attachments": attachments.attachments_of(conversation),
+    }
     return render(request, "chat/_attachments.html", context)
 
 
@@ -442,7 +447,9 @@ def message_edit(request: HttpRequest, message_id: int) -> HttpResponse:
     user = signed_in_user(request)
     message = message_for_user(user, message_id)
     try:
-        answer = services.message_edit(user=user, message=message, text=request.POST.get("text", ""))
+        answer = services.message_edit(
+            user=user, message=message, text=request.POST.get("text", "")
+        )
     except Refusal as refusal:
         messages.error(request, refusal.message)
         return _back(message.conversation)

@@ -5,21 +5,32 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('chat', '0007_message_embedding'),
-        ('knowledge', '0008_store_shares'),
+        ("chat", "0007_message_embedding"),
+        ("knowledge", "0008_store_shares"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='conversation',
-            name='edited_from',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='chat.conversation'),
+            model_name="conversation",
+            name="edited_from",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="+",
+                to="chat.conversation",
+            ),
         ),
         migrations.AddField(
-            model_name='conversation',
-            name='own_store',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='knowledge.store'),
+            model_name="conversation",
+            name="own_store",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="+",
+                to="knowledge.store",
+            ),
         ),
     ]

@@ -48,9 +48,7 @@ def _turn(conversation: Conversation, role: str, content: str) -> Message:
 
 
 @pytest.mark.parametrize("headers", [HTMX, {}], ids=["htmx", "plain-form"])
-def test_the_header_changes_the_model_for_the_next_answer(
-    signed_in, person, conversation, headers
-):
+def test_the_header_changes_the_model_for_the_next_answer(signed_in, person, conversation, headers):
     second = AIProfileFactory(owner=person, name="Second", model="second-model")
     response = signed_in.post(
         reverse("chat_profile", args=[conversation.pk]), {"profile": second.pk}, **headers
@@ -109,9 +107,7 @@ def test_the_header_adds_own_and_shared_collections_and_refuses_any_other(
     assert set(conversation.stores.all()) == {own, shared}
 
 
-def test_the_header_removes_a_collection_and_the_collection_stays(
-    signed_in, person, conversation
-):
+def test_the_header_removes_a_collection_and_the_collection_stays(signed_in, person, conversation):
     store = store_create(owner=person, name="Docs", provider="none")
     conversation.stores.add(store)
     response = signed_in.post(
@@ -138,19 +134,19 @@ def test_the_model_changes_while_an_answer_is_written_and_in_a_temporary_chat(
     "name",
     ["chat_profile", "chat_store_add", "chat_attach", "chat_attachments"],
 )
-def test_another_persons_conversation_header_and_attachments_answer_404(
-    signed_in, stranger, name
-):
-    theirs = Conversation.objects.create(owner=stranger, ai_profile=AIProfileFactory(owner=stranger))
+def test_another_persons_conversation_header_and_attachments_answer_404(signed_in, stranger, name):
+    theirs = Conversation.objects.create(
+        owner=stranger, ai_profile=AIProfileFactory(owner=stranger)
+    )
     url = reverse(name, args=[theirs.pk])
     response = signed_in.get(url) if name == "chat_attachments" else signed_in.post(url, {})
     assert response.status_code == 404
 
 
-def test_the_header_answers_404_for_another_persons_collection_removal(
-    signed_in, person, stranger
-):
-    theirs = Conversation.objects.create(owner=stranger, ai_profile=AIProfileFactory(owner=stranger))
+def test_the_header_answers_404_for_another_persons_collection_removal(signed_in, person, stranger):
+    theirs = Conversation.objects.create(
+        owner=stranger, ai_profile=AIProfileFactory(owner=stranger)
+    )
     store = store_create(owner=stranger, name="Theirs", provider="none")
     theirs.stores.add(store)
     response = signed_in.post(reverse("chat_store_remove", args=[theirs.pk, store.pk]))
@@ -179,9 +175,7 @@ def test_an_attached_file_is_checked_indexed_on_confirm_and_reaches_the_next_tur
     signed_in, person, conversation, fake_openai, ask
 ):
     fact = "The tapir enclosure opens at nine on Sundays."
-    response = _attach(
-        signed_in, conversation, SimpleUploadedFile("zoo.md", fact.encode()), **HTMX
-    )
+    response = _attach(signed_in, conversation, SimpleUploadedFile("zoo.md", fact.encode()), **HTMX)
     body = response.content.decode()
     assert response.status_code == 200 and "zoo.md" in body and "checking" in body
     conversation.refresh_from_db()
@@ -325,9 +319,9 @@ def test_editing_an_earlier_message_starts_a_copy_with_exactly_the_history_befor
     assert copy.edited_from == conversation and copy.owner == person
     assert _history(conversation) == before  # the original is untouched
     page = signed_in.get(response.url).content.decode()
-    assert 'id="edited-from"' in page and reverse(
-        "chat_conversation", args=[conversation.pk]
-    ) in page
+    assert (
+        'id="edited-from"' in page and reverse("chat_conversation", args=[conversation.pk]) in page
+    )
 
 
 def test_editing_the_first_message_copies_no_history(person, conversation, three_turns):
@@ -359,7 +353,9 @@ def test_the_edited_turn_is_answered_like_any_turn_from_the_copied_history(
 
 
 def test_editing_another_persons_message_is_a_404(signed_in, stranger):
-    theirs = Conversation.objects.create(owner=stranger, ai_profile=AIProfileFactory(owner=stranger))
+    theirs = Conversation.objects.create(
+        owner=stranger, ai_profile=AIProfileFactory(owner=stranger)
+    )
     first = _turn(theirs, "user", "Mine")
     _turn(theirs, "assistant", "Yes")
     _turn(theirs, "user", "Later")
@@ -428,7 +424,9 @@ def test_rest_attach_refuses_a_temporary_chat_and_another_persons_conversation(
     signed_in, person, profile, stranger
 ):
     temporary = conversation_create(user=person, temporary=True)
-    theirs = Conversation.objects.create(owner=stranger, ai_profile=AIProfileFactory(owner=stranger))
+    theirs = Conversation.objects.create(
+        owner=stranger, ai_profile=AIProfileFactory(owner=stranger)
+    )
     files = {"documents": [SimpleUploadedFile("a.md", b"Hello.")]}
     response = signed_in.post(f"/api/chat/conversations/{temporary.pk}/attachments", files)
     assert response.status_code == 400 and "temporary chat" in response.json()["detail"]
@@ -445,10 +443,23 @@ def test_rest_edit_of_an_earlier_message_answers_in_the_copy(
     assert response.status_code == 202, response.content
     copy = Conversation.objects.get(pk=response.json()["conversation"])
     assert copy.edited_from == conversation
-    assert _history(copy)[:3] == [("user", "Question 1"), ("assistant", "Answer 1"), ("user", "Better")]
-    theirs = Conversation.objects.create(owner=stranger, ai_profile=AIProfileFactory(owner=stranger))
+    assert _history(copy)[:3] == [
+        ("user", "Question 1"),
+        ("assistant", "Answer 1"),
+        ("user", "Better"),
+    ]
+    theirs = Conversation.objects.create(
+        owner=stranger, ai_profile=AIProfileFactory(owner=stranger)
+    )
     message = _turn(theirs, "user", "Theirs")
     response = signed_in.post(
         f"/api/chat/messages/{message.pk}/edit", {"text": "x"}, content_type="application/json"
     )
     assert response.status_code == 404
+
+
+def test_an_attach_without_a_file_asks_for_one(signed_in, conversation):
+    response = signed_in.post(reverse("chat_attach", args=[conversation.pk]), {}, **HTMX)
+    body = response.content.decode()
+    assert response.status_code == 200 and 'id="attach-error"' in body
+    assert "Choose at least one file to upload." in body and not Store.objects.exists()
