@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from django.http import HttpRequest
-from ninja import Router, Status
+from ninja import File, Router, Status, UploadedFile
 
 from accounts.auth import signed_in_user
-from chat import questions, services
+from chat import attachments, questions, services
 from chat.models import Conversation, Message, Question
 from chat.schemas import (
     AnswerErrorOut,
+    AttachmentOut,
     ConversationDetailOut,
     ConversationIn,
     ConversationOut,
@@ -100,6 +101,48 @@ def message_send(request: HttpRequest, conversation_id: int, payload: MessageIn)
     return Status(
         202, services.message_send(user=user, conversation=conversation, text=payload.text)
     )
+
+
+@router.post(
+    "/conversations/{conversation_id}/attachments",
+    response={201: AttachmentOut, 400: ErrorOut, 404: ErrorOut},
+    summary="Attach files: into the conversation's own collection, checked like any upload",
+)
+def conversation_attach(
+    request: HttpRequest, conversation_id: int, documents: File[list[UploadedFile]]
+) -> Status[AttachmentOut]:
+    """Multipart field `documents`. The collection page's size cap, formats and review
+    apply: the scan waits for a review before anything is indexed (confirm it under
+    `/api/knowledge/`). A temporary chat refuses attachments."""
+    user = signed_in_user(request)
+    conversation = conversation_for_user(user, conversation_id)
+    source = attachments.conversation_attach(
+        user=user, conversation=conversation, files=list(documents)
+    )
+    job = source.jobs.order_by("-pk").first()
+    return Status(
+        201,
+        AttachmentOut(
+            store_id=source.store_id,
+            source_id=source.pk,
+            job_id=job.pk if job else None,
+            name=source.label,
+            state=job.state if job else "",
+        ),
+    )
+
+
+@router.post(
+    "/messages/{message_id}/edit",
+    response={202: MessageOut, 400: ErrorOut, 404: ErrorOut, 429: ErrorOut},
+    summary="Edit one of your messages and answer it again",
+)
+def message_edit(request: HttpRequest, message_id: int, payload: MessageIn) -> Status[Message]:
+    """The last message is changed in place; an earlier one starts a new conversation
+    (`conversation` of the answer) with the history before it, the original untouched."""
+    user = signed_in_user(request)
+    message = message_for_user(user, message_id)
+    return Status(202, services.message_edit(user=user, message=message, text=payload.text))
 
 
 @router.get(

@@ -49,6 +49,14 @@ class Conversation(models.Model):
     temporary = models.BooleanField(default=False)
     closed_at = models.DateTimeField(null=True, blank=True)
     run_kind = models.CharField(max_length=16, default="interactive")
+    # The collection files attached in the chat go to; made on the first attach.
+    own_store = models.ForeignKey(
+        "knowledge.Store", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    # An edit of an earlier message starts a copy; it names the conversation it came from.
+    edited_from = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

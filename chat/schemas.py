@@ -25,6 +25,7 @@ class MessageOut(ModelSchema):
         model = Message
         fields = [
             "id",
+            "conversation",
             "role",
             "content",
             "state",
@@ -91,3 +92,13 @@ class QuestionAnswerIn(Schema):
 class AnswerErrorOut(Schema):
     detail: str
     field: str | None = None
+
+
+class AttachmentOut(Schema):
+    """An upload in the conversation's own collection; its scan waits for review."""
+
+    store_id: int
+    source_id: int
+    job_id: int | None
+    name: str
+    state: str = Field(..., description="The newest job's state: queued, running, review …")

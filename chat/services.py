@@ -152,17 +152,54 @@ def conversation_update(
     conversation: Conversation,
     profile_id: int | None,
     agent_id: int | None,
-    store_ids: list[int],
+    store_ids: list[int] | None,
     memory_on: bool,
 ) -> Conversation:
-    """The pickers: profile, agent, collections and memory apply from the next turn on."""
+    """The pickers: profile, agent, collections and memory apply from the next turn on.
+    No profile id keeps the profile, and store_ids None keeps the collections (the
+    header changes those one at a time)."""
     with transaction.atomic(durable=True):
         conversation.ai_profile = _owned_profile(user, profile_id) or conversation.ai_profile
         conversation.agent = _owned_agent(user, agent_id)
         conversation.memory_on = memory_on
         conversation.save(update_fields=["ai_profile", "agent", "memory_on", "updated_at"])
-        conversation.stores.set(_owned_stores(user, store_ids))
+        if store_ids is not None:
+            conversation.stores.set(_owned_stores(user, store_ids))
     return conversation
+
+
+# The header's pickers. A change while an answer is written is allowed: the runner read
+# the profile and collections when the answer started, so the change counts from the next.
+
+
+def conversation_profile_set(
+    *, user: User, conversation: Conversation, profile_id: int | None
+) -> Conversation:
+    profile = _owned_profile(user, profile_id)
+    if profile is None:
+        raise ChatRefused(gettext("Choose an AI profile."))
+    if profile.role == AIProfile.Role.EMBEDDING:
+        raise ChatRefused(gettext("An embedding profile cannot answer in a chat."))
+    conversation.ai_profile = profile
+    conversation.save(update_fields=["ai_profile", "updated_at"])
+    return conversation
+
+
+def conversation_store_add(
+    *, user: User, conversation: Conversation, store_id: int | None
+) -> Store:
+    if not store_id:
+        raise ChatRefused(gettext("Choose a collection to add."))
+    (store,) = _owned_stores(user, [store_id])
+    conversation.stores.add(store)
+    conversation.save(update_fields=["updated_at"])
+    return store
+
+
+def conversation_store_remove(*, conversation: Conversation, store_id: int) -> None:
+    """Detach a collection; the collection itself stays as it is."""
+    conversation.stores.remove(store_id)
+    conversation.save(update_fields=["updated_at"])
 
 
 def conversation_rename(*, conversation: Conversation, title: str) -> Conversation:
@@ -241,8 +278,7 @@ def _answer_placeholder(conversation: Conversation) -> Message:
     )
 
 
-def message_send(*, user: User, conversation: Conversation, text: str) -> Message:
-    """Store the person's message and an answer to be written; returns the answer."""
+def _checked_text(text: str) -> str:
     text = text.strip()
     if not text:
         raise ChatRefused(gettext("Write a message first."))
@@ -251,16 +287,28 @@ def message_send(*, user: User, conversation: Conversation, text: str) -> Messag
             gettext("A message can have at most %(limit)s characters.")
             % {"limit": MAX_MESSAGE_CHARS}
         )
+    return text
+
+
+def _send_locked(locked: Conversation, text: str) -> Message:
+    """The person's message and its answer to be written, in the caller's transaction."""
+    Message.objects.create(conversation=locked, role=Message.Role.USER, content=text)
+    if not locked.title:
+        locked.title = _title_from(text)
+    locked.save(update_fields=["title", "updated_at"])
+    answer = _answer_placeholder(locked)
+    _enqueue_on_commit(answer)
+    return answer
+
+
+def message_send(*, user: User, conversation: Conversation, text: str) -> Message:
+    """Store the person's message and an answer to be written; returns the answer."""
+    text = _checked_text(text)
     if conversation.ai_profile is None:
         raise ChatRefused(gettext("This conversation has no AI profile; pick one first."))
     with transaction.atomic(durable=True):
         locked = _locked_idle(user, conversation)
-        Message.objects.create(conversation=locked, role=Message.Role.USER, content=text)
-        if not locked.title:
-            locked.title = _title_from(text)
-        locked.save(update_fields=["title", "updated_at"])
-        answer = _answer_placeholder(locked)
-        _enqueue_on_commit(answer)
+        answer = _send_locked(locked, text)
     conversation.title = locked.title
     return answer
 
@@ -310,6 +358,79 @@ def last_message_edit(*, user: User, conversation: Conversation, text: str) -> M
         answer = _answer_placeholder(locked)
         _enqueue_on_commit(answer)
     return answer
+
+
+def message_edit(*, user: User, message: Message, text: str) -> Message:
+    """Edit one of the person's messages and answer it; returns the answer.
+
+    The last message is changed in place (last_message_edit). An earlier one starts a
+    new conversation instead: a copy of the history before it, then the edited text as
+    its next turn, with edited_from naming the original, which stays untouched. A copy
+    keeps every later turn of the original readable, and needs no branch switcher.
+    """
+    text = _checked_text(text)
+    original = message.conversation
+    if message.role != Message.Role.USER or original.owner_id != user.pk:
+        raise ChatRefused(gettext("Only your own messages can be edited."))
+    last_user, _ = _last_messages(original)
+    if last_user is not None and last_user.pk == message.pk:
+        return last_message_edit(user=user, conversation=original, text=text)
+    if original.temporary:
+        # A copy would be a second temporary chat, and starting one ends the first.
+        raise ChatRefused(gettext("In a temporary chat only your last message can be edited."))
+    if original.closed_at is not None:
+        raise ChatRefused(gettext("This temporary chat was ended; start a new conversation."))
+    if original.ai_profile is None:
+        raise ChatRefused(gettext("This conversation has no AI profile; pick one first."))
+    with transaction.atomic(durable=True):
+        _check_fair_share(user.pk)
+        _temporary_close_all(user)
+        copy = Conversation.objects.create(
+            owner=user,
+            ai_profile=original.ai_profile,
+            agent=original.agent,
+            memory_on=original.memory_on,
+            title=(gettext("%(title)s (edited)") % {"title": str(original)})[:200],
+            edited_from=original,
+        )
+        # Only collections the person may still read come along.
+        copy.stores.set(
+            _owned_stores(
+                user,
+                list(
+                    stores_readable_by(user)
+                    .filter(pk__in=original.stores.values("pk"))
+                    .values_list("pk", flat=True)
+                ),
+            )
+        )
+        earlier = original.messages.filter(
+            Q(created_at__lt=message.created_at)
+            | Q(created_at=message.created_at, pk__lt=message.pk)
+        ).order_by("created_at", "id")
+        Message.objects.bulk_create(
+            Message(
+                conversation=copy,
+                role=row.role,
+                content=row.content,
+                tool_calls=row.tool_calls,
+                model=row.model,
+                usage=row.usage,
+                # An answer parked or being written in the original is not in the copy.
+                state=row.state if row.state in _SETTLED else Message.State.STOPPED,
+                error=row.error,
+                sent_along=row.sent_along,
+                citations=row.citations,
+                started_at=row.started_at,
+                first_token_at=row.first_token_at,
+                finished_at=row.finished_at,
+            )
+            for row in earlier
+        )
+        return _send_locked(copy, text)
+
+
+_SETTLED = (Message.State.COMPLETE, Message.State.FAILED, Message.State.STOPPED)
 
 
 def _stop_key(message: Message) -> str:

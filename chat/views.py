@@ -18,7 +18,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from accounts.auth import signed_in_user
 from accounts.models import User
-from chat import questions, schedules, services
+from chat import attachments, questions, schedules, services
 from chat.export import conversation_markdown
 from chat.models import Conversation, Message, Schedule
 from chat.selectors import (
@@ -38,6 +38,8 @@ from host import filestore
 from host.core.ids import row_id, row_ids
 from host.errors import Refusal
 from host.htmx import HtmxHttpRequest
+from knowledge.forms import UploadForm
+from knowledge.services import upload_formats
 from memory_addon.core.entries import MAX_ENTRY_CHARS
 from memory_addon.pages import saving_off_reason
 from memory_addon.services.context import memory_readable
@@ -59,6 +61,7 @@ def _page_context(request: HttpRequest, conversation: Conversation | None) -> di
         "conversation": conversation,
         "max_entry_chars": MAX_ENTRY_CHARS,
         "temporary_keep_hours": settings.CHAT_TEMPORARY_KEEP_HOURS,
+        "upload_accept": ",".join(upload_formats()),
     }
     if conversation is not None:
         rows = list(conversation.messages.all())
@@ -66,13 +69,17 @@ def _page_context(request: HttpRequest, conversation: Conversation | None) -> di
         views = message_views(conversation, rows, policy)
         last_user = max((m.pk for m in rows if m.role == Message.Role.USER), default=None)
         last_answer = max((m.pk for m in rows if m.role == Message.Role.ASSISTANT), default=None)
+        attached = set(conversation.stores.values_list("pk", flat=True))
         context.update(
             {
                 "views": views,
                 "last_user_id": last_user,
                 "last_answer_id": last_answer,
                 "busy": any(m.state == Message.State.STREAMING for m in rows),
-                "attached": set(conversation.stores.values_list("pk", flat=True)),
+                "attached": attached,
+                "attachments": attachments.attachments_of(conversation),
+                # Only those the person may read now: the others are not searched either.
+                "attached_stores": [s for s in context["stores"] if s.pk in attached],
                 "memory_reason": memory_readable(
                     Turn(
                         user=user, agent=conversation.agent, memory_off=not conversation.memory_on
@@ -272,6 +279,8 @@ def last_message_edit(request: HttpRequest, conversation_id: int) -> HttpRespons
 @login_required
 @require_POST
 def conversation_settings(request: HttpRequest, conversation_id: int) -> HttpResponse:
+    """The fold-out's rarer settings (agent, memory); the header changes model and
+    collections."""
     user = signed_in_user(request)
     conversation = conversation_for_user(user, conversation_id)
     try:
@@ -280,7 +289,9 @@ def conversation_settings(request: HttpRequest, conversation_id: int) -> HttpRes
             conversation=conversation,
             profile_id=row_id(request.POST.get("profile")),
             agent_id=row_id(request.POST.get("agent")),
-            store_ids=row_ids(request.POST.getlist("stores")),
+            store_ids=(
+                row_ids(request.POST.getlist("stores")) if "stores" in request.POST else None
+            ),
             memory_on=request.POST.get("memory_on") == "on",
         )
     except Refusal as refusal:
@@ -288,6 +299,161 @@ def conversation_settings(request: HttpRequest, conversation_id: int) -> HttpRes
     else:
         messages.success(request, _("Saved. The next answer uses these settings."))
     return _back(conversation)
+
+
+def _header(
+    request: HtmxHttpRequest, conversation: Conversation, *, error: str = "", notice: str = ""
+) -> HttpResponse:
+    """The header's pickers after a change: the partial for htmx, else the page again."""
+    if not request.htmx:
+        if error:
+            messages.error(request, error)
+        elif notice:
+            messages.success(request, notice)
+        return _back(conversation)
+    user = signed_in_user(request)
+    stores = stores_for_user(user)
+    attached = set(conversation.stores.values_list("pk", flat=True))
+    context = {
+        "conversation": conversation,
+        "profiles": profiles_for_user(user),
+        "stores": stores,
+        "attached_stores": [s for s in stores if s.pk in attached],
+        "header_error": error,
+        "header_notice": notice,
+    }
+    return render(request, "chat/_header_pickers.html", context)
+
+
+def _header_change(
+    request: HtmxHttpRequest, conversation_id: int, change: Any, notice: str
+) -> HttpResponse:
+    user = signed_in_user(request)
+    conversation = conversation_for_user(user, conversation_id)
+    try:
+        change(user, conversation)
+    except Refusal as refusal:
+        conversation.refresh_from_db()
+        return _header(request, conversation, error=refusal.message)
+    return _header(request, conversation, notice=notice)
+
+
+@login_required
+@require_POST
+def conversation_profile(request: HtmxHttpRequest, conversation_id: int) -> HttpResponse:
+    profile_id = row_id(request.POST.get("profile"))
+    return _header_change(
+        request,
+        conversation_id,
+        lambda user, conversation: services.conversation_profile_set(
+            user=user, conversation=conversation, profile_id=profile_id
+        ),
+        _("Model changed; the next answer uses it."),
+    )
+
+
+@login_required
+@require_POST
+def conversation_store_add(request: HtmxHttpRequest, conversation_id: int) -> HttpResponse:
+    store_id = row_id(request.POST.get("store"))
+    return _header_change(
+        request,
+        conversation_id,
+        lambda user, conversation: services.conversation_store_add(
+            user=user, conversation=conversation, store_id=store_id
+        ),
+        _("Collection added; the next answer searches it."),
+    )
+
+
+@login_required
+@require_POST
+def conversation_store_remove(
+    request: HtmxHttpRequest, conversation_id: int, store_id: int
+) -> HttpResponse:
+    return _header_change(
+        request,
+        conversation_id,
+        lambda _user, conversation: services.conversation_store_remove(
+            conversation=conversation, store_id=store_id
+        ),
+        _("Collection removed; the next answer no longer searches it."),
+    )
+
+
+def _attachments(
+    request: HtmxHttpRequest, conversation: Conversation, *, error: str = ""
+) -> HttpResponse:
+    """The chips after an attach; a refusal is shown above them (htmx swaps only a 200)."""
+    if not request.htmx:
+        if error:
+            messages.error(request, error)
+        return _back(conversation)
+    context = {
+        "conversation": conversation,
+        "attachments": attachments.attachments_of(conversation),
+        "attach_error": error,
+    }
+    return render(request, "chat/_attachments.html", context)
+
+
+@login_required
+@require_POST
+def conversation_attach(request: HtmxHttpRequest, conversation_id: int) -> HttpResponse:
+    """The composer's paperclip: files into the conversation's own collection."""
+    user = signed_in_user(request)
+    conversation = conversation_for_user(user, conversation_id)
+    form = UploadForm(request.POST, request.FILES)
+    if not form.is_valid():
+        errors = form.errors.as_data().get("documents", [])
+        text = " ".join(message for error in errors for message in error.messages)
+        return _attachments(request, conversation, error=text)
+    try:
+        attachments.conversation_attach(
+            user=user, conversation=conversation, files=form.cleaned_data["documents"]
+        )
+    except Refusal as refusal:
+        return _attachments(request, conversation, error=refusal.message)
+    return _attachments(request, conversation)
+
+
+@login_required
+@require_GET
+def conversation_attachments(request: HtmxHttpRequest, conversation_id: int) -> HttpResponse:
+    """The attached files' chips as they are now (polled while a job runs)."""
+    conversation = conversation_for_user(signed_in_user(request), conversation_id)
+    context = {
+        "conversation": conversation,
+        "attachments": attachments.attachments_of(conversation),
+    }
+    return render(request, "chat/_attachments.html", context)
+
+
+@login_required
+@require_POST
+def attachment_index(request: HtmxHttpRequest, conversation_id: int, job_id: int) -> HttpResponse:
+    conversation = conversation_for_user(signed_in_user(request), conversation_id)
+    try:
+        attachments.attachment_index(conversation=conversation, job_id=job_id)
+    except Refusal as refusal:
+        return _attachments(request, conversation, error=refusal.message)
+    return _attachments(request, conversation)
+
+
+@login_required
+@require_POST
+def message_edit(request: HttpRequest, message_id: int) -> HttpResponse:
+    """Edit any of the person's messages: the last in place, an earlier one in a copy."""
+    user = signed_in_user(request)
+    message = message_for_user(user, message_id)
+    try:
+        answer = services.message_edit(
+            user=user, message=message, text=request.POST.get("text", "")
+        )
+    except Refusal as refusal:
+        messages.error(request, refusal.message)
+        return _back(message.conversation)
+    return redirect("chat_conversation", conversation_id=answer.conversation_id)
 
 
 @login_required

@@ -170,3 +170,51 @@ document.addEventListener("keydown", (event) => {
 if (window.matchMedia("(min-width: 721px)").matches) {
   document.querySelectorAll("details.chat-list-box").forEach((box) => { box.open = true; });
 }
+
+// Editing a message inline: Escape (or Cancel) puts the text back and closes the form.
+function cancelEdit(form) {
+  const box = form.querySelector("textarea");
+  if (box) box.value = box.defaultValue;
+  const details = form.closest("details");
+  if (details) {
+    details.open = false;
+    details.querySelector("summary")?.focus();
+  }
+}
+document.addEventListener("keydown", (event) => {
+  const box = event.target;
+  if (event.key !== "Escape" || !(box instanceof HTMLTextAreaElement)) return;
+  if (!box.hasAttribute("data-escape-cancels") || !box.form) return;
+  event.preventDefault();
+  cancelEdit(box.form);
+});
+document.addEventListener("click", (event) => {
+  const button = event.target.closest("[data-edit-cancel]");
+  if (button && button.form) cancelEdit(button.form);
+});
+document.addEventListener("toggle", (event) => {
+  const details = event.target;
+  if (details instanceof HTMLDetailsElement && details.classList.contains("msg-edit") && details.open) {
+    details.querySelector("textarea")?.focus();
+  }
+}, true);
+
+// Attaching: a picked or dropped file is uploaded at once; the chips show its progress.
+const attachForm = document.getElementById("attach-form");
+const attachInput = document.getElementById("attach-files");
+if (attachForm && attachInput) {
+  attachInput.addEventListener("change", () => {
+    if (attachInput.files.length) attachForm.requestSubmit();
+  });
+  attachForm.addEventListener("htmx:afterRequest", () => { attachForm.reset(); });
+  const dropZone = document.querySelector(".chat-main");
+  dropZone?.addEventListener("dragover", (event) => {
+    if (event.dataTransfer?.types.includes("Files")) event.preventDefault();
+  });
+  dropZone?.addEventListener("drop", (event) => {
+    if (!event.dataTransfer?.files.length) return;
+    event.preventDefault();
+    attachInput.files = event.dataTransfer.files;
+    attachForm.requestSubmit();
+  });
+}

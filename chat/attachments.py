@@ -1,0 +1,128 @@
+"""Files attached in the chat: they go into the conversation's own collection, through
+the collection page's upload service, so its size caps, formats and review apply."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.core.files.uploadedfile import UploadedFile
+from django.db import transaction
+from django.utils.translation import gettext
+
+from accounts.models import User
+from chat.models import Conversation
+from chat.services import ChatRefused
+from knowledge import services as knowledge
+from knowledge.models import Job, Source, Store
+
+STORE_NAME_CHARS = 120
+
+
+def _store_name(conversation: Conversation) -> str:
+    # Store names are one printable line and unique per owner: the id keeps them apart.
+    title = "".join(c for c in str(conversation) if c.isprintable())
+    name = gettext("Chat %(id)s: %(title)s") % {"id": conversation.pk, "title": title}
+    return name[:STORE_NAME_CHARS].strip()
+
+
+def _own_store(user: User, conversation: Conversation) -> tuple[Store, bool]:
+    """The conversation's own collection, made on first use; True when made now."""
+    if conversation.own_store_id is not None:
+        store = Store.objects.filter(pk=conversation.own_store_id, owner=user).first()
+        if store is not None:
+            return store, False
+    # Keyword-only: it works without any embedding model and indexes at once.
+    store = knowledge.store_create(owner=user, name=_store_name(conversation), provider="none")
+    with transaction.atomic(durable=True):
+        won = Conversation.objects.filter(pk=conversation.pk, own_store__isnull=True).update(
+            own_store=store
+        )
+    if not won:  # a parallel attach made one first: use that one
+        knowledge.store_delete(store=store)
+        conversation.refresh_from_db(fields=["own_store"])
+        if conversation.own_store is None:  # and deleted right after: try once more
+            return _own_store(user, conversation)
+        return conversation.own_store, False
+    conversation.own_store = store
+    return store, True
+
+
+def conversation_attach(
+    *, user: User, conversation: Conversation, files: list[UploadedFile[bytes]]
+) -> Source:
+    """Upload files into the conversation's own collection and attach it; the files are
+    scanned and wait for the person's review before they are indexed, as on the
+    collection page. A refused upload leaves no new collection behind."""
+    if conversation.temporary:
+        raise ChatRefused(
+            gettext(
+                "A temporary chat keeps no files; attach them in a normal conversation "
+                "or in a collection."
+            )
+        )
+    if conversation.owner_id != user.pk:
+        raise ChatRefused(gettext("Only the conversation's owner can attach files."))
+    store, made = _own_store(user, conversation)
+    try:
+        source, _job = knowledge.source_add_upload(store=store, files=files)
+    except BaseException:
+        if made:
+            knowledge.store_delete(store=store)
+        raise
+    conversation.stores.add(store)
+    conversation.save(update_fields=["updated_at"])
+    return source
+
+
+@dataclass
+class Attachment:
+    """One upload of the conversation's own collection and where its files are now."""
+
+    source: Source
+    job: Job | None
+    skipped: list[dict[str, object]] = field(default_factory=list)
+
+    @property
+    def busy(self) -> bool:
+        return self.job is not None and self.job.state in Job.ACTIVE_STATES
+
+    @property
+    def waiting(self) -> bool:
+        return self.job is not None and self.job.state == Job.State.REVIEW
+
+
+def attachments_of(conversation: Conversation) -> list[Attachment]:
+    """The conversation's attached files, oldest first, each with its newest job."""
+    if conversation.own_store_id is None:
+        return []
+    sources = list(
+        Source.objects.filter(store_id=conversation.own_store_id, kind=Source.Kind.UPLOAD).order_by(
+            "pk"
+        )
+    )
+    newest: dict[int, Job] = {}
+    for row in Job.objects.filter(source__in=sources).order_by("created_at", "id"):
+        newest[row.source_id] = row
+    rows = []
+    for source in sources:
+        job = newest.get(source.pk)
+        review = job.review if job is not None and job.kind == Job.Kind.SCAN else []
+        rows.append(
+            Attachment(
+                source=source,
+                job=job,
+                skipped=[row for row in review if row.get("status") == "skipped"],
+            )
+        )
+    return rows
+
+
+def attachment_index(*, conversation: Conversation, job_id: int) -> Job:
+    """The person confirmed an attached file's review: index it (knowledge's confirm)."""
+    store_id = conversation.own_store_id
+    job = None
+    if store_id is not None:
+        job = Job.objects.filter(pk=job_id, kind=Job.Kind.SCAN, store_id=store_id).first()
+    if job is None:
+        raise ChatRefused(gettext("No such attached file."))
+    return knowledge.scan_confirm(scan_job=job)
