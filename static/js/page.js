@@ -91,13 +91,14 @@ document.addEventListener("DOMContentLoaded", () => {
 // Forms marked data-stay (adding a note, deciding a proposal) are sent with htmx and only
 // the inside of <main> is swapped: the page does not jump to the top, the focus stays on
 // the same field (or moves to the next card when the person's card is gone), and the
-// page's confirmation is spoken once.
+// page's confirmation lands in the #page-messages live region, which is spoken once.
 function prepareStayForms(root) {
   root.querySelectorAll?.("form[data-stay]:not([hx-post])").forEach((form) => {
     form.setAttribute("hx-post", form.getAttribute("action"));
     form.setAttribute("hx-target", "#main");
     form.setAttribute("hx-select", "#main > *");
     form.setAttribute("hx-swap", "innerHTML");
+    form.setAttribute("hx-select-oob", "#page-messages:innerHTML");
     window.htmx?.process(form);
   });
 }
@@ -140,9 +141,6 @@ document.addEventListener("htmx:afterSettle", (event) => {
     target?.setAttribute("tabindex", "-1");
   }
   target?.focus({ preventScroll: true });
-  const said = [...event.target.querySelectorAll(".messages .message, [role=alert]")]
-    .map((element) => element.textContent.trim()).filter(Boolean).join(" ");
-  if (said) announce(said);
 });
 
 // Narrow screens show each table row as a card: every cell is labelled with its column.

@@ -29,16 +29,18 @@ WORDS = {
     "de": {"left": "Noch {} Zeichen", "added": "Notiz hinzugefügt.", "saved": "Im Gedächtnis gespeichert."},
 }
 
-# Everything the page's polite status region says, in order (a text is said when set).
+# Everything the page's two polite regions say (its messages, its spoken-only hints), in
+# order: a text is said when it is set.
 RECORD_STATUS = """() => {
   window.spoken = [];
-  const status = document.getElementById("page-status");
+  for (const status of document.querySelectorAll("#page-messages, #page-status")) {
   new MutationObserver(() => {
     const text = status.textContent.trim();
     if (!text) return;
     window.spoken.push(text);
     document.body.dataset.spoken = String(window.spoken.length);
   }).observe(status, {childList: true, characterData: true, subtree: true});
+  }
 }"""
 
 # The live regions (aria-live, or a role that is one) around an element, innermost first.
