@@ -98,7 +98,6 @@ function prepareStayForms(root) {
     form.setAttribute("hx-target", "#main");
     form.setAttribute("hx-select", "#main > *");
     form.setAttribute("hx-swap", "innerHTML");
-    form.setAttribute("hx-select-oob", "#page-messages:innerHTML");
     window.htmx?.process(form);
   });
 }
@@ -116,14 +115,21 @@ document.addEventListener("htmx:beforeRequest", (event) => {
     previous: card?.previousElementSibling?.id || "",
   };
 });
-// A refused note comes back as 422 with the form and its reason: it is shown too.
+// A refused note comes back as 422 with the form and its reason: it is shown too. The
+// answer's messages go into the page's #page-messages region here, by hand: a live push
+// may already have removed the person's card (and its form) from the page.
 document.addEventListener("htmx:beforeSwap", (event) => {
   const form = event.detail.requestConfig?.elt;
+  if (!form?.hasAttribute?.("data-stay")) return;
   const status = event.detail.xhr.status;
-  if (form?.hasAttribute?.("data-stay") && status >= 400 && status < 500) {
+  if (status >= 400 && status < 500) {
     event.detail.shouldSwap = true;
     event.detail.isError = false;
   }
+  const answer = new DOMParser().parseFromString(event.detail.xhr.responseText, "text/html");
+  const incoming = answer.getElementById("page-messages");
+  const region = document.getElementById("page-messages");
+  if (incoming && region) region.replaceChildren(...incoming.childNodes);
 });
 document.addEventListener("htmx:afterSettle", (event) => {
   if (!stayed || !(event.target instanceof HTMLElement) || event.target.id !== "main") return;
