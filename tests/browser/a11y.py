@@ -42,7 +42,8 @@ MISSING_IDS = """() => {
   for (const element of document.querySelectorAll(names.map((n) => `[${n}]`).join(","))) {
     for (const name of names) {
       for (const id of (element.getAttribute(name) || "").split(/\\s+/).filter(Boolean)) {
-        if (!document.getElementById(id)) missing.push(`${name}="${id}" on ${element.outerHTML.slice(0, 80)}`);
+        if (document.getElementById(id)) continue;
+        missing.push(`${name}="${id}" on ${element.outerHTML.slice(0, 80)}`);
       }
     }
   }

@@ -70,9 +70,7 @@ def test_every_page_passes_axe_with_real_references_and_visible_focus(
 @pytest.mark.parametrize(
     ("language", "theme"), [("en", "light"), ("de", "dark")], ids=["light-en", "dark-de"]
 )
-def test_signed_out_pages_and_not_found_pass_axe(
-    sign_in, page, live_asgi_server, language, theme
-):
+def test_signed_out_pages_and_not_found_pass_axe(sign_in, page, live_asgi_server, language, theme):
     dressed(page, live_asgi_server.url, language=language, theme=theme)
     for _, url in SIGNED_OUT:
         page.goto(url)

@@ -26,7 +26,11 @@ SETUPS = [
 ]
 WORDS = {
     "en": {"left": "{} characters left", "added": "Note added.", "saved": "Saved to memory."},
-    "de": {"left": "Noch {} Zeichen", "added": "Notiz hinzugefügt.", "saved": "Im Gedächtnis gespeichert."},
+    "de": {
+        "left": "Noch {} Zeichen",
+        "added": "Notiz hinzugefügt.",
+        "saved": "Im Gedächtnis gespeichert.",
+    },
 }
 
 # Everything the page's two polite regions say (its messages, its spoken-only hints), in
@@ -49,7 +53,8 @@ LIVE_AROUND = """(element) => {
   for (let node = element; node; node = node.parentElement) {
     const role = node.getAttribute("role");
     const live = node.getAttribute("aria-live");
-    if ((live && live !== "off") || ["alert", "status", "log"].includes(role)) found.push(node.outerHTML.slice(0, 60));
+    const isLive = (live && live !== "off") || ["alert", "status", "log"].includes(role);
+    if (isLive) found.push(node.outerHTML.slice(0, 60));
   }
   return found;
 }"""

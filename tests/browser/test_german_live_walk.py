@@ -172,5 +172,8 @@ def test_a_collection_stays_german_while_and_after_it_is_indexed(page, person, c
     review.wait_for()
     assert english_on(page) == [], "\n".join(english_on(page))
     review.get_by_role("button", name=german("Index these files")).click()
-    page.locator(".job-status[data-state=succeeded]").wait_for(timeout=60_000)
+    status = page.locator(".job-status[data-state=succeeded]")
+    status.wait_for(timeout=60_000)
     assert english_on(page) == [], "\n".join(english_on(page))
+    # The count of documents agrees with the files indexed (issue 29: "1 of 3").
+    assert "3 von 3 Dokumenten" in status.inner_text()
