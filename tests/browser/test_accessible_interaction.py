@@ -236,3 +236,53 @@ def test_a_failed_answer_sits_in_one_live_region_only(sign_in, page, live_asgi_s
     assert page.evaluate(LIVE_AROUND, error.element_handle()) == [
         page.locator("#messages").evaluate("e => e.outerHTML.slice(0, 60)")
     ]
+
+
+def test_an_edited_proposal_saves_in_place_without_jumping_to_the_top(
+    sign_in, page, live_asgi_server
+):
+    person = UserFactory()
+    for text in ("- stadt: wohnt in Berlin", "- tee: trinkt grünen Tee"):
+        off_loop(
+            memory_change_request, turn=Turn(user=person), operation={"action": "add", "text": text}
+        )
+    opened(sign_in, page, live_asgi_server, person, PHONE, "en", "light", "/inbox/")
+    card = page.locator(".proposal").nth(1)
+    card.get_by_text("Edit, then confirm").click()
+    card.get_by_label("Entry text").fill("- tee: trinkt schwarzen Tee")
+    save = card.get_by_role("button", name="Save edited text")
+    save.scroll_into_view_if_needed()
+    before = page.evaluate("window.scrollY")
+    assert before > 0
+    save.press("Enter")
+    card.wait_for(state="detached")
+    page.locator("body[data-spoken='1']").wait_for(state="attached")
+    assert page.evaluate("window.spoken") == ["Saved to memory."]
+    assert page.evaluate("window.scrollY") > 0
+    assert page.evaluate("document.activeElement.closest('.proposal') !== null")
+
+
+# The placeholder's text is measured in the field's own font against the room inside it.
+PLACEHOLDER_FITS = """(field) => {
+  const style = getComputedStyle(field);
+  const context = document.createElement("canvas").getContext("2d");
+  context.font = style.font;
+  const room = field.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+  return context.measureText(field.placeholder).width <= room;
+}"""
+
+
+@pytest.mark.parametrize(("viewport", "language", "theme"), SETUPS)
+def test_the_conversation_search_placeholder_is_not_cut_off(
+    sign_in, page, live_asgi_server, viewport, language, theme
+):
+    person = UserFactory()
+    AIProfileFactory(owner=person)
+    sign_in(person)
+    dressed(page, live_asgi_server.url, language=language, theme=theme)
+    page.set_viewport_size(viewport)
+    page.goto("/chat/")
+    field = page.locator("#chat-q")
+    if not field.is_visible():
+        page.locator("summary", has=page.locator("text=/Conversations|Gespräche/")).first.click()
+    assert field.evaluate(PLACEHOLDER_FITS)
