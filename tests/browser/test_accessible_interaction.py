@@ -242,12 +242,14 @@ def test_an_edited_proposal_saves_in_place_without_jumping_to_the_top(
     sign_in, page, live_asgi_server
 ):
     person = UserFactory()
-    for text in ("- stadt: wohnt in Berlin", "- tee: trinkt grünen Tee"):
+    for number in range(5):
         off_loop(
-            memory_change_request, turn=Turn(user=person), operation={"action": "add", "text": text}
+            memory_change_request,
+            turn=Turn(user=person),
+            operation={"action": "add", "text": f"- notiz {number}: Inhalt"},
         )
     opened(sign_in, page, live_asgi_server, person, PHONE, "en", "light", "/inbox/")
-    card = page.locator(".proposal").nth(1)
+    card = page.locator(f"#{page.locator('.proposal').nth(2).get_attribute('id')}")
     card.get_by_text("Edit, then confirm").click()
     card.get_by_label("Entry text").fill("- tee: trinkt schwarzen Tee")
     save = card.get_by_role("button", name="Save edited text")
