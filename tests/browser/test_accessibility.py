@@ -12,11 +12,13 @@ import pytest
 from tests.browser.a11y import (
     assert_no_serious_axe_violations,
     missing_id_references,
+    serious_axe_violations,
     weak_focus_outlines,
 )
 from tests.browser.walk import DESKTOP, NOT_FOUND, PAGES, PHONE, SIGNED_OUT, add_on_url, dressed
 from tests.browser.walk import world as build_world
 from tests.conftest import off_loop
+from tests.factories import UserFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -82,3 +84,22 @@ def test_signed_out_pages_and_not_found_pass_axe(sign_in, page, live_asgi_server
     assert response is not None and response.status == 404
     assert_no_serious_axe_violations(page)
     assert missing_id_references(page) == []
+
+
+def test_the_check_itself_reports_a_serious_violation_and_a_dangling_reference(sign_in, page):
+    sign_in(UserFactory())
+    page.goto("/memory/")
+    page.evaluate(
+        """() => {
+      const main = document.getElementById("main");
+      main.insertAdjacentHTML("beforeend",
+        '<p style="color:#ccc;background:#fff">faint words</p>' +
+        '<input aria-describedby="no-such-id"><img src="/static/favicon.svg">');
+    }"""
+    )
+    found = serious_axe_violations(page)
+    assert any(line.startswith("color-contrast") for line in found)
+    assert any(line.startswith("image-alt") for line in found)
+    assert missing_id_references(page) == [
+        'aria-describedby="no-such-id" on <input aria-describedby="no-such-id">'
+    ]
