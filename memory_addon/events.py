@@ -34,7 +34,7 @@ def push_memory_change(sender: Any, *, user_id: int, change_set_id: int, **_: An
 def push_inbox_count(sender: Any, *, user_id: int, pending_count: int, **_: Any) -> None:
     """Update the inbox count in the navigation of every open page."""
     html = format_html(
-        '<span id="inbox-count" class="badge" hx-swap-oob="true" aria-live="polite">{}</span>',
+        '<span id="inbox-count" class="badge" hx-swap-oob="true">{}</span>',
         pending_count or "",
     )
     push_fragment(user_id, str(html))

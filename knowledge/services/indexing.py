@@ -243,8 +243,12 @@ def _commit(job: Job, source: Source, rows: list[dict[str, Any]], outcome: dict[
         StagedChunk.objects.filter(job=job).delete()
         skipped = sum(1 for row in rows if row["status"] == "skipped") + len(problems)
         chunk_count = _settle_source(locked, replaced_paths, documents, problem_count=skipped)
+        # Progress beats are throttled, so the last one may have counted fewer files.
+        handled = sum(1 for row in rows if row["status"] in ("new", "changed"))
         counts = {
             **job.counts,
+            "documents": handled,
+            "of": handled,
             "new": len(documents),
             "unchanged": sum(1 for row in rows if row["status"] == "unchanged"),
             "removed": removed,

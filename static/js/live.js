@@ -102,6 +102,35 @@ document.addEventListener("htmx:oobBeforeSwap", (event) => {
   }
 });
 
+// Live pushes go to every open page of the person; a part this page does not show (the
+// Memory tab's entries on the Inbox, say) is dropped before htmx looks for its target, so
+// no htmx:oobErrorNoTarget. The socket element names this extension (base.html).
+function oobTarget(element) {
+  const value = element.getAttribute("hx-swap-oob") || "true";
+  const colon = value.indexOf(":");
+  return colon > 0 ? value.slice(colon + 1) : `#${CSS.escape(element.id)}`;
+}
+window.htmx?.defineExtension("live-targets", {
+  transformResponse(text) {
+    const template = document.createElement("template");
+    template.innerHTML = text;
+    let dropped = false;
+    for (const element of [...template.content.children]) {
+      let present = false;
+      try {
+        present = document.querySelector(oobTarget(element)) !== null;
+      } catch {
+        present = true; // not a plain selector: htmx decides
+      }
+      if (!present) {
+        element.remove();
+        dropped = true;
+      }
+    }
+    return dropped ? template.innerHTML : text;
+  },
+});
+
 // Pushed notices are rendered without the page's language: their words carry a key,
 // and the page holds the words in its own language (#live-texts).
 function translateLive(root) {

@@ -1,5 +1,14 @@
 // Page behaviour without inline handlers (the Content-Security-Policy allows none).
 
+// Says a short text once through the page's polite status region (base.html).
+function announce(text) {
+  const status = document.getElementById("page-status");
+  if (!status) return;
+  status.textContent = "";
+  // Emptied first: the same text twice in a row is spoken again.
+  requestAnimationFrame(() => { status.textContent = text; });
+}
+
 // Destructive forms and buttons ask first: data-confirm holds the question.
 document.addEventListener("submit", (event) => {
   const form = event.target;
@@ -22,17 +31,25 @@ document.addEventListener("change", (event) => {
 
 // Fields with data-counter show how many characters are left (the id of the counter).
 // A counter marked data-count-only is followed by its own "/ 300 characters" label.
-function updateCounter(field) {
+// The count is not a live region (it would be read out on every keystroke): the polite
+// #page-status says how many are left once, when the field enters the last 20 and at 0.
+const LOW = 20;
+function updateCounter(field, typed = false) {
   const counter = document.getElementById(field.dataset.counter);
   if (!counter || !field.maxLength || field.maxLength < 0) return;
   const left = field.maxLength - field.value.length;
   counter.textContent = counter.hasAttribute("data-count-only")
     ? String(field.value.length)
     : `${field.value.length} / ${field.maxLength}`;
-  counter.classList.toggle("counter-low", left < 20);
+  counter.classList.toggle("counter-low", left < LOW);
+  const band = left <= 0 ? "none" : left < LOW ? "low" : "plenty";
+  if (typed && band !== field.dataset.counterBand && band !== "plenty") {
+    announce((document.body.dataset.textCharactersLeft || "{left}").replace("{left}", String(Math.max(left, 0))));
+  }
+  field.dataset.counterBand = band;
 }
 document.addEventListener("input", (event) => {
-  if (event.target instanceof HTMLElement && event.target.dataset.counter) updateCounter(event.target);
+  if (event.target instanceof HTMLElement && event.target.dataset.counter) updateCounter(event.target, true);
 });
 document.addEventListener("DOMContentLoaded", () => {
   document.querySelectorAll("[data-counter]").forEach(updateCounter);
@@ -58,11 +75,78 @@ document.addEventListener("DOMContentLoaded", () => {
   if (!toggle || !bar) return;
   toggle.hidden = false;
   bar.classList.add("menu-ready");
-  toggle.addEventListener("click", () => {
-    const open = toggle.getAttribute("aria-expanded") !== "true";
+  const setOpen = (open) => {
     toggle.setAttribute("aria-expanded", String(open));
     bar.classList.toggle("menu-open", open);
+  };
+  toggle.addEventListener("click", () => setOpen(toggle.getAttribute("aria-expanded") !== "true"));
+  // Escape closes the open menu and gives the focus back to its button.
+  document.addEventListener("keydown", (event) => {
+    if (event.key !== "Escape" || toggle.getAttribute("aria-expanded") !== "true") return;
+    setOpen(false);
+    toggle.focus();
   });
+});
+
+// Forms marked data-stay (adding a note, deciding a proposal) are sent with htmx and only
+// the inside of <main> is swapped: the page does not jump to the top, the focus stays on
+// the same field (or moves to the next card when the person's card is gone), and the
+// page's confirmation lands in the #page-messages live region, which is spoken once.
+function prepareStayForms(root) {
+  root.querySelectorAll?.("form[data-stay]:not([hx-post])").forEach((form) => {
+    form.setAttribute("hx-post", form.getAttribute("action"));
+    form.setAttribute("hx-target", "#main");
+    form.setAttribute("hx-select", "#main > *");
+    form.setAttribute("hx-swap", "innerHTML");
+    window.htmx?.process(form);
+  });
+}
+document.addEventListener("DOMContentLoaded", () => prepareStayForms(document));
+document.addEventListener("htmx:oobAfterSwap", () => prepareStayForms(document));
+let stayed = null;
+document.addEventListener("htmx:beforeRequest", (event) => {
+  const form = event.detail.elt;
+  if (!(form instanceof HTMLFormElement) || !form.hasAttribute("data-stay")) return;
+  const card = form.closest("article[id]");
+  stayed = {
+    focused: document.activeElement?.id || "",
+    card: card?.id || "",
+    next: card?.nextElementSibling?.id || "",
+    previous: card?.previousElementSibling?.id || "",
+  };
+});
+// A refused note comes back as 422 with the form and its reason: it is shown too. The
+// answer's messages go into the page's #page-messages region here, by hand: a live push
+// may already have removed the person's card (and its form) from the page.
+document.addEventListener("htmx:beforeSwap", (event) => {
+  const form = event.detail.requestConfig?.elt;
+  if (!form?.hasAttribute?.("data-stay")) return;
+  const status = event.detail.xhr.status;
+  if (status >= 400 && status < 500) {
+    event.detail.shouldSwap = true;
+    event.detail.isError = false;
+  }
+  const answer = new DOMParser().parseFromString(event.detail.xhr.responseText, "text/html");
+  const incoming = answer.getElementById("page-messages");
+  const region = document.getElementById("page-messages");
+  if (incoming && region) region.replaceChildren(...incoming.childNodes);
+});
+document.addEventListener("htmx:afterSettle", (event) => {
+  if (!stayed || !(event.target instanceof HTMLElement) || event.target.id !== "main") return;
+  const { focused, card, next, previous } = stayed;
+  stayed = null;
+  prepareStayForms(event.target);
+  const byId = (id) => (id ? document.getElementById(id) : null);
+  let target = byId(focused);
+  if (!target && card && !byId(card)) {
+    const neighbour = byId(next) || byId(previous);
+    target = neighbour?.querySelector("button, a[href], textarea, input:not([type=hidden])") || null;
+  }
+  if (!target) {
+    target = event.target.querySelector("h1");
+    target?.setAttribute("tabindex", "-1");
+  }
+  target?.focus({ preventScroll: true });
 });
 
 // Narrow screens show each table row as a card: every cell is labelled with its column.

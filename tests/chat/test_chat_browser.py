@@ -269,7 +269,7 @@ def test_a_failed_answer_says_why_and_retry_answers_again(
     send(chat, "Hi")
     failed = chat.locator("article.msg-assistant[data-state=failed]")
     failed.wait_for()
-    assert "out of memory" in failed.get_by_role("alert").inner_text()
+    assert "out of memory" in failed.locator(".msg-error").inner_text()
     failed.get_by_role("button", name="Retry").click()
     chat.locator("article.msg-assistant[data-state=complete]", has_text="Works now.").wait_for()
     assert list(conversation.messages.values_list("role", "state")) == [
@@ -315,7 +315,7 @@ def test_an_answer_that_ends_before_the_send_returns_still_shows_its_end(
     failed = chat.locator("article.msg-assistant[data-state=failed]")
     failed.wait_for()
     assert held.get("done")
-    assert "out of memory" in failed.get_by_role("alert").inner_text()
+    assert "out of memory" in failed.locator(".msg-error").inner_text()
 
 
 def test_the_chat_fits_a_390_px_screen(
