@@ -40,23 +40,26 @@ class StoreForm(forms.Form):
         label=gettext_lazy("Allow background and scheduled runs to search it"), required=False
     )
     backend = forms.ChoiceField(
-        label="Where the vectors live",
-        choices=Store.Backend.choices,
+        label=gettext_lazy("Where the vectors live"),
+        choices=[
+            (Store.Backend.POSTGRES, gettext_lazy("This server's database (pgvector)")),
+            (Store.Backend.QDRANT, gettext_lazy("A Qdrant service")),
+        ],
         initial=Store.Backend.POSTGRES,
-        help_text="Texts and keyword search always stay on this server.",
+        help_text=gettext_lazy("Texts and keyword search always stay on this server."),
     )
     qdrant_url = forms.CharField(
-        label="Qdrant address",
+        label=gettext_lazy("Qdrant address"),
         required=False,
         max_length=500,
-        help_text="https://host:6333 (plain http:// only for this machine).",
+        help_text=gettext_lazy("https://host:6333 (plain http:// only for this machine)."),
     )
     qdrant_api_key = forms.CharField(
-        label="Qdrant API key",
+        label=gettext_lazy("Qdrant API key"),
         required=False,
         max_length=500,
         widget=forms.PasswordInput(render_value=False),
-        help_text="Stored encrypted.",
+        help_text=gettext_lazy("Stored encrypted."),
     )
 
     def __init__(self, *args: Any, owner: User, local_models: list[str], **kwargs: Any) -> None:
@@ -68,7 +71,7 @@ class StoreForm(forms.Form):
         ]
         for profile in AIProfile.objects.filter(owner=owner, role=AIProfile.Role.EMBEDDING):
             choices.append((f"openai:{profile.pk}", f"{profile.name}: {profile.model}"))
-        choices.append(("none:", "None — keyword search only"))
+        choices.append(("none:", str(gettext_lazy("None — keyword search only"))))
         embedding = self.fields["embedding"]
         assert isinstance(embedding, forms.ChoiceField)  # noqa: S101 - declared above
         embedding.choices = choices
