@@ -12,6 +12,7 @@ import json
 import httpx
 from django.utils.translation import gettext as _
 
+from host.core.connection_words import connection_failure_words
 from host.outbound import (
     BodyTooLarge,
     OutboundRefused,
@@ -66,7 +67,7 @@ def server_models(*, base_url: str, api_key: str = "") -> list[str]:
     except httpx.HTTPError as error:
         raise ConnectionProblem(
             _("The server at %(url)s cannot be reached (%(error)s).")
-            % {"url": url, "error": type(error).__name__}
+            % {"url": url, "error": _(connection_failure_words(error))}
         ) from None
     if status in (401, 403):
         raise ConnectionProblem(

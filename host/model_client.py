@@ -30,6 +30,7 @@ from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCall
 
 from host import metrics
 from host.bounded_http import AnswerRefused, bounded_call
+from host.core.connection_words import connection_failure_words
 from host.outbound import shared_http_client
 from host.outbound_gate import masked_message
 
@@ -172,7 +173,7 @@ def classify(error: Exception, endpoint: Endpoint) -> tuple[ModelError, float | 
         reset = isinstance(cause, ConnectionResetError) or "reset" in str(cause).lower()
         return ModelError(
             "unreachable",
-            f"The AI server at {where} is unreachable ({_cause_name(cause)}).",
+            f"The AI server at {where} is unreachable ({connection_failure_words(cause)}).",
         ), (0.5 if reset else None)
     if isinstance(error, openai.APIStatusError):
         status = error.status_code
@@ -205,10 +206,6 @@ def classify(error: Exception, endpoint: Endpoint) -> tuple[ModelError, float | 
             "refused", f"The AI server refused the request ({status}): {detail}"
         ), None
     return ModelError("malformed", f"Unexpected reply from the AI server: {error}"), None
-
-
-def _cause_name(cause: BaseException | None) -> str:
-    return type(cause).__name__ if cause else "no connection"
 
 
 def _wait(seconds: float, should_stop: Callable[[], bool]) -> bool:
