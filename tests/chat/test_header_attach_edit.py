@@ -5,6 +5,7 @@ be edited (into a copy of the conversation up to it)."""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -16,6 +17,7 @@ from chat.models import Conversation, Message
 from chat.runner import turn_run
 from chat.services import ChatRefused, conversation_create, message_edit
 from knowledge import services as knowledge
+from knowledge.events import SETTLED
 from knowledge.models import Chunk, Job, Source, Store
 from knowledge.services import store_create, store_share_set
 from tests.factories import AIProfileFactory, OrganizationFactory, UserFactory
@@ -166,8 +168,17 @@ def _scan(conversation: Conversation) -> Job:
     conversation.refresh_from_db()
     scan = Job.objects.filter(store_id=conversation.own_store_id, kind=Job.Kind.SCAN).latest("pk")
     knowledge.scan_run(scan.pk)
-    scan.refresh_from_db()
-    return scan
+    return _settled(scan)
+
+
+def _settled(job: Job) -> Job:
+    """The job once it has settled: a Celery worker another test of this process started
+    may have picked it up before the test's own run."""
+    deadline = time.monotonic() + 60
+    while (job := Job.objects.get(pk=job.pk)).state not in SETTLED:
+        assert time.monotonic() < deadline, f"the {job.kind} job did not finish"
+        time.sleep(0.1)
+    return job
 
 
 @pytest.mark.django_db(transaction=True)
@@ -194,6 +205,7 @@ def test_an_attached_file_is_checked_indexed_on_confirm_and_reaches_the_next_tur
     assert response.status_code == 200
     index = Job.objects.get(store=own, kind=Job.Kind.INDEX)
     knowledge.index_run(index.pk)
+    _settled(index)
     chips = signed_in.get(reverse("chat_attachments", args=[conversation.pk])).content.decode()
     assert "indexed" in chips
 
