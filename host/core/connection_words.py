@@ -24,8 +24,10 @@ def connection_failure_words(error: BaseException | None) -> str:
         return _("no connection")
     if any(isinstance(kind, ssl.SSLError) for kind in kinds) or "certificate" in text:
         return _("its certificate was not accepted")
-    if "name or service not known" in text or "nodename nor servname" in text or (
-        "getaddrinfo" in text or "name resolution" in text
+    if (
+        "name or service not known" in text
+        or "nodename nor servname" in text
+        or ("getaddrinfo" in text or "name resolution" in text)
     ):
         return _("its address could not be found")
     if any(isinstance(kind, ConnectionRefusedError) for kind in kinds) or "refused" in text:
