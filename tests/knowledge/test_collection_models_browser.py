@@ -8,15 +8,12 @@ import pytest
 
 from host.local_model import E5_MODEL, PACKAGED_MODEL
 from knowledge.models import Store
+from tests.chat.test_chat_header_attach_edit_browser import SETUPS
 from tests.chat.test_questions_browser import fits
 from tests.factories import UserFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-SETUPS = [
-    pytest.param("en", {"width": 1280, "height": 900}, "light", id="1280-english-light"),
-    pytest.param("de", {"width": 390, "height": 844}, "dark", id="390-german-dark"),
-]
 WORDS = {
     "en": {
         "model": "Embedding model",
