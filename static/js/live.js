@@ -81,6 +81,25 @@ document.addEventListener("htmx:beforeSwap", (event) => {
   }
 });
 
+function answerStarted(root) {
+  return typedSomething(root) || [...root.querySelectorAll("input[type=radio], input[type=checkbox]")]
+    .some((field) => field.checked !== field.defaultChecked);
+}
+
+// A card the person has started to fill in (a question's choice, say) stays as it is when
+// the block around it is pushed again while that card still waits: htmx keeps an element
+// marked hx-preserve, so the pushed copy of it is marked so.
+function keepStartedAnswers(target, fragment) {
+  if (!fragment?.querySelector) return;
+  const cards = target.matches("[data-keep-while-started]") ? [target] : [];
+  cards.push(...target.querySelectorAll("[data-keep-while-started]"));
+  for (const card of cards) {
+    if (!card.id || !answerStarted(card)) continue;
+    fragment.querySelector(`#${CSS.escape(card.id)}[data-keep-while-started]`)
+      ?.setAttribute("hx-preserve", "true");
+  }
+}
+
 // Before a pushed fragment replaces part of the page:
 // - a notice about an older change never replaces a newer one (change sets count up), so a
 //   late push from another tab cannot contradict what this tab just did (e.g. its Undo);
@@ -95,6 +114,7 @@ document.addEventListener("htmx:oobBeforeSwap", (event) => {
     if (shown && arriving && arriving <= shown) event.detail.shouldSwap = false;
     return;
   }
+  keepStartedAnswers(target, fragment);
   if (target.dataset.staleNotice && typedSomething(target)) {
     event.detail.shouldSwap = false;
     const notice = document.getElementById(target.dataset.staleNotice);

@@ -10,6 +10,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from chat.events import push_message
 from chat.models import Message, Question
 from chat.questions import questions_expire
 from tests.chat.test_chat_browser import open_chat
@@ -176,3 +177,35 @@ def test_an_unanswered_question_is_decided_by_the_sweep_and_the_choice_is_shown(
     assert answer.state == Message.State.COMPLETE
     assert fits(page)
     screenshot("decided")
+
+
+@pytest.mark.parametrize(("language", "viewport"), SETUPS)
+def test_a_choice_being_made_survives_a_push_of_the_answer_around_it(
+    chat_worker, fake_openai, sign_in, person, conversation, language, viewport
+):
+    words = WORDS[language]
+    fake_openai.chat_replies += [
+        {"content": "Let me plan it.", "tool_calls": [ask_call("q1")]},
+        {"content": "Starting from Turin."},
+    ]
+    page = opened(sign_in, person, conversation, language, viewport)
+    send(page, language, "Plan my trip")
+    card = waiting_card(page)
+    card.get_by_text(words["why"]).wait_for()
+    card.get_by_label("Turin").check()
+    card.get_by_label(words["other"]).fill("after lunch")
+    page.evaluate(
+        "window.pushedSwaps = 0;"
+        "document.addEventListener('htmx:oobAfterSwap', () => { window.pushedSwaps += 1; });"
+    )
+    answer = off_loop(lambda: Message.objects.get(conversation=conversation, role="assistant"))
+    off_loop(lambda: push_message(person.pk, answer))  # e.g. a second tab's change
+    page.wait_for_function("window.pushedSwaps > 0")
+    assert card.get_by_label("Turin").is_checked()
+    assert card.get_by_label(words["other"]).input_value() == "after lunch"
+    card.get_by_role("button", name=words["answer"]).click()
+    page.get_by_text("Turin — after lunch").wait_for()
+    page.locator("article.msg-assistant[data-state=complete]").wait_for()
+    assert fake_openai.chat_requests[-1]["messages"][-1]["content"] == (
+        "The person answered: Turin — after lunch"
+    )
