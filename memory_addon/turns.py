@@ -54,6 +54,9 @@ class Turn:
     # The model was offered the strict tool schemas: a null for an optional argument
     # means "not given" (strict mode makes the model send every field).
     strict_tools: bool = False
+    # The model can call context_read, so the memory block points it at the topic files.
+    # Off in the host's chat for a profile without tools: it has the index lines only.
+    reads_files: bool = True
     # The client (per its API token) loads its own rule files (CLAUDE.md, AGENTS.md …),
     # so the approved copies are left out of its context. Never set by the host's chat.
     client_reads_rule_files: bool = False

@@ -220,23 +220,12 @@ def user(db: None) -> object:
     return UserFactory()
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption(
-        "--run-llama",
-        action="store_true",
-        help="Also run the opt-in tests against a real llama.cpp server (make demo-model first).",
-    )
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # Playwright's sync API leaves an event loop running in the main thread for the
     # rest of the session, which breaks async_to_sync in later tests: browsers go last.
     items.sort(key=lambda item: item.get_closest_marker("browser") is not None)
     if config.pluginmanager.hasplugin("xdist"):
         _group_by_file_for_xdist(items)
-    if not config.getoption("--run-llama"):
-        # Opt-in: they need llama.cpp built by `make demo-model`; `make test` leaves them out.
-        items[:] = [item for item in items if item.get_closest_marker("llama") is None]
 
 
 def _group_by_file_for_xdist(items: list[pytest.Item]) -> None:

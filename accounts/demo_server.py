@@ -1,0 +1,57 @@
+"""The offline demo model's OpenAI-compatible server (B8): llama.cpp's own C++ server
+through xllamacpp's prebuilt wheel, so nothing is compiled, with the chat template stored
+in the model file. Run as `python -m accounts.demo_server MODEL --port N --alias NAME`;
+it prints one line starting with READY once it listens, and serves until stopped.
+
+No Django here: it runs beside the site as its own process."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import sys
+import threading
+
+READY = "READY"
+# Small models answer best without sampling noise; the benchmark asked at temperature 0 too.
+DEFAULT_TEMPERATURE = 0.0
+# The answer's length when a request names none: a tiny model that runs on repeats itself.
+DEFAULT_MAX_TOKENS = 512
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("model", help="the GGUF file")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--alias", required=True, help="the model name clients ask for")
+    parser.add_argument("--context", type=int, default=4096)
+    parser.add_argument("--threads", type=int, default=min(4, os.cpu_count() or 1))
+    options = parser.parse_args(argv)
+
+    import xllamacpp  # noqa: PLC0415 - a 30 MB native library, loaded only here
+
+    params = xllamacpp.CommonParams()
+    params.model.path = options.model
+    params.model_alias = options.alias
+    params.n_ctx = options.context
+    params.n_predict = DEFAULT_MAX_TOKENS
+    params.hostnames = ["127.0.0.1"]
+    params.port = options.port
+    params.use_jinja = True  # the model file's own chat template
+    params.cpuparams.n_threads = options.threads
+    params.cpuparams_batch.n_threads = options.threads
+    params.sampling.temp = DEFAULT_TEMPERATURE
+    server = xllamacpp.Server(params)
+    print(f"{READY} {server.listening_address}", flush=True)
+    stopped = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stopped.set())
+    with contextlib.suppress(KeyboardInterrupt):
+        stopped.wait()
+    del server  # stops llama.cpp's threads before the interpreter goes
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
