@@ -46,6 +46,7 @@ class SentSkill:
     rules: int
     allowed_tools: tuple[str, ...]
     text: str
+    title: str = ""  # for people; the name is the id
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,7 @@ class SentFile:
 class SentSkillRow(TypedDict):
     addon: str
     name: str
+    title: str
     tokens: int
     rules: int
     tools: list[str]
@@ -97,6 +99,7 @@ class AddonContext:
                 {
                     "addon": s.addon,
                     "name": s.name,
+                    "title": s.title or s.name,
                     "tokens": s.tokens,
                     "rules": s.rules,
                     "tools": list(s.allowed_tools),
@@ -182,6 +185,7 @@ def _skill_candidates(
                 len(rule_text.split("\n")) if rule_text else 0,
                 skill.allowed_tools,
                 text,
+                title=skill.label,
             )
             candidates.append(Candidate(item, tokens, len(text.encode("utf-8"))))
     return candidates
@@ -208,7 +212,7 @@ def _host_skill_candidates(
         ).text
         tokens = estimate_tokens(text)
         rules = len(rule_text.split("\n")) if rule_text else 0
-        item = SentSkill(HOST_SKILLS, host.name, tokens, rules, (), text)
+        item = SentSkill(HOST_SKILLS, host.name, tokens, rules, (), text, title=host.title)
         candidates.append(Candidate(item, tokens, len(text.encode("utf-8"))))
     return candidates
 

@@ -363,7 +363,7 @@ def person_skills(user: User) -> list[SkillView]:
         view(
             state.id,
             s.name,
-            f"{state.manifest.name} · {s.name}",
+            f"{state.manifest.name} · {s.label}",
             s.description,
             builtin_topics=s.topics,
         )

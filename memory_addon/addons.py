@@ -117,6 +117,7 @@ MEMORY_MANIFEST: Manifest = manifest_parse(
         "skills": [
             {
                 "name": "memory",
+                "title": "Using memory",
                 "description": "Read the matching note before answering; save notes the right way.",
                 "instructions": _MEMORY_SKILL,
                 "allowedTools": ["context_read", "propose_change", "revert_change", "list_memory"],
@@ -124,6 +125,7 @@ MEMORY_MANIFEST: Manifest = manifest_parse(
             },
             {
                 "name": "memory-check-own-files",
+                "title": "Honest about what memory holds",
                 "description": "Say honestly what memory holds and what the assistant cannot read.",
                 "instructions": _CHECK_OWN_FILES_SKILL,
                 "allowedTools": ["context_read", "list_memory"],

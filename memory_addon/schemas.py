@@ -150,6 +150,7 @@ class SentAlongOut(Schema):
 class SentSkillOut(Schema):
     addon: str
     name: str
+    title: str = ""  # what people see; older answers stored none
     tokens: int
     rules: int
     tools: list[str]

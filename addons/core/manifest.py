@@ -131,6 +131,8 @@ class SettingDecl(_Strict):
 
 class Skill(_Strict):
     name: Key
+    # What people see; the name is the skill's id in URLs, rules and the model's tools.
+    title: Text | None = None
     description: Text
     instructions: Annotated[
         str, StringConstraints(strip_whitespace=True, min_length=1, max_length=4000)
@@ -138,6 +140,10 @@ class Skill(_Strict):
     allowed_tools: tuple[str, ...] = Field((), alias="allowedTools")
     # What the skill is about: a confirmed rule on one of these goes to its learned rules.
     topics: tuple[Topic, ...] = Field((), max_length=20)
+
+    @property
+    def label(self) -> str:
+        return self.title or self.name.replace("-", " ").capitalize()
 
     @field_validator("allowed_tools")
     @classmethod

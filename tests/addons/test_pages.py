@@ -161,3 +161,9 @@ def test_a_package_over_the_cap_is_refused_with_its_size_in_the_persons_language
     )
     assert "Das Paket ist 3 KiB groß; erlaubt sind höchstens 1 KiB." in response.content.decode()
     assert not InstalledAddon.objects.exists()
+
+
+def test_skills_are_shown_by_their_title_not_their_id(person):
+    page = signed_in(person).get("/addons/memory/").content.decode()
+    assert ">Honest about what memory holds</a>" in page
+    assert ">memory-check-own-files</a>" not in page

@@ -93,4 +93,4 @@ def test_sent_along_on_the_chat_page_lists_skills_and_context_files(
     client.force_login(person)
     page = client.get(f"/chat/{answer.conversation_id}/").content.decode()
     assert "2 skills, 1 context file" in page
-    assert "memory-check-own-files" in page and "context/brief.md" in page
+    assert "Honest about what memory holds" in page and "context/brief.md" in page

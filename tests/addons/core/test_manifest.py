@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from addons.core.manifest import ManifestError, manifest_parse
+from addons.core.manifest import ManifestError, Skill, manifest_parse
 from memory_addon.addons import MEMORY_MANIFEST
 from memory_addon.services.tools import CHAT_TOOLS
 from tests.addons.conftest import manifest
@@ -263,3 +263,19 @@ def test_context_file_placeholders_resolve_to_one_file_per_choice():
         "context/brief.md",
     ]
     assert parsed.resolve_context_file("context/{tone}.md", {"tone": "brief"}) == "context/brief.md"
+
+
+def test_a_skill_without_a_title_is_shown_by_its_name_in_words():
+    skill = Skill.model_validate(
+        {"name": "tone-check", "description": "Checks the tone.", "instructions": "Be kind."}
+    )
+    assert skill.label == "Tone check"
+    titled = Skill.model_validate(
+        {
+            "name": "tone-check",
+            "title": "Kind words",
+            "description": "Checks the tone.",
+            "instructions": "Be kind.",
+        }
+    )
+    assert titled.label == "Kind words"
