@@ -103,3 +103,34 @@ def test_the_check_itself_reports_a_serious_violation_and_a_dangling_reference(s
     assert missing_id_references(page) == [
         'aria-describedby="no-such-id" on <input aria-describedby="no-such-id">'
     ]
+
+
+ADMIN_PAGES = [
+    "/admin/",
+    "/admin/accounts/user/",
+    "/admin/accounts/user/{person}/change/",
+    "/admin/memory_addon/changeset/",
+]
+
+
+@pytest.mark.parametrize(
+    ("viewport", "language", "theme"),
+    [(DESKTOP, "en", "light"), (PHONE, "de", "dark")],
+    ids=["1280-light-en", "390-dark-de"],
+)
+def test_the_admin_pages_pass_axe_in_both_themes(
+    sign_in, page, live_asgi_server, viewport, language, theme
+):
+    admin = off_loop(lambda: UserFactory(is_staff=True, is_superuser=True))
+    sign_in(admin)
+    dressed(page, live_asgi_server.url, language=language, theme=theme)
+    page.set_viewport_size(viewport)
+    problems = {}
+    for pattern in ADMIN_PAGES:
+        url = pattern.format(person=admin.pk)
+        response = page.goto(url)
+        assert response is not None and response.status == 200, url
+        found = serious_axe_violations(page) + weak_focus_outlines(page)
+        if found:
+            problems[url] = found
+    assert not problems, "\n".join(f"{url}: {found}" for url, found in problems.items())
