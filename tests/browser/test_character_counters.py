@@ -25,7 +25,7 @@ def test_an_inbox_card_counts_the_characters_once_on_load_and_while_typing(sign_
     page.goto("/inbox/")
     card = page.locator(f"#proposal-{proposal.pk}")
     card.get_by_text("Edit, then confirm").click()
-    help_text = card.locator(f"#counter-{proposal.pk}").locator("xpath=..")
+    help_text = card.locator(f"#proposal-{proposal.pk}-counter").locator("xpath=..")
     assert help_text.inner_text().strip() == f"{len(text)} / 300 characters"
     card.get_by_label("Entry text").fill("- tea: loves tea")
     assert help_text.inner_text().strip() == "16 / 300 characters"

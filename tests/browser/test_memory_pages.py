@@ -82,7 +82,7 @@ def test_edit_then_confirm_saves_the_edited_text(sign_in, person):
     card.get_by_text("Edit, then confirm").click()
     box = card.get_by_label("Entry text")
     box.fill("- tea: loves green tea -> tea.md")
-    assert card.locator(f"#counter-{proposal.pk}").inner_text() == str(
+    assert card.locator(f"#proposal-{proposal.pk}-counter").inner_text() == str(
         len("- tea: loves green tea -> tea.md")
     )
     card.get_by_role("button", name="Save edited text").click()
