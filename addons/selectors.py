@@ -11,6 +11,7 @@ from importlib.metadata import EntryPoint, entry_points
 from django.contrib.postgres.expressions import ArraySubquery
 from django.db.models import OuterRef
 from django.db.models.functions import JSONObject
+from django.utils.translation import gettext
 from pydantic import JsonValue
 
 from accounts.models import User
@@ -363,8 +364,9 @@ def person_skills(user: User) -> list[SkillView]:
         view(
             state.id,
             s.name,
-            f"{state.manifest.name} · {s.label}",
-            s.description,
+            # The built-in add-on's words are in the site's catalogue (addon_text).
+            f"{gettext(state.manifest.name)} · {gettext(s.label)}",
+            gettext(s.description),
             builtin_topics=s.topics,
         )
         for state in installed_addons()

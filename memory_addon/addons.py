@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from django.utils.translation import gettext_noop
+
 from addons.core.manifest import Manifest, manifest_parse
 
 MEMORY_ADDON = "memory"
@@ -38,10 +40,10 @@ MEMORY_MANIFEST: Manifest = manifest_parse(
     {
         "api": 2,
         "id": MEMORY_ADDON,
-        "name": "Short memory",
+        "name": gettext_noop("Short memory"),
         "version": "2.0.0",
         "author": "Memory host",
-        "description": (
+        "description": gettext_noop(
             "A few notes about you that the assistant reads in every chat: where you live, "
             "what you eat, the language and units you like, how you want answers."
         ),
@@ -58,56 +60,64 @@ MEMORY_MANIFEST: Manifest = manifest_parse(
         "settings": [
             {
                 "key": SAVE_MODE,
-                "label": "Saving a note",
+                "label": gettext_noop("Saving a note"),
                 "type": "string",
-                "description": (
+                "description": gettext_noop(
                     "What happens when the assistant wants to save something to your memory."
                 ),
                 "choices": [
                     {
                         "value": "ask",
-                        "label": "Ask me first",
-                        "description": "The assistant proposes a note; you confirm it.",
+                        "label": gettext_noop("Ask me first"),
+                        "description": gettext_noop(
+                            "The assistant proposes a note; you confirm it."
+                        ),
                     },
                     {
                         "value": "auto",
-                        "label": "Save it and tell me",
-                        "description": (
+                        "label": gettext_noop("Save it and tell me"),
+                        "description": gettext_noop(
                             "In your own chats the note is saved at once, with an Undo."
                         ),
                     },
                     {
                         "value": "never",
-                        "label": "Never",
-                        "description": "The assistant cannot propose notes.",
+                        "label": gettext_noop("Never"),
+                        "description": gettext_noop("The assistant cannot propose notes."),
                     },
                 ],
                 "default": "ask",
             },
             {
                 "key": LEARNING,
-                "label": "Rule learning",
+                "label": gettext_noop("Rule learning"),
                 "type": "string",
-                "description": "Whether the assistant suggests lasting rules from your messages.",
+                "description": gettext_noop(
+                    "Whether the assistant suggests lasting rules from your messages."
+                ),
                 "choices": [
                     {
                         "value": "suggest",
-                        "label": "Suggest rules",
-                        "description": "A card under an answer offers a rule you stated.",
+                        "label": gettext_noop("Suggest rules"),
+                        "description": gettext_noop(
+                            "A card under an answer offers a rule you stated."
+                        ),
                     },
                     {
                         "value": "off",
-                        "label": "Off",
-                        "description": "No rule is looked for; Remember as rule still works.",
+                        "label": gettext_noop("Off"),
+                        "description": gettext_noop(
+                            "No rule is looked for; Remember as rule still works."
+                        ),
                     },
                 ],
                 "default": "suggest",
             },
             {
                 "key": SKILL_RULES,
-                "label": "May create skills and save learned rules in them",
+                "label": gettext_noop("May create skills and save learned rules in them"),
                 "type": "boolean",
-                "description": (
+                "description": gettext_noop(
                     "A rule about a language, tool or tagged topic goes to its skill; "
                     "off: every rule goes to memory."
                 ),
@@ -117,16 +127,20 @@ MEMORY_MANIFEST: Manifest = manifest_parse(
         "skills": [
             {
                 "name": "memory",
-                "title": "Using memory",
-                "description": "Read the matching note before answering; save notes the right way.",
+                "title": gettext_noop("Using memory"),
+                "description": gettext_noop(
+                    "Read the matching note before answering; save notes the right way."
+                ),
                 "instructions": _MEMORY_SKILL,
                 "allowedTools": ["context_read", "propose_change", "revert_change", "list_memory"],
                 "topics": ["memory", "notes", "gedächtnis", "notizen"],
             },
             {
                 "name": "memory-check-own-files",
-                "title": "Honest about what memory holds",
-                "description": "Say honestly what memory holds and what the assistant cannot read.",
+                "title": gettext_noop("Honest about what memory holds"),
+                "description": gettext_noop(
+                    "Say honestly what memory holds and what the assistant cannot read."
+                ),
                 "instructions": _CHECK_OWN_FILES_SKILL,
                 "allowedTools": ["context_read", "list_memory"],
             },
