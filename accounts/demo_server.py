@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=min(4, os.cpu_count() or 1))
     options = parser.parse_args(argv)
 
-    import xllamacpp  # noqa: PLC0415 - a 30 MB native library, loaded only here
+    import xllamacpp
 
     params = xllamacpp.CommonParams()
     params.model.path = options.model

@@ -29,7 +29,7 @@ def llama_server(tmp_path_factory):
     port = free_port()
     log = tmp_path_factory.mktemp("llama") / "server.log"
     with log.open("w") as log_file:
-        server = subprocess.Popen(  # noqa: S603 - our own fixed command
+        server = subprocess.Popen(
             llama_server_command(demo_model_file(), port=port),
             stdout=subprocess.PIPE,
             stderr=log_file,

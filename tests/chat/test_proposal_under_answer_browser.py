@@ -67,7 +67,7 @@ def answered_with_a_proposal(fake_openai, sign_in, person, conversation, setup):
 def test_an_edited_proposal_is_saved_under_the_answer_without_reloading(
     chat_worker, fake_openai, sign_in, person, conversation, language, viewport, scheme
 ):
-    page, card, proposal, said = answered_with_a_proposal(
+    page, card, _proposal, said = answered_with_a_proposal(
         fake_openai, sign_in, person, conversation, (language, viewport, scheme)
     )
     card.get_by_text(said["edit"]).click()
