@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -12,7 +14,7 @@ from django.utils.translation import gettext
 
 from accounts.models import User
 from addons.models import AddonSetting
-from host.core.secret_guard import find_secret
+from host.core.secret_guard import SecretFinding, find_secret
 from host.core.tokens import estimate_tokens
 from host.secret_text import kind_label
 from memory_addon.addons import MEMORY_ADDON, SAVE_MODE
@@ -62,7 +64,6 @@ class ScopePage:
     folder: str
     index: MemoryFile | None
     rows: list[EntryRow]
-    files: list[MemoryFile]
     tokens_sent: int
     budget: int
     omitted: int
@@ -95,14 +96,41 @@ def turn_for_scope(user: User, scope: MemoryScope) -> Turn:
     return Turn(user=user, agent=scope.agent, binding=scope.binding, chat_key=scope.chat_key)
 
 
+# A file's secret finding depends on its text alone: kept per process by content hash, so
+# a page view scans only the files that changed since, not all of a person's notes.
+_FINDINGS_KEPT = 20_000
+_findings: OrderedDict[str, SecretFinding | None] = OrderedDict()
+_findings_lock = threading.Lock()
+
+
+def _secret_banners(scope: MemoryScope) -> list[SecretBanner]:
+    rows = list(MemoryFile.objects.filter(scope=scope).values_list("pk", "path", "sha256"))
+    unseen = [pk for pk, _, sha in rows if sha not in _findings]
+    if unseen:
+        for sha, content in MemoryFile.objects.filter(pk__in=unseen).values_list(
+            "sha256", "content"
+        ):
+            finding = find_secret(content)
+            with _findings_lock:
+                _findings[sha] = finding
+                while len(_findings) > _FINDINGS_KEPT:
+                    _findings.popitem(last=False)
+    banners = []
+    for _, path, sha in sorted(rows, key=lambda row: row[1]):
+        finding = _findings.get(sha)
+        if finding:
+            banners.append(SecretBanner(path, finding.line, kind_label(finding.kind)))
+    return banners
+
+
 def scope_page(user: User, scope: MemoryScope, policy: Policy) -> ScopePage:
-    files = list(MemoryFile.objects.filter(scope=scope))
-    index = next((f for f in files if f.path == index_path(scope)), None)
+    # Only the index is read whole: topic files are named, not shown, on this page.
+    paths = set(MemoryFile.objects.filter(scope=scope).values_list("path", flat=True))
+    index = MemoryFile.objects.filter(scope=scope, path=index_path(scope)).first()
     items = entries.send_order(entries.parse_items(index.content if index else ""))
     context = turn_context_build(turn_for_scope(user, scope), policy)
     folder = scope_folder(scope)
     sent_keys = {(s.entry_id, s.text) for s in context.sent if s.scope == folder}
-    paths = {f.path for f in files}
     rows = []
     for item in items:
         line = entries.parse_index_line(item.text)
@@ -116,17 +144,12 @@ def scope_page(user: User, scope: MemoryScope, policy: Policy) -> ScopePage:
                 topic_exists=line is not None and line.file in paths,
             )
         )
-    banners = []
-    for row in files:
-        finding = find_secret(row.content)
-        if finding:
-            banners.append(SecretBanner(row.path, finding.line, kind_label(finding.kind)))
+    banners = _secret_banners(scope)
     return ScopePage(
         scope=scope,
         folder=folder,
         index=index,
         rows=rows,
-        files=files,
         tokens_sent=context.tokens,
         budget=context.budget,
         omitted=context.omitted,

@@ -159,3 +159,54 @@ def test_the_save_mode_page_says_what_each_choice_covers(signed_in):
     assert "no rule cards are suggested" in page
     assert "Project banks of coding agents are not covered" in page
     assert 'href="/memory/banks/"' in page
+
+
+def test_the_memory_tab_scans_only_topic_files_it_has_not_seen(signed_in, user, scope, monkeypatch):
+    from memory_addon import pages
+
+    scanned: list[str] = []
+    real_find_secret = pages.find_secret
+
+    def counting(text, **kwargs):
+        scanned.append(text)
+        return real_find_secret(text, **kwargs)
+
+    monkeypatch.setattr(pages, "find_secret", counting)
+    file_write(
+        user=user, scope=scope, path="index.md", content=f"- a: {user.pk} -> a.md\n", base_sha256=""
+    )
+    for n in range(5):
+        file_write(
+            user=user,
+            scope=scope,
+            path=f"t{n}.md",
+            content=f"# t{n}\n\nnote {n} {user.pk}\n",
+            base_sha256="",
+        )
+    url = f"/memory/?scope={scope.pk}"
+    assert signed_in.get(url).status_code == 200
+    assert len(scanned) == 6  # the index and five topic files, once
+    scanned.clear()
+    assert signed_in.get(url).status_code == 200
+    assert scanned == []  # unchanged files are not read or scanned again
+    file_write(
+        user=user,
+        scope=scope,
+        path="t0.md",
+        content=f"# t0\n\nchanged {user.pk}\n",
+        base_sha256=None,
+    )
+    assert signed_in.get(url).status_code == 200
+    assert scanned == [f"# t0\n\nchanged {user.pk}\n"]
+
+
+def test_a_secret_pasted_into_a_topic_file_still_shows_its_banner_after_a_clean_view(
+    signed_in, user, scope
+):
+    file_write(user=user, scope=scope, path="index.md", content="- a: 1 -> a.md\n", base_sha256="")
+    url = f"/memory/?scope={scope.pk}"
+    assert 'data-banner="secret"' not in signed_in.get(url).content.decode()
+    key = "AKIA" + "Q3EGRIVNKL7QX4TZ"
+    MemoryFile.objects.create(scope=scope, path="keys.md", content=f"aws {key}\n")
+    page = signed_in.get(url).content.decode()
+    assert "keys.md" in page and "data-banner" in page
