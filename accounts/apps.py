@@ -1,11 +1,12 @@
 from __future__ import annotations
 
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class AccountsConfig(AppConfig):
     name = "accounts"
-    verbose_name = "Accounts and organizations"
+    verbose_name = _("Accounts and organizations")
 
     def ready(self) -> None:
         from accounts.selectors import stored_secrets_of

@@ -1,9 +1,10 @@
 from __future__ import annotations
 
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class AddonsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "addons"
-    verbose_name = "Add-ons"
+    verbose_name = _("Add-ons")

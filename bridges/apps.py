@@ -3,11 +3,12 @@ from __future__ import annotations
 from typing import get_args
 
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class BridgesConfig(AppConfig):
     name = "bridges"
-    verbose_name = "Messaging bridges and outgoing events"
+    verbose_name = _("Messaging bridges and outgoing events")
 
     def ready(self) -> None:
         # The jobs register with the Celery app in every process: the services queue them

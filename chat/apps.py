@@ -1,11 +1,12 @@
 from __future__ import annotations
 
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class ChatConfig(AppConfig):
     name = "chat"
-    verbose_name = "Chat"
+    verbose_name = _("Chat")
 
     def ready(self) -> None:
         # The jobs register with the Celery app in every process: the services queue them

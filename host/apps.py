@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class HostConfig(AppConfig):
@@ -8,7 +9,7 @@ class HostConfig(AppConfig):
     keyed writes."""
 
     name = "host"
-    verbose_name = "Host"
+    verbose_name = _("Host")
 
     def ready(self) -> None:
         # Every process knows the ping job by name (host/queue.py queues by name).

@@ -1,11 +1,12 @@
 from __future__ import annotations
 
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class KnowledgeConfig(AppConfig):
     name = "knowledge"
-    verbose_name = "Knowledge collections"
+    verbose_name = _("Knowledge collections")
 
     def ready(self) -> None:
         # The tasks register with the Celery app here: the services queue them by name.

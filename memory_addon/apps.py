@@ -2,11 +2,12 @@ from __future__ import annotations
 
 from django.apps import AppConfig
 from django.db.models.signals import post_migrate, post_save
+from django.utils.translation import gettext_lazy as _
 
 
 class MemoryAddonConfig(AppConfig):
     name = "memory_addon"
-    verbose_name = "Short memory"
+    verbose_name = _("Short memory")
 
     def ready(self) -> None:
         from accounts.models import Agent, User

@@ -197,3 +197,14 @@ def test_the_language_switch_names_each_language_in_its_own_language(client, use
     switch = page[page.index('id="language-switch"') : page.index("</select>")]
     names = re.findall(r'lang="(\w+)"[^>]*>([^<]+)</option>', switch)
     assert dict(names) == {"en": "English", "de": "Deutsch"}
+
+
+@pytest.mark.django_db
+def test_the_admin_names_the_apps_in_german(client):
+    from tests.factories import UserFactory
+
+    client.force_login(UserFactory(is_staff=True, is_superuser=True))
+    page = client.get("/admin/", headers={"accept-language": "de"}).content.decode()
+    for name in ("Konten und Organisationen", "Kurzgedächtnis", "Wissenssammlungen"):
+        assert name in page
+    assert "Accounts and organizations" not in page
