@@ -188,7 +188,7 @@ def change_set_apply(
     with reads_once(), transaction.atomic():
         # The scope owner's lock: a bank or an agent's notes count toward the owner too.
         memory_lock(scope.owner_id or user.pk)
-        MemoryScope.objects.select_for_update().filter(pk=scope.pk).first()
+        _lock_scope(scope.pk)
         current = {
             f.path: f
             for f in MemoryFile.objects.select_for_update().filter(
@@ -230,6 +230,17 @@ def change_set_apply(
         skill_rules_follow(scope, rows)
         _announce_on_commit(user, scope, change_set, rows)
     return change_set
+
+
+# Locked on every write: compiled once per process.
+_SCOPE_LOCK = CompiledQuery(
+    lambda scope_id: MemoryScope.objects.select_for_update().filter(pk=scope_id).values_list("pk"),
+    "scope_id",
+)
+
+
+def _lock_scope(scope_id: int) -> None:
+    _SCOPE_LOCK.rows(scope_id=scope_id)
 
 
 def _check_bases(bases: dict[str, str], current: dict[str, MemoryFile]) -> None:
