@@ -120,12 +120,17 @@ def addon_enabled(*, user: User, addon: str) -> bool:
 
 def declared_setting(addon: str, key: str) -> SettingDecl:
     """The setting an installed add-on declares under this key (any add-on, H5)."""
-    state = installed_addon(addon)
-    if state is None:
-        raise UnknownSetting(f"There is no installed add-on {addon!r}.")
-    setting = state.manifest.setting(key)
+    # A built-in add-on is always installed and its manifest ships with the code: no row
+    # to read (its on/off switch says nothing about what it declares).
+    manifest = builtin_manifest(addon)
+    if manifest is None:
+        state = installed_addon(addon)
+        if state is None:
+            raise UnknownSetting(f"There is no installed add-on {addon!r}.")
+        manifest = state.manifest
+    setting = manifest.setting(key)
     if setting is None:
-        declared = ", ".join(s.key for s in state.manifest.settings) or "none"
+        declared = ", ".join(s.key for s in manifest.settings) or "none"
         raise UnknownSetting(
             f"The add-on {addon!r} declares no setting {key!r} (it declares: {declared})."
         )

@@ -20,13 +20,13 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Exists, F, OuterRef, Q
+from django.db.models import F, Q
 from django.utils import timezone
 
-from accounts.models import Membership
 from bridges.delivery_gate import Deferred, gated_post, seconds_until
 from bridges.models import DeliveryAttempt, EventEndpoint, OutboxEvent
 from bridges.outgoing import backoff_seconds
+from bridges.selectors import person_endpoints
 from host.queue import queue_job, queue_job_on_commit
 
 logger = logging.getLogger(__name__)
@@ -71,22 +71,7 @@ def _check_event_data(data: dict[str, EventValue]) -> None:
 
 
 def _endpoints_for(user_id: int, event_type: str) -> list[int]:
-    # An organization's endpoint hears its members only while whoever registered it is
-    # still an admin there: a removed admin's endpoint goes quiet.
-    owner_is_admin = Exists(
-        Membership.objects.filter(
-            organization_id=OuterRef("organization_id"), user_id=OuterRef("owner_id"), role="admin"
-        )
-    )
-    return list(
-        EventEndpoint.objects.filter(enabled=True, event_types__contains=[event_type])
-        .filter(
-            Q(owner_id=user_id, organization__isnull=True)
-            | (Q(organization__membership__user_id=user_id) & Q(owner_is_admin))
-        )
-        .values_list("pk", flat=True)
-        .distinct()
-    )
+    return [e.pk for e in person_endpoints(user_id) if event_type in e.hears]
 
 
 def outbox_emit(*, user_id: int, event_type: str, data: dict[str, EventValue]) -> int:

@@ -39,3 +39,11 @@ class CompiledQuery:
             self._compiled[alias] = (sql, tuple(params), slots)
         sql, template, slots = self._compiled[alias]
         return sql, [ids[slots[i]] if i in slots else value for i, value in enumerate(template)]
+
+    def rows(self, **ids: int | str) -> list[tuple[Any, ...]]:
+        """The rows as the database sends them (no field converters: jsonb is its text)."""
+        sql, params = self.sql(**ids)
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            rows: list[tuple[Any, ...]] = cursor.fetchall()
+            return rows

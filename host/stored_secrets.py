@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from host.read_once import read_once
+
 _providers: list[Callable[[int], Iterable[str]]] = []
 
 
@@ -19,6 +21,11 @@ def register_stored_secrets(provider: Callable[[int], Iterable[str]]) -> None:
 
 
 def stored_secrets(user_id: int) -> tuple[str, ...]:
-    """The person's stored secrets, decrypted, longest first; read for each check."""
+    """The person's stored secrets, decrypted, longest first; read for each check, or once
+    inside `reads_once()` (one save checks its text before and while it writes)."""
+    return read_once(("stored_secrets", user_id), lambda: _read(user_id))
+
+
+def _read(user_id: int) -> tuple[str, ...]:
     values = {value for provider in _providers for value in provider(user_id) if value}
     return tuple(sorted(values, key=len, reverse=True))

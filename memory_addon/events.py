@@ -12,7 +12,7 @@ from django.template.loader import render_to_string
 from django.utils.html import format_html
 
 from host.push import push_fragment
-from memory_addon.live import memory_change_fragments, memory_change_person
+from memory_addon.live import memory_change_fragments
 from memory_addon.models import Proposal
 from memory_addon.selectors import proposals_with_diffs
 from memory_addon.signals import memory_changed, proposal_added, proposal_removed, proposals_counted
@@ -22,12 +22,12 @@ from memory_addon.signals import memory_changed, proposal_added, proposal_remove
 def push_memory_change(sender: Any, *, user_id: int, change_set_id: int, **_: Any) -> None:
     """Tell the person's open pages what changed and where, and refresh their Memory tab.
 
-    Rendered from the stored change set after commit.
+    Rendered from the stored change set after commit, and only for a page that is open:
+    `user_id` is the change set's person, so nothing is read before the push knows
+    someone listens (a change set gone by then renders nothing, and nothing is sent).
     """
     # Rendered in each site language (its capacity lines and banners are words, too).
-    person = memory_change_person(change_set_id)
-    if person:
-        push_fragment(person, lambda: memory_change_fragments(change_set_id)[1])
+    push_fragment(user_id, lambda: memory_change_fragments(change_set_id)[1])
 
 
 @receiver(proposals_counted, dispatch_uid="memory-live-inbox-count")

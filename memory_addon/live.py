@@ -83,11 +83,6 @@ def memory_tab_fragments(user: User, scope: MemoryScope) -> str:
     )
 
 
-def memory_change_person(change_set_id: int) -> int:
-    """Whose pages hear of a change set (0 when it is gone)."""
-    return ChangeSet.objects.filter(pk=change_set_id).values_list("user_id", flat=True).first() or 0
-
-
 def memory_change_fragments(change_set_id: int) -> tuple[int, str]:
     """The person to tell and what their pages show of one change set ("" when it is gone)."""
     change_set = (

@@ -8,11 +8,12 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Sum
+from django.db.models import QuerySet, Sum
 from django.utils import timezone
 from django.utils.translation import gettext
 
 from accounts.models import Agent, User
+from host.compiled import CompiledQuery
 from host.core.secret_guard import find_secret
 from host.errors import (
     ChangeRefused,
@@ -22,6 +23,7 @@ from host.errors import (
     SecretRefused,
     StaleBase,
 )
+from host.read_once import reads_once
 from host.secret_text import kind_label, secret_refusal
 from host.storage import storage_check
 from host.stored_secrets import stored_secrets
@@ -97,7 +99,7 @@ def _check_limits(
 
 
 def _check_totals(scope: MemoryScope, sizes_after: dict[str, int | None]) -> None:
-    existing = dict(MemoryFile.objects.filter(scope=scope).values_list("path", "size"))
+    existing, others = _sizes_now(scope)
     merged = {**existing, **sizes_after}
     files = {path: size for path, size in merged.items() if size is not None}
     if scope.owner_id is not None:
@@ -108,13 +110,6 @@ def _check_totals(scope: MemoryScope, sizes_after: dict[str, int | None]) -> Non
         where = "this bank"
     else:
         max_files, max_bytes = settings.MEMORY_SCOPE_MAX_FILES, settings.MEMORY_USER_MAX_BYTES
-        others = (
-            MemoryFile.objects.filter(scope__owner_id=scope.owner_id)
-            .exclude(scope=scope)
-            .exclude(scope__kind=MemoryScope.Kind.PROJECT)
-            .aggregate(total=Sum("size"))["total"]
-            or 0
-        )
         total = others + sum(files.values())
         where = "your memory"
     if len(files) > max_files and len(files) > len(existing):
@@ -126,6 +121,40 @@ def _check_totals(scope: MemoryScope, sizes_after: dict[str, int | None]) -> Non
         raise LimitExceeded(
             f"{where.capitalize()} would hold {total} bytes; the limit is {max_bytes} bytes."
         )
+
+
+def _owner_sizes_query(owner_id: int) -> QuerySet[MemoryFile, tuple[int, str, int]]:
+    return (
+        MemoryFile.objects.filter(scope__owner_id=owner_id)
+        .exclude(scope__kind=MemoryScope.Kind.PROJECT)
+        .order_by()
+        .values_list("scope_id", "path", "size")
+    )
+
+
+# One read of all the owner's notes outside banks (this scope's and the others'), on every
+# write: compiled once per process.
+_OWNER_SIZES = CompiledQuery(_owner_sizes_query, "owner_id")
+
+
+def _sizes_now(scope: MemoryScope) -> tuple[dict[str, int], int]:
+    """The scope's file sizes by path, and the bytes of the owner's other notes (banks
+    have their own cap and count 0 here)."""
+    if scope.kind == MemoryScope.Kind.PROJECT:
+        return dict(MemoryFile.objects.filter(scope=scope).values_list("path", "size")), 0
+    if scope.owner_id is None:
+        existing = dict(MemoryFile.objects.filter(scope=scope).values_list("path", "size"))
+        others = (
+            MemoryFile.objects.filter(scope__owner__isnull=True)
+            .exclude(scope=scope)
+            .exclude(scope__kind=MemoryScope.Kind.PROJECT)
+            .aggregate(total=Sum("size"))["total"]
+            or 0
+        )
+        return existing, others
+    rows = _OWNER_SIZES.rows(owner_id=scope.owner_id)
+    existing = {path: size for scope_id, path, size in rows if scope_id == scope.pk}
+    return existing, sum(size for scope_id, _, size in rows if scope_id != scope.pk)
 
 
 def change_set_apply(
@@ -154,10 +183,12 @@ def change_set_apply(
     if len({w.path for w in normalized}) != len(normalized):
         raise ChangeRefused("A change set cannot change the same file twice.")
     bases = {clean_path(path, bank=bank): sha for path, sha in (base_hashes or {}).items()}
-    with transaction.atomic():
+    # Each written file is checked for the owner's stored secrets, and the outbox looks up
+    # their endpoints: read once for the change set.
+    with reads_once(), transaction.atomic():
         # The scope owner's lock: a bank or an agent's notes count toward the owner too.
         memory_lock(scope.owner_id or user.pk)
-        MemoryScope.objects.select_for_update().filter(pk=scope.pk).first()
+        _lock_scope(scope.pk)
         current = {
             f.path: f
             for f in MemoryFile.objects.select_for_update().filter(
@@ -199,6 +230,17 @@ def change_set_apply(
         skill_rules_follow(scope, rows)
         _announce_on_commit(user, scope, change_set, rows)
     return change_set
+
+
+# Locked on every write: compiled once per process.
+_SCOPE_LOCK = CompiledQuery(
+    lambda scope_id: MemoryScope.objects.select_for_update().filter(pk=scope_id).values_list("pk"),
+    "scope_id",
+)
+
+
+def _lock_scope(scope_id: int) -> None:
+    _SCOPE_LOCK.rows(scope_id=scope_id)
 
 
 def _check_bases(bases: dict[str, str], current: dict[str, MemoryFile]) -> None:

@@ -12,11 +12,12 @@ from django.db import connection
 from django.db.models import Exists, OuterRef, QuerySet, Subquery
 
 from accounts.models import Membership, User
-from addons.models import AddonInstallation, InstalledAddon
+from addons.models import AddonInstallation, AddonSetting, InstalledAddon
 from addons.selectors import TurnAddons, turn_addon_columns, turn_addons_from
 from host.compiled import CompiledQuery
-from memory_addon.addons import MEMORY_ADDON
+from memory_addon.addons import MEMORY_ADDON, SAVE_MODE, SaveMode
 from memory_addon.models import ReferenceFile
+from memory_addon.services.user_settings import save_mode_stored
 
 # An organization's memory mode (accounts.Organization.MemoryMode values).
 MemoryMode = Literal["on", "read_only", "off"]
@@ -38,6 +39,8 @@ class Policy:
     has_reference_files: bool = True
     # Whether the organization lets rules go to skills (M21); the person may still say no.
     skills: bool = True
+    # The person's save mode (read in the same row: a save needs it with the policy).
+    save_mode: SaveMode = "ask"
 
 
 def kill_switch_on() -> bool:
@@ -58,6 +61,11 @@ def _policy_query(user_pk: int, with_addons: bool) -> QuerySet[User, Any]:
                 ReferenceFile.objects.filter(owner=OuterRef("pk"), send=True)
             ),
             server_off=Exists(InstalledAddon.objects.filter(addon_id=MEMORY_ADDON, enabled=False)),
+            save_mode=Subquery(
+                AddonSetting.objects.filter(
+                    user=OuterRef("pk"), addon=MEMORY_ADDON, key=SAVE_MODE
+                ).values("value")[:1]
+            ),
             has_organization=Subquery(membership.values("organization_id")[:1]),
             memory_mode=Subquery(membership.values("organization__memory_mode")[:1]),
             learning=Subquery(membership.values("organization__learning_enabled")[:1]),
@@ -107,8 +115,20 @@ def policy_for(user: User, *, with_addons: bool = False) -> Policy:
     addon_enabled = row.get("addon") is not False and not row.get("server_off")
     addons = turn_addons_from(row) if with_addons else None
     has_reference_files = bool(row.get("has_reference_files"))
+    save_mode = save_mode_stored(row.get("save_mode"), user_pk=user.pk)
     if not row.get("has_organization"):
-        return Policy("on", True, None, True, "", "", addon_enabled, addons, has_reference_files)
+        return Policy(
+            "on",
+            True,
+            None,
+            True,
+            "",
+            "",
+            addon_enabled,
+            addons,
+            has_reference_files,
+            save_mode=save_mode,
+        )
     return Policy(
         memory_mode=row["memory_mode"],
         learning=row["learning"],
@@ -120,4 +140,5 @@ def policy_for(user: User, *, with_addons: bool = False) -> Policy:
         addons=addons,
         has_reference_files=has_reference_files,
         skills=row["skills"],
+        save_mode=save_mode,
     )

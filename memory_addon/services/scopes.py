@@ -14,6 +14,7 @@ from django.db import IntegrityError, transaction
 from django.utils.translation import gettext
 
 from accounts.models import Agent, MessagingBinding, User
+from host.compiled import CompiledQuery
 from host.core.secret_guard import find_secret
 from host.errors import ChangeRefused, LimitExceeded, SecretRefused
 from host.secret_text import secret_refusal
@@ -35,8 +36,19 @@ def _get_or_create(kind: str, **lookup: object) -> MemoryScope:
         return MemoryScope.objects.get(kind=kind, **lookup)
 
 
+# Every save and turn of a person starts here: compiled once per process.
+_USER_SCOPE = CompiledQuery(
+    lambda owner_id: MemoryScope.objects.filter(
+        kind=MemoryScope.Kind.USER, owner_id=owner_id
+    ).order_by("pk")[:1],
+    "owner_id",
+)
+
+
 def ensure_user_scope(user: User) -> MemoryScope:
-    return _get_or_create(MemoryScope.Kind.USER, owner=user)
+    sql, params = _USER_SCOPE.sql(owner_id=user.pk)
+    found = next(iter(MemoryScope.objects.raw(sql, params)), None)
+    return found or _get_or_create(MemoryScope.Kind.USER, owner=user)
 
 
 def ensure_agent_scope(agent: Agent) -> MemoryScope:

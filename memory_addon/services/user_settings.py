@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 
 from accounts.models import User
@@ -16,11 +17,26 @@ def save_mode_for(user: User) -> SaveMode:
     """The person's save mode; anything unreadable means 'ask'."""
     try:
         value = addon_setting_get(user=user, addon=MEMORY_ADDON, key=SAVE_MODE)
-        mode = declared_setting(MEMORY_ADDON, SAVE_MODE).check(value)
-        return "auto" if mode == "auto" else "never" if mode == "never" else "ask"
+        return _save_mode_checked(value)
     except Exception:  # a broken row or a database hiccup must never widen saving
         logger.warning("save-mode of user %s unreadable; asking", user.pk, exc_info=True)
         return "ask"
+
+
+def save_mode_stored(stored: str | None, *, user_pk: int) -> SaveMode:
+    """The save mode from its stored JSON text, read along with another query (the policy);
+    None when the person never chose one. Unreadable means 'ask', as in save_mode_for."""
+    try:
+        declared = declared_setting(MEMORY_ADDON, SAVE_MODE)
+        return _save_mode_checked(declared.default if stored is None else json.loads(stored))
+    except Exception:  # a broken row must never widen saving
+        logger.warning("save-mode of user %s unreadable; asking", user_pk, exc_info=True)
+        return "ask"
+
+
+def _save_mode_checked(value: object) -> SaveMode:
+    mode = declared_setting(MEMORY_ADDON, SAVE_MODE).check(value)
+    return "auto" if mode == "auto" else "never" if mode == "never" else "ask"
 
 
 def addon_set_enabled(*, user: User, addon: str, enabled: bool) -> None:

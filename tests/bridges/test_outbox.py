@@ -80,6 +80,52 @@ def test_a_rolled_back_change_emits_nothing_and_a_committed_one_emits_one(person
     assert event.payload["data"]["file_count"] == 1
 
 
+def _auto_save(person, text: str, message_ref: str):
+    turn = Turn(user=person, conversation_ref="c", message_ref=message_ref, reply_ref_trusted=True)
+    return memory_change_request(turn=turn, operation={"action": "add", "text": text})
+
+
+def test_an_automatic_save_writes_its_event_in_its_own_transaction(person, endpoint, monkeypatch):
+    """The save reads the person's endpoints once (with their stored secrets), and the
+    event is still written inside the save's transaction: gone when the save rolls back."""
+    from addons.services import addon_setting_put
+    from memory_addon.services import changes
+
+    addon_setting_put(user=person, addon="memory", key="save-mode", value="auto")
+    events_before_commit = []
+
+    def fail_after_the_event(scope_id: int) -> None:  # runs after the outbox's receiver
+        events_before_commit.append(OutboxEvent.objects.count())
+        raise RuntimeError("the save fails after its event was written")
+
+    monkeypatch.setattr(changes, "note_embeddings_refresh_on_commit", fail_after_the_event)
+    with pytest.raises(RuntimeError):
+        _auto_save(person, "- pet: a cat named Tom", "m1")
+    assert events_before_commit == [1]  # written inside the transaction …
+    assert OutboxEvent.objects.count() == 0  # … and gone with it
+    assert not ChangeSet.objects.filter(user=person).exists()
+
+    monkeypatch.undo()
+    saved = _auto_save(person, "- pet: a cat named Tom", "m2")
+    (event,) = OutboxEvent.objects.all()
+    assert saved.kind == "saved"
+    assert event.endpoint_id == endpoint.pk and event.event_type == "memory.changed"
+    assert event.payload["data"]["change_set_id"] == saved.change_set.pk
+
+
+def test_an_endpoint_registered_after_a_save_hears_the_next_one(person, receiver_events):
+    from addons.services import addon_setting_put
+
+    addon_setting_put(user=person, addon="memory", key="save-mode", value="auto")
+    assert _auto_save(person, "- pet: a cat named Tom", "m1").kind == "saved"
+    assert OutboxEvent.objects.count() == 0  # nobody listened yet
+    row, _secret = endpoint_create(owner=person, url=receiver_events.url, event_types=ALL_TYPES)
+    saved = _auto_save(person, "- tea: likes green tea", "m2")
+    (event,) = OutboxEvent.objects.all()
+    assert event.endpoint_id == row.pk
+    assert event.payload["data"]["change_set_id"] == saved.change_set.pk
+
+
 def test_events_are_signed_and_carry_no_note_text(person, endpoint, receiver_events):
     change = write(person, "- my bank is Sparkasse Nord\n")
     change_set_undo(user=person, change_set=change)

@@ -112,8 +112,9 @@ def test_chat_conversation_page(client, person, django_assert_num_queries):
     # Besides the conversation, its messages, proposals, saves and rule cards, the Save
     # to of "Remember as rule…" reads the person's skills once (M21: add-ons, settings,
     # tags, rules, uses, host skills), the triage cards once (M20) and the questions under
-    # answers once (M19); none per message.
-    _pinned(client, url, add, 26, django_assert_num_queries)
+    # answers once (M19); none per message. The save mode's declared setting comes from
+    # the built-in manifest, with no add-on row read for it.
+    _pinned(client, url, add, 24, django_assert_num_queries)
 
 
 def test_knowledge_collection_page(client, person, django_assert_num_queries, tmp_path):

@@ -10,13 +10,15 @@ from typing import Literal
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from accounts.models import User
+from host.compiled import CompiledQuery
 from host.core.secret_guard import find_secret
 from host.core.untrusted import normalise_untrusted
 from host.errors import ChangeRefused, LimitExceeded, NotAllowed, SecretRefused
+from host.read_once import reads_once
 from host.secret_text import secret_refusal
 from host.stored_secrets import stored_secrets
 from memory_addon.addons import SaveMode
@@ -32,7 +34,7 @@ from memory_addon.services.changes import (
 )
 from memory_addon.services.context import readable_scopes
 from memory_addon.services.locks import memory_lock
-from memory_addon.services.policy import kill_switch_on, policy_for
+from memory_addon.services.policy import Policy, kill_switch_on, policy_for
 from memory_addon.services.proposals.conflicts import embed_ahead, find_conflict
 from memory_addon.services.proposals.decisions import _count_changed_on_commit
 from memory_addon.services.proposals.planning import (
@@ -48,7 +50,6 @@ from memory_addon.services.scopes import (
     ensure_user_scope,
     index_path,
 )
-from memory_addon.services.user_settings import save_mode_for
 from memory_addon.signals import (
     proposal_added,
     proposal_created,
@@ -69,8 +70,9 @@ class Outcome:
     change_set: ChangeSet | None = None
 
 
-def check_may_change(turn: Turn) -> None:
-    """Refuse model-initiated changes the rules never allow, whatever the save mode."""
+def check_may_change(turn: Turn) -> Policy:
+    """Refuse model-initiated changes the rules never allow, whatever the save mode; the
+    policy read for it (with the person's save mode) is returned."""
     if turn.temporary:  # first: it is the reason the person chose, whatever else holds
         raise NotAllowed(TEMPORARY_REFUSAL)
     if kill_switch_on():
@@ -90,6 +92,7 @@ def check_may_change(turn: Turn) -> None:
         raise NotAllowed("The Memory add-on is not allowed for this agent.")
     if turn.agent and not turn.agent.may_propose:
         raise NotAllowed("This agent has not been given the right to propose memory changes.")
+    return policy
 
 
 def target_scope(turn: Turn, name: str) -> MemoryScope:
@@ -174,6 +177,29 @@ def _validate(
         pass
 
 
+def _notes_in_reply_query(ref: Q, user_id: int) -> QuerySet[Proposal, tuple[int]]:
+    proposals = Proposal.objects.filter(ref, user_id=user_id).order_by().values_list("pk")
+    automatic = (
+        ChangeSet.objects.filter(ref, user_id=user_id, origin=ChangeSet.Origin.AUTOMATIC)
+        .exclude(scope__kind=MemoryScope.Kind.PROJECT)
+        .order_by()
+        .values_list("pk")
+    )
+    return proposals.union(automatic, all=True)
+
+
+def _reply_query(
+    user_id: int, conversation_ref: int | str, message_ref: int | str
+) -> QuerySet[Proposal, tuple[int]]:
+    ref = Q(conversation_ref=str(conversation_ref), message_ref=str(message_ref))
+    # Ordered by a selected column: a union cannot take the models' default ordering.
+    return _notes_in_reply_query(ref, user_id).order_by("pk")
+
+
+# The host's own chat asks this for every note it saves: compiled once per process.
+_IN_REPLY = CompiledQuery(_reply_query, "user_id", "conversation_ref", "message_ref")
+
+
 def _notes_in_reply(turn: Turn) -> int:
     """Notes the model asked for in this reply, counted by the host.
 
@@ -181,17 +207,16 @@ def _notes_in_reply(turn: Turn) -> int:
     runners); a client could send a fresh one with every call. Without a trusted
     reference, every note of the person in the last few minutes counts.
     """
-    proposals = Proposal.objects.filter(user=turn.user)
-    automatic = ChangeSet.objects.filter(user=turn.user, origin=ChangeSet.Origin.AUTOMATIC).exclude(
-        scope__kind=MemoryScope.Kind.PROJECT
-    )
     if turn.reply_ref_trusted and turn.message_ref:
-        ref = Q(conversation_ref=turn.conversation_ref, message_ref=turn.message_ref)
-    else:
-        ref = Q(
-            created_at__gte=timezone.now() - timedelta(seconds=settings.MEMORY_REPLY_WINDOW_SECONDS)
+        return len(
+            _IN_REPLY.rows(
+                user_id=turn.user.pk,
+                conversation_ref=turn.conversation_ref,
+                message_ref=turn.message_ref,
+            )
         )
-    return proposals.filter(ref).count() + automatic.filter(ref).count()
+    since = timezone.now() - timedelta(seconds=settings.MEMORY_REPLY_WINDOW_SECONDS)
+    return _notes_in_reply_query(Q(created_at__gte=since), turn.user.pk).count()
 
 
 def _refuse_over_reply_cap(turn: Turn) -> None:
@@ -213,8 +238,8 @@ def _refuse_secrets(parts: dict[str, str], *, user_id: int) -> None:
             )
 
 
-def _save_mode(turn: Turn) -> SaveMode:
-    save_mode = save_mode_for(turn.user)
+def _save_mode(policy: Policy) -> SaveMode:
+    save_mode = policy.save_mode
     if save_mode == "never":
         raise NotAllowed(
             "Saving to memory is off: the person chose 'Never'. Tell them that saving is off "
@@ -286,8 +311,14 @@ def memory_change_request(
     *, turn: Turn, operation: Mapping[str, object], reason: str = ""
 ) -> Outcome:
     """Refuse, propose or save a change the model asked for."""
-    check_may_change(turn)
-    save_mode = _save_mode(turn)
+    # The person's stored secrets and event endpoints are read once for the whole save:
+    # the check of its text here, each written file's check, the outbox.
+    with reads_once():
+        return _change_request(turn=turn, operation=operation, reason=reason)
+
+
+def _change_request(*, turn: Turn, operation: Mapping[str, object], reason: str) -> Outcome:
+    save_mode = _save_mode(check_may_change(turn))
     op = _normalize_operation(operation)
     _refuse_secrets(
         {
@@ -435,8 +466,7 @@ def _expire_beyond_cap(user: User) -> None:
 
 def memory_revert_request(*, turn: Turn, change_id: int) -> Outcome:
     """revert_change: a revert is a change, under the same save mode and rules as any other."""
-    check_may_change(turn)
-    save_mode = _save_mode(turn)
+    save_mode = _save_mode(check_may_change(turn))
     readable = [scope.pk for _, scope in readable_scopes(turn)]
     target = (
         ChangeSet.objects.select_related("scope")
