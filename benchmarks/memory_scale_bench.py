@@ -110,10 +110,11 @@ def bench_memory_tab() -> dict[str, float]:
     from memory_addon.services.policy import policy_for
 
     small, large = _scope_with_notes(10), _scope_with_notes(5000)
-    policies = {scope.pk: policy_for(scope.owner) for scope in (small, large)}
+    owners = {scope.pk: User.objects.get(pk=scope.owner_id) for scope in (small, large)}
+    policies = {pk: policy_for(owner) for pk, owner in owners.items()}
 
     def tab(scope: MemoryScope) -> Callable[[], object]:
-        return lambda: scope_page(scope.owner, scope, policies[scope.pk])
+        return lambda: scope_page(owners[scope.pk], scope, policies[scope.pk])
 
     for scope in (small, large):
         tab(scope)()  # a first view scans each file once
