@@ -110,7 +110,7 @@ def bench_memory_tab() -> dict[str, float]:
     from memory_addon.services.policy import policy_for
 
     small, large = _scope_with_notes(10), _scope_with_notes(5000)
-    owners = {scope.pk: User.objects.get(pk=scope.owner_id) for scope in (small, large)}
+    owners = {scope.pk: User.objects.get(memory_scopes=scope) for scope in (small, large)}
     policies = {pk: policy_for(owner) for pk, owner in owners.items()}
 
     def tab(scope: MemoryScope) -> Callable[[], object]:
