@@ -41,11 +41,15 @@ def _title_from(text: str) -> str:
 
 
 def _owned_profile(user: User, profile_id: int | None) -> AIProfile | None:
+    """The person's profile that is to answer: every path that picks a conversation's or a
+    schedule's model (page, htmx, REST, the header) goes through here."""
     if not profile_id:
         return None
     profile = AIProfile.objects.filter(pk=profile_id, owner=user).first()
     if profile is None:
         raise ChatRefused(gettext("No such AI profile."))
+    if profile.role == AIProfile.Role.EMBEDDING:
+        raise ChatRefused(gettext("An embedding profile cannot answer in a chat."))
     return profile
 
 
@@ -178,8 +182,6 @@ def conversation_profile_set(
     profile = _owned_profile(user, profile_id)
     if profile is None:
         raise ChatRefused(gettext("Choose an AI profile."))
-    if profile.role == AIProfile.Role.EMBEDDING:
-        raise ChatRefused(gettext("An embedding profile cannot answer in a chat."))
     conversation.ai_profile = profile
     conversation.save(update_fields=["ai_profile", "updated_at"])
     return conversation
