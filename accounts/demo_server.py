@@ -17,8 +17,11 @@ import threading
 READY = "READY"
 # Small models answer best without sampling noise; the benchmark asked at temperature 0 too.
 DEFAULT_TEMPERATURE = 0.0
-# The answer's length when a request names none: a tiny model that runs on repeats itself.
-DEFAULT_MAX_TOKENS = 512
+# The answer's length when a request names none: a tiny model that runs on repeats itself,
+# and a long answer holds a slot that another person's chat waits for.
+DEFAULT_MAX_TOKENS = 256
+# Answers written at once (llama.cpp's slots); each slot has the whole context window.
+PARALLEL = 4
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -35,7 +38,8 @@ def main(argv: list[str] | None = None) -> None:
     params = xllamacpp.CommonParams()
     params.model.path = options.model
     params.model_alias = options.alias
-    params.n_ctx = options.context
+    params.n_parallel = PARALLEL
+    params.n_ctx = options.context * PARALLEL
     params.n_predict = DEFAULT_MAX_TOKENS
     params.hostnames = ["127.0.0.1"]
     params.port = options.port

@@ -3,13 +3,16 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
+import urllib.request
 
 import pytest
 
-from accounts.demo_server import READY
+from accounts.demo_server import PARALLEL, READY
 from accounts.management.commands.demo_model import (
+    DEMO_CONTEXT,
     demo_model_file,
     demo_profile_register,
     llama_server_command,
@@ -80,3 +83,11 @@ def test_the_demo_model_answers_from_memory_through_the_chat(llama_server):
         assert answer.sent_along["tools"] is False  # the small model gets the memory block only
     on_topic = [a.content for a in answers if re.search(r"\brom(e|a|an)?\b", a.content.casefold())]
     assert len(on_topic) >= 2, [a.content for a in answers]
+
+
+def test_the_demo_server_writes_several_answers_at_once(llama_server):
+    """One person's long answer must not make everyone else's time out."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{llama_server}/props", timeout=10) as reply:
+        props = json.load(reply)
+    assert props["total_slots"] == PARALLEL
+    assert props["default_generation_settings"]["n_ctx"] >= DEMO_CONTEXT

@@ -9,9 +9,9 @@ answers with its ChatML template (docs/benchmarks.md, "Demo model")."""
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -115,5 +115,11 @@ class Command(BaseCommand):
             "DATA_DIR); keep this running while you chat (Ctrl-C stops)."
         )
         command = llama_server_command(model_file, port=options["port"])
-        with contextlib.suppress(KeyboardInterrupt):
-            subprocess.run(command, check=False)  # noqa: S603 - our own fixed command
+        server = subprocess.Popen(command)  # noqa: S603 - our own fixed command
+        # Stopped by Ctrl-C or by a TERM sent to this command alone: the server goes too.
+        signal.signal(signal.SIGTERM, lambda *_: server.terminate())
+        try:
+            server.wait()
+        except KeyboardInterrupt:
+            server.terminate()
+            server.wait(timeout=30)
