@@ -38,3 +38,37 @@ def test_the_skills_list_and_library_read_german():
     assert "Kurzgedächtnis · Das Gedächtnis nutzen" in skills
     library = client.get("/addons/").content.decode()
     assert "Ein paar Notizen über Sie" in library
+
+
+def test_sent_along_names_the_built_in_skills_in_german():
+    from chat.models import Conversation, Message
+    from tests.factories import AIProfileFactory
+
+    person = UserFactory()
+    conversation = Conversation.objects.create(
+        owner=person, ai_profile=AIProfileFactory(owner=person)
+    )
+    Message.objects.create(conversation=conversation, role=Message.Role.USER, content="Hi")
+    Message.objects.create(
+        conversation=conversation,
+        role=Message.Role.ASSISTANT,
+        state=Message.State.COMPLETE,
+        content="Hello",
+        sent_along={
+            "memory": {"items": [], "omitted": 0},
+            "addons": {
+                "skills": [
+                    {
+                        "addon": "memory",
+                        "name": "memory",
+                        "title": "Using memory",
+                        "tokens": 9,
+                        "rules": 0,
+                    }
+                ],
+                "context_files": [],
+            },
+        },
+    )
+    page = german(person).get(f"/chat/{conversation.pk}/").content.decode()
+    assert "Das Gedächtnis nutzen" in page
