@@ -81,6 +81,8 @@ class Attachment:
     source: Source
     job: Job | None
     skipped: list[dict[str, object]] = field(default_factory=list)
+    # Files its check found readable (new or changed): none means nothing can be indexed.
+    to_index: int | None = None
 
     @property
     def busy(self) -> bool:
@@ -90,9 +92,14 @@ class Attachment:
     def waiting(self) -> bool:
         return self.job is not None and self.job.state == Job.State.REVIEW
 
+    @property
+    def nothing_to_index(self) -> bool:
+        return self.to_index == 0
+
 
 def attachments_of(conversation: Conversation) -> list[Attachment]:
-    """The conversation's attached files, oldest first, each with its newest job."""
+    """The conversation's attached files, oldest first, each with its newest job and what
+    its newest check found."""
     if conversation.own_store_id is None:
         return []
     sources = list(
@@ -101,17 +108,25 @@ def attachments_of(conversation: Conversation) -> list[Attachment]:
         )
     )
     newest: dict[int, Job] = {}
+    checked: dict[int, Job] = {}
     for row in Job.objects.filter(source__in=sources).order_by("created_at", "id"):
         newest[row.source_id] = row
+        if row.kind == Job.Kind.SCAN and row.state != Job.State.FAILED:
+            checked[row.source_id] = row
     rows = []
     for source in sources:
-        job = newest.get(source.pk)
-        review = job.review if job is not None and job.kind == Job.Kind.SCAN else []
+        scan = checked.get(source.pk)
+        review = scan.review if scan is not None and isinstance(scan.review, list) else []
         rows.append(
             Attachment(
                 source=source,
-                job=job,
+                job=newest.get(source.pk),
                 skipped=[row for row in review if row.get("status") == "skipped"],
+                to_index=(
+                    sum(1 for row in review if row.get("status") in ("new", "changed"))
+                    if scan is not None and scan.state not in Job.ACTIVE_STATES
+                    else None
+                ),
             )
         )
     return rows

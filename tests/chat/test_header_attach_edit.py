@@ -475,3 +475,15 @@ def test_an_attach_without_a_file_asks_for_one(signed_in, conversation):
     body = response.content.decode()
     assert response.status_code == 200 and 'id="attach-error"' in body
     assert "Choose at least one file to upload." in body and not Store.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_attachment_with_nothing_readable_says_so_and_offers_no_index(signed_in, conversation):
+    broken = SimpleUploadedFile("fake.pdf", b"%PDF-1.4 \x00\x9f not really a pdf \xff" * 40)
+    assert _attach(signed_in, conversation, broken, **HTMX).status_code == 200
+    scan = _scan(conversation)
+    assert scan.state == Job.State.REVIEW
+    chips = signed_in.get(reverse("chat_attachments", args=[conversation.pk])).content.decode()
+    assert "nothing in it can be indexed" in chips
+    assert "fake.pdf is left out" in chips
+    assert "Index it" not in chips and "the next answer can use it" not in chips
