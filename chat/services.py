@@ -200,6 +200,8 @@ def conversation_store_add(
 
 def conversation_store_remove(*, conversation: Conversation, store_id: int) -> None:
     """Detach a collection; the collection itself stays as it is."""
+    if not conversation.stores.filter(pk=store_id).exists():
+        raise ChatRefused(gettext("That collection is not attached to this conversation."))
     conversation.stores.remove(store_id)
     conversation.save(update_fields=["updated_at"])
 

@@ -120,6 +120,23 @@ def test_the_header_removes_a_collection_and_the_collection_stays(signed_in, per
     assert not conversation.stores.exists() and Store.objects.filter(pk=store.pk).exists()
 
 
+@pytest.mark.parametrize("which", ["not-attached", "another-persons", "missing"])
+def test_removing_a_collection_that_is_not_attached_says_so(
+    signed_in, person, stranger, conversation, which
+):
+    store_id = {
+        "not-attached": lambda: store_create(owner=person, name="Mine", provider="none").pk,
+        "another-persons": lambda: store_create(owner=stranger, name="Theirs", provider="none").pk,
+        "missing": lambda: 999_999,
+    }[which]()
+    response = signed_in.post(
+        reverse("chat_store_remove", args=[conversation.pk, store_id]), **HTMX
+    )
+    body = response.content.decode()
+    assert "That collection is not attached to this conversation." in body
+    assert "Collection removed" not in body
+
+
 def test_the_model_changes_while_an_answer_is_written_and_in_a_temporary_chat(
     signed_in, person, profile
 ):
