@@ -6,15 +6,16 @@ from typing import ClassVar
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 
 class InstalledAddon(models.Model):
     """An add-on installed on this server. Built-in add-ons need no row until changed."""
 
     class Source(models.TextChoices):
-        BUILTIN = "builtin", "Comes with the host"
-        UPLOAD = "upload", "Uploaded package"
-        ENTRY_POINT = "entry_point", "Installed Python distribution"
+        BUILTIN = "builtin", _("Comes with the host")
+        UPLOAD = "upload", _("Uploaded package")
+        ENTRY_POINT = "entry_point", _("Installed Python distribution")
 
     addon_id = models.CharField(max_length=40, unique=True)
     source = models.CharField(max_length=20, choices=Source.choices)

@@ -6,6 +6,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from django.utils.translation import gettext
+
 from accounts.models import User
 from addons.core.manifest import PERMISSIONS, SettingDecl
 from addons.selectors import (
@@ -55,7 +57,7 @@ def addon_details(user: User, state: AddonState) -> dict[str, Any]:
         "state": state,
         "manifest": state.manifest,
         "manifest_json": json.dumps(state.manifest.as_json(), indent=2, ensure_ascii=False),
-        "permissions": [(p, PERMISSIONS[p]) for p in state.manifest.permissions],
+        "permissions": [(p, gettext(PERMISSIONS[p])) for p in state.manifest.permissions],
         "skills": [
             (skill, text, len(text.split("\n")) if text else 0)
             for skill in state.manifest.skills

@@ -28,11 +28,19 @@ from pydantic_core import ErrorDetails
 API_VERSION = 2
 # The tools the host can give a model; a skill may name only these.
 HOST_TOOLS = frozenset({"context_read", "propose_change", "revert_change", "list_memory"})
+
+
+def gettext_noop(text: str) -> str:
+    """Marks a text for the site's catalogue (`make messages` finds it by this name) in a
+    core that imports no Django; the page translates it when it shows it."""
+    return text
+
+
 PERMISSIONS = {
-    "context-files": "put its context files into your chats' prompt",
-    "user-settings": "keep settings for you (you change them here)",
-    "pages": "show its own pages, which run sandboxed",
-    "memory-tools": "let the assistant use the memory tools its skills name",
+    "context-files": gettext_noop("put its context files into your chats' prompt"),
+    "user-settings": gettext_noop("keep settings for you (you change them here)"),
+    "pages": gettext_noop("show its own pages, which run sandboxed"),
+    "memory-tools": gettext_noop("let the assistant use the memory tools its skills name"),
 }
 MEMORY_TOOLS = HOST_TOOLS
 MAX_MANIFEST_BYTES = 64 * 1024

@@ -72,3 +72,17 @@ def test_sent_along_names_the_built_in_skills_in_german():
     )
     page = german(person).get(f"/chat/{conversation.pk}/").content.decode()
     assert "Das Gedächtnis nutzen" in page
+
+
+def test_the_library_log_and_permissions_read_german():
+    client = german(UserFactory(is_staff=True, is_superuser=True))
+    library = client.get("/addons/").content.decode()
+    assert (
+        "Add-on-Protokoll" in library and "Ein neues Add-on ist zunächst ausgeschaltet" in library
+    )
+    assert "Add-on log" not in library
+    detail = client.get("/addons/memory/").content.decode()
+    assert "Im Host enthalten" in detail or "Comes with the host" not in detail
+    assert "seine Kontextdateien in den Prompt Ihrer Chats legen" in detail
+    log = client.get("/addons/log/").content.decode()
+    assert "Alle Add-ons" in log or "Mit Add-ons ist hier noch nichts geschehen." in log
