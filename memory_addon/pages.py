@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from django.conf import settings
+from django.db.models import Case, Value, When
 from django.http import HttpRequest
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext
@@ -103,8 +104,8 @@ _findings: OrderedDict[str, SecretFinding | None] = OrderedDict()
 _findings_lock = threading.Lock()
 
 
-def _secret_banners(scope: MemoryScope) -> list[SecretBanner]:
-    rows = list(MemoryFile.objects.filter(scope=scope).values_list("pk", "path", "sha256"))
+def _secret_banners(rows: list[tuple[int, str, str]]) -> list[SecretBanner]:
+    """rows: each file's (pk, path, sha256)."""
     unseen = [pk for pk, _, sha in rows if sha not in _findings]
     if unseen:
         for sha, content in MemoryFile.objects.filter(pk__in=unseen).values_list(
@@ -124,9 +125,23 @@ def _secret_banners(scope: MemoryScope) -> list[SecretBanner]:
 
 
 def scope_page(user: User, scope: MemoryScope, policy: Policy) -> ScopePage:
-    # Only the index is read whole: topic files are named, not shown, on this page.
-    paths = set(MemoryFile.objects.filter(scope=scope).values_list("path", flat=True))
-    index = MemoryFile.objects.filter(scope=scope, path=index_path(scope)).first()
+    # One read: every file's path and hash, and the text of the index only (topic files
+    # are named, not shown, on this page).
+    index_file = index_path(scope)
+    files = list(
+        MemoryFile.objects.filter(scope=scope)
+        .annotate(index_text=Case(When(path=index_file, then="content"), default=Value(None)))
+        .values_list("pk", "path", "sha256", "index_text")
+    )
+    paths = {path for _, path, _, _ in files}
+    index = next(
+        (
+            MemoryFile(pk=pk, scope=scope, path=path, sha256=sha, content=text)
+            for pk, path, sha, text in files
+            if path == index_file
+        ),
+        None,
+    )
     items = entries.send_order(entries.parse_items(index.content if index else ""))
     context = turn_context_build(turn_for_scope(user, scope), policy)
     folder = scope_folder(scope)
@@ -144,7 +159,7 @@ def scope_page(user: User, scope: MemoryScope, policy: Policy) -> ScopePage:
                 topic_exists=line is not None and line.file in paths,
             )
         )
-    banners = _secret_banners(scope)
+    banners = _secret_banners([(pk, path, sha) for pk, path, sha, _ in files])
     return ScopePage(
         scope=scope,
         folder=folder,

@@ -231,7 +231,7 @@ _SECTION_TITLES = {
 }
 
 
-def _render(sent: list[SentItem], omitted: int, *, mask: bool, reads_files: bool) -> str:
+def _render(sent: list[SentItem], omitted: int, *, mask: bool, reads_files: bool = True) -> str:
     parts: list[str | Safe] = []
     current = None
     for item in sent:

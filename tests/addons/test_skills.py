@@ -139,7 +139,7 @@ def test_a_chat_turn_sends_a_host_made_skill_lists_it_in_sent_along_and_counts_i
         use = SkillUse.objects.get(user=person, addon_id=addon_id, skill=name)
         assert use.sent_count == 1 and use.last_sent_at is not None
     page = api.get(f"/chat/{conversation.pk}/").content.decode()
-    assert "your skill</span> python with 1 learned rule" in page
+    assert "your skill</span> Python with 1 learned rule" in page
 
 
 def test_export_and_restore_carry_learned_rules_and_host_made_skills(api, person):
