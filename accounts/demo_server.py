@@ -24,6 +24,18 @@ DEFAULT_MAX_TOKENS = 256
 PARALLEL = 4
 
 
+def _stop_with_parent() -> None:
+    """On Linux the server goes when whoever started it goes (a killed test run, say), so
+    no model is left holding a port."""
+    if sys.platform != "linux":
+        return
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("model", help="the GGUF file")
@@ -32,6 +44,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--context", type=int, default=4096)
     parser.add_argument("--threads", type=int, default=min(4, os.cpu_count() or 1))
     options = parser.parse_args(argv)
+    _stop_with_parent()
 
     import xllamacpp
 

@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import subprocess
+import sys
 import urllib.request
 
+import psutil
 import pytest
 
 from accounts.demo_server import PARALLEL, READY
@@ -91,3 +94,29 @@ def test_the_demo_server_writes_several_answers_at_once(llama_server):
         props = json.load(reply)
     assert props["total_slots"] == PARALLEL
     assert props["default_generation_settings"]["n_ctx"] >= DEMO_CONTEXT
+
+
+def test_the_demo_server_stops_when_whoever_started_it_dies(tmp_path):
+    """A killed test run or command leaves no model server holding a port."""
+    port = free_port()
+    starter = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import subprocess, sys; "
+            f"p = subprocess.Popen({llama_server_command(demo_model_file(), port=port)!r}, "
+            "stdout=subprocess.PIPE, text=True); "
+            "print(p.pid, p.stdout.readline().split()[0], flush=True); "
+            "import time; time.sleep(600)",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert starter.stdout is not None
+    server_pid, ready = starter.stdout.readline().split()
+    assert ready == READY
+    starter.kill()
+    starter.wait(timeout=30)
+    with contextlib.suppress(psutil.NoSuchProcess):  # already gone
+        psutil.Process(int(server_pid)).wait(timeout=30)  # raises if it outlives its starter
