@@ -16,6 +16,13 @@ def person():
 
 
 @pytest.fixture
+def signed_in(client, person):
+    """The test client signed in as `person`."""
+    client.force_login(person)
+    return client
+
+
+@pytest.fixture
 def profile(person, fake_openai) -> AIProfile:
     return AIProfileFactory(
         owner=person, base_url=fake_openai.base_url, model="fake-model", is_default=True

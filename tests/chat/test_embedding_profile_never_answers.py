@@ -10,18 +10,12 @@ import pytest
 
 from accounts.models import AIProfile
 from chat.models import Conversation, Schedule
+from tests.chat.test_header_attach_edit import HTMX
 from tests.factories import AIProfileFactory
 
 pytestmark = pytest.mark.django_db
 
 REFUSAL = "An embedding profile cannot answer in a chat."
-HTMX = {"HTTP_HX_REQUEST": "true"}
-
-
-@pytest.fixture
-def signed_in(client, person):
-    client.force_login(person)
-    return client
 
 
 @pytest.fixture

@@ -28,12 +28,6 @@ HTMX = {"HTTP_HX_REQUEST": "true"}
 
 
 @pytest.fixture
-def signed_in(client, person):
-    client.force_login(person)
-    return client
-
-
-@pytest.fixture
 def stranger():
     return UserFactory()
 
