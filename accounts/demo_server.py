@@ -67,7 +67,6 @@ def main(argv: list[str] | None = None) -> None:
     with contextlib.suppress(KeyboardInterrupt):
         stopped.wait()
     del server  # stops llama.cpp's threads before the interpreter goes
-    sys.stdout.flush()
 
 
 if __name__ == "__main__":
