@@ -40,14 +40,14 @@ run: $(STAMP)
 PYTEST_WORKERS ?= 2
 
 test: $(TEST_STAMP)
-	@$(BIN)/python scripts/ensure_chromium.py
+	@$(BIN)/python scripts/ensure_test_tools.py
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 # A picture of every page, English and German, light and dark (docs/screenshots.md says
 # what it makes); the pictures stay out of git.
 SCREENSHOTS_DIR ?= $(CURDIR)/docs/screenshots
 screenshots: $(TEST_STAMP)
-	@$(BIN)/python scripts/ensure_chromium.py
+	@$(BIN)/python scripts/ensure_test_tools.py
 	SCREENSHOTS_DIR=$(SCREENSHOTS_DIR) $(BIN)/python -m pytest tests/browser/test_screenshot_walk.py -p no:randomly -q
 
 lint: $(TEST_STAMP)

@@ -60,6 +60,11 @@ class FakeOpenAI:
         self.chat_replies: list[dict[str, Any]] = []
         self.default_reply: dict[str, Any] = {"content": "ok"}  # once chat_replies is empty
         self.chat_requests: list[dict[str, Any]] = []
+        # The caller's (host, port) per request: which process on this machine asked.
+        self.chat_peers: list[tuple[str, int]] = []
+        self.held_peers: list[tuple[str, int]] = []
+        # Hold only requests with an input containing this text (None: every request).
+        self.hold_matching: str | None = None
         self.models: list[str] = ["test-model", "other-model"]  # GET /v1/models
         self.chat_gate = threading.Event()
         self.first_content_at: dict[str, float] = {}
@@ -129,6 +134,7 @@ class FakeOpenAI:
                 elif self.path.endswith("/chat/completions"):
                     with fake._lock:
                         fake.chat_requests.append(body)
+                        fake.chat_peers.append(self.client_address[:2])
                         reply = (
                             fake.chat_replies.pop(0) if fake.chat_replies else fake.default_reply
                         )
@@ -282,6 +288,11 @@ class FakeOpenAI:
                         return
                     answered = len(fake.embedding_inputs)
                     hold = fake.hold_after is not None and answered >= fake.hold_after
+                    texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+                    if fake.hold_matching is not None:
+                        hold = hold and any(fake.hold_matching in str(t) for t in texts)
+                    if hold:
+                        fake.held_peers.append(self.client_address[:2])
                 if hold:
                     fake.reached_hold.set()
                     with fake.held_changed:

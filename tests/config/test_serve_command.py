@@ -119,3 +119,21 @@ def test_serve_twice_keeps_the_data_and_stops_cleanly(tmp_path):
     finally:
         _stop(second)
     assert _processes_using(data_dir) == []
+
+
+def test_a_host_started_without_beat_runs_every_worker_but_no_scheduler():
+    from config.management.commands.serve import Command
+
+    options = {
+        "web_workers": 1,
+        "host": "127.0.0.1",
+        "port": 8000,
+        "no_worker": False,
+        "worker_concurrency": 1,
+        "chat_concurrency": 2,
+        "no_beat": False,
+    }
+    everything = [name for name, _, _ in Command()._commands(options, {})]
+    assert everything == ["web", "worker", "chat worker", "delivery worker", "beat"]
+    without_beat = [name for name, _, _ in Command()._commands({**options, "no_beat": True}, {})]
+    assert without_beat == ["web", "worker", "chat worker", "delivery worker"]

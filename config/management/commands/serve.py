@@ -106,6 +106,11 @@ class Command(BaseCommand):
             help="Web server processes (WEB_WORKERS; default one per core).",
         )
         parser.add_argument("--no-worker", action="store_true", help="Serve the web app only.")
+        parser.add_argument(
+            "--no-beat",
+            action="store_true",
+            help="Run no scheduler: on every host but one, when several share a database.",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["web_workers"] is None:
@@ -246,7 +251,7 @@ class Command(BaseCommand):
         # A chat turn may hold three connections at once (its thread, its retrieval
         # thread and its live-update thread), so the chat worker's pool grows with them.
         chat_pool = str(max(10, 3 * options["chat_concurrency"] + 2))
-        return [
+        children = [
             *commands,
             ("worker", [*worker, "--loglevel", "INFO", *quiet], env),
             (
@@ -255,8 +260,9 @@ class Command(BaseCommand):
                 {**env, "DATABASE_POOL_MAX": chat_pool},
             ),
             ("delivery worker", [*deliveries, "--loglevel", "INFO", *quiet], env),
-            ("beat", beat, env),
         ]
+        # One scheduler for all hosts: two would send every periodic job twice.
+        return children if options["no_beat"] else [*children, ("beat", beat, env)]
 
     def _unprivileged(self, env: dict[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
         """Run the children as SERVE_USER when started as root, or say plainly why not."""
