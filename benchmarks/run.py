@@ -36,14 +36,13 @@ from django.test.utils import CaptureQueriesContext  # noqa: E402
 from accounts.models import Agent, Membership, Organization, User  # noqa: E402
 from accounts.services import messaging_binding_create  # noqa: E402
 from addons.services import addon_setting_put  # noqa: E402
+from benchmarks.results import write_section  # noqa: E402
 from memory_addon.core import entries  # noqa: E402
 from memory_addon.services.changes import file_write  # noqa: E402
 from memory_addon.services.context import turn_context_build  # noqa: E402
 from memory_addon.services.proposals import memory_change_request, proposal_confirm  # noqa: E402
 from memory_addon.services.scopes import ensure_agent_scope, ensure_channel_scope, ensure_user_scope  # noqa: E402
 from memory_addon.turns import Turn  # noqa: E402
-
-RESULTS = ROOT / "docs" / "benchmarks.md"
 
 
 def percentile(samples: list[float], q: float) -> float:
@@ -157,20 +156,6 @@ def bench_proposals(count: int = 200) -> dict[str, float]:
         "confirm_per_s": count / confirm_seconds,
         "auto_per_s": count / auto_seconds,
     }
-
-
-def write_section(name: str, body: str) -> None:
-    start, end = f"<!-- bench:{name} -->", f"<!-- /bench:{name} -->"
-    text = (
-        RESULTS.read_text() if RESULTS.exists() else "# Benchmarks\n\nProduced by `make bench`.\n"
-    )
-    section = f"{start}\n{body.rstrip()}\n{end}"
-    if start in text:
-        head, rest = text.split(start, 1)
-        text = head + section + rest.split(end, 1)[1]
-    else:
-        text = text.rstrip() + "\n\n" + section + "\n"
-    RESULTS.write_text(text)
 
 
 def main() -> None:
