@@ -82,7 +82,7 @@ class Output:
         return "".join(self.lines[-count:])
 
 
-def _popen(command: list[str], env: dict[str, str]) -> tuple[subprocess.Popen[str], Output]:
+def popen(command: list[str], env: dict[str, str]) -> tuple[subprocess.Popen[str], Output]:
     process = subprocess.Popen(  # noqa: S603
         command,
         cwd=ROOT,
@@ -165,7 +165,7 @@ class Host:
         command = [sys.executable, "manage.py", "serve", "--port", str(self.port), "--no-beat"]
         command += ["--web-workers", str(self.web_workers), "--worker-concurrency", "1"]
         command += ["--chat-concurrency", "2"]
-        self.process, self.output = _popen(command, self.env)
+        self.process, self.output = popen(command, self.env)
         self.output.wait_for(READY_LINE)
         wait_until_ok(f"{self.url}/readyz")
         return self
@@ -244,7 +244,7 @@ class Proxy:
         conf = self.folder / "nginx.conf"
         conf.write_text(self.config())
         command = [str(NGINX), "-p", str(self.folder), "-c", str(conf)]
-        self.process, output = _popen(command, dict(os.environ))
+        self.process, output = popen(command, dict(os.environ))
         deadline = time.monotonic() + DEADLINE
         while not answers_ok(f"{self.url}/healthz"):
             if self.process.poll() is not None:
@@ -295,14 +295,14 @@ class Cluster:
         self.proxy = Proxy(folder / "nginx", self.hosts)
 
     def start(self) -> Cluster:
-        self.services, output = _popen([sys.executable, "-m", "benchmarks.cluster"], self.env)
+        self.services, output = popen([sys.executable, "-m", "benchmarks.cluster"], self.env)
         urls = json.loads(output.wait_for("SERVICES ").split(" ", 1)[1])
         self.env.update(urls)
         for host in self.hosts:
             host.env = self.env
         celery = [sys.executable, "-m", "celery", "-A", "config", "beat", "--loglevel", "INFO"]
         celery += ["--schedule", str(self.data_dir / "celerybeat-schedule")]
-        self.beat, self.beat_output = _popen(celery, self.env)
+        self.beat, self.beat_output = popen(celery, self.env)
         for host in self.hosts:
             host.start()
         self.proxy.start()

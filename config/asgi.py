@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import importlib
 import os
 from typing import Any
 
@@ -18,7 +20,6 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.urls import path  # noqa: E402
 
-from config.mcp_server import mcp_app  # noqa: E402
 from host import pool_watch  # noqa: E402
 from host.consumers import EventsConsumer  # noqa: E402
 from host.request_limits import BoundedRequests  # noqa: E402
@@ -26,7 +27,28 @@ from host.security_headers import with_security_headers  # noqa: E402
 from host.websocket_origin import SameOriginValidator  # noqa: E402
 
 websocket_urlpatterns = [path("ws/events/", EventsConsumer.as_asgi())]
-mcp_with_headers = with_security_headers(mcp_app)
+
+
+class _McpOnFirstCall:
+    """The MCP server (B1), imported by the first call that needs it: the SDK holds about
+    50 MB in every web worker that loads it, and most workers of a host never see an MCP
+    client. The import runs in a thread, so the worker's other requests go on meanwhile."""
+
+    def __init__(self) -> None:
+        self._app: Any = None
+
+    async def app(self) -> Any:
+        if self._app is None:
+            # Two first calls at once import once: Python's import lock makes one wait.
+            module = await asyncio.to_thread(importlib.import_module, "config.mcp_server")
+            self._app = with_security_headers(module.mcp_app)
+        return self._app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await (await self.app())(scope, receive, send)
+
+
+mcp_with_headers = _McpOnFirstCall()
 
 
 async def http_app(scope: dict[str, Any], receive: Any, send: Any) -> None:

@@ -22,17 +22,24 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from functools import partial
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import httpx
-import openai
-from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCall
 
 from host import metrics
 from host.bounded_http import AnswerRefused, bounded_call
 from host.core.connection_words import connection_failure_words
+from host.lazy_module import lazy_module
 from host.outbound import shared_http_client
 from host.outbound_gate import masked_message
+
+if TYPE_CHECKING:
+    import openai
+    from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCall
+else:
+    # About 36 MB: loaded by the processes that call a model, not by every one that
+    # imports the chat app (the web server, the index and delivery workers, beat).
+    openai = lazy_module("openai")
 
 ErrorKind = Literal[
     "auth",

@@ -20,12 +20,11 @@ import uuid
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from functools import cache
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import connection
-from qdrant_client import QdrantClient
-from qdrant_client import models as qm
 
 from host.bounded_http import CallBudget, bounded_call
 from host.outbound import (
@@ -36,6 +35,11 @@ from host.outbound import (
 )
 from knowledge.errors import KnowledgeRefusal
 from knowledge.models import Chunk, StagedChunk, Store
+
+if TYPE_CHECKING:
+    # Imported where called: qdrant_client imports fastembed, onnxruntime and
+    # tokenizers (about 150 MB) in every process that loads the app, used or not.
+    from qdrant_client import QdrantClient
 
 logger = logging.getLogger(__name__)
 UPSERT_BATCH = 256
@@ -85,6 +89,8 @@ def check_url(url: str) -> str:
 
 @cache
 def _local_client(location: str) -> QdrantClient:
+    from qdrant_client import QdrantClient
+
     # One per process: a local-mode client keeps its data in itself (":memory:") or
     # holds a lock on its folder.
     if location == ":memory:":
@@ -93,6 +99,8 @@ def _local_client(location: str) -> QdrantClient:
 
 
 def client(store: Store) -> QdrantClient:
+    from qdrant_client import QdrantClient
+
     if settings.KNOWLEDGE_QDRANT_LOCAL:
         return _local_client(settings.KNOWLEDGE_QDRANT_LOCAL)
     return QdrantClient(
@@ -143,6 +151,8 @@ def new_collection_name() -> str:
 
 
 def collection_create(store: Store) -> None:
+    from qdrant_client import models as qm
+
     """Make the store's Qdrant collection (cosine distance, the store's dimension)."""
     release_db_connection()
     try:
@@ -176,6 +186,8 @@ def collection_delete(store: Store) -> None:
 
 
 def stage_points(store: Store, job_id: int, source_id: int) -> None:
+    from qdrant_client import models as qm
+
     """Give the job's staged chunks their chunk ids and write their vectors under them.
 
     Before the commit: the points are not found until the commit inserts the rows.
@@ -215,6 +227,8 @@ def stage_points(store: Store, job_id: int, source_id: int) -> None:
 
 
 def points_delete(store: Store, chunk_ids: Iterable[int]) -> None:
+    from qdrant_client import models as qm
+
     """Best effort after a commit: the rows are gone, so the points are never found."""
     ids: list[int | str | uuid.UUID] = [int(i) for i in chunk_ids]
     if not ids:
@@ -230,6 +244,8 @@ def points_delete(store: Store, chunk_ids: Iterable[int]) -> None:
 
 
 def source_points_delete(store: Store, source_id: int) -> None:
+    from qdrant_client import models as qm
+
     release_db_connection()
     selector = qm.FilterSelector(
         filter=qm.Filter(
@@ -246,6 +262,8 @@ def source_points_delete(store: Store, source_id: int) -> None:
 def vector_scored(
     store: Store, vector: list[float], source_ids: list[int], limit: int
 ) -> list[tuple[int, float]]:
+    from qdrant_client import models as qm
+
     """(chunk id, cosine similarity) nearest first, among chunks that exist and are enabled."""
     if not source_ids:
         return []

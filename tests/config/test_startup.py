@@ -117,3 +117,27 @@ def test_every_process_registers_every_apps_jobs(tmp_path):
         "learning.rule_detect",
         "learning.cleanup_run",
     } <= registered
+
+
+def test_a_web_worker_loads_no_mcp_sdk_model_client_or_local_model_stack_until_used(tmp_path):
+    """Each is tens of MB in every process that imports it (docs/benchmarks.md,
+    "Footprint"): the MCP SDK loads on the first MCP call, openai on the first model
+    call, qdrant_client (which imports fastembed, onnxruntime and tokenizers) when a
+    Qdrant collection is used."""
+    code = (
+        "import os, sys, django; os.environ['DJANGO_SETTINGS_MODULE'] = 'config.settings'\n"
+        "import config.asgi\n"
+        "heavy = ['mcp', 'qdrant_client', 'fastembed', 'onnxruntime', 'tokenizers', 'numpy']\n"
+        "loaded = [name for name in heavy if name in sys.modules]\n"
+        "from importlib.util import _LazyModule\n"
+        "openai = sys.modules.get('openai')\n"
+        "if openai is not None and not isinstance(openai, _LazyModule): loaded.append('openai')\n"
+        "print(' '.join(loaded))\n"
+    )
+    nowhere = {
+        "DATABASE_URL": "postgresql://nobody@127.0.0.1:9/none",
+        "REDIS_URL": "redis://127.0.0.1:9/0",
+    }
+    result = _run(["-c", code], tmp_path / "data", **nowhere)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == []

@@ -262,7 +262,7 @@ class Command(BaseCommand):
             ("delivery worker", [*deliveries, "--loglevel", "INFO", *quiet], env),
         ]
         # One scheduler for all hosts: two would send every periodic job twice.
-        return children if options["no_beat"] else [*children, ("beat", beat, env)]
+        return children if options.get("no_beat") else [*children, ("beat", beat, env)]
 
     def _unprivileged(self, env: dict[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
         """Run the children as SERVE_USER when started as root, or say plainly why not."""
