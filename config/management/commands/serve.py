@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -33,6 +34,9 @@ from host.web import web_workers
 
 STOP_GRACE_SECONDS = 15
 POLL_SECONDS = 0.2
+# The chat and delivery workers and beat start once the web server answers, or after
+# this long whatever it does.
+WORKERS_AFTER_WEB_SECONDS = 20.0
 # Left to the servers that own them: pgserver runs PostgreSQL as its own user.
 _NOT_HANDED_OVER = {"postgres"}
 
@@ -73,6 +77,18 @@ class EmbeddedRedis:
     group: int | None  # the children's group, when they run as another user
     started_at: float = field(default_factory=time.monotonic)
     restart_at: float | None = None
+
+
+def _answers(host: str, port: int) -> bool:
+    """Whether our web server answers /healthz."""
+    if host in ("", "0.0.0.0", "::"):  # noqa: S104 - bound to every address: ask loopback
+        host = "127.0.0.1"
+    address = f"[{host}]" if ":" in host else host
+    try:
+        with urllib.request.urlopen(f"http://{address}:{port}/healthz", timeout=1) as response:
+            return bool(response.status == 200)
+    except OSError:  # not listening yet, or not healthy (HTTPError is an OSError)
+        return False
 
 
 def _share_redis_socket(gid: int) -> None:
@@ -134,8 +150,13 @@ class Command(BaseCommand):
             Child(name, command, child_env, self._policy(), popen_extra=popen_extra)
             for name, command, child_env in self._commands(options, env)
         ]
-        for child in children:
+        # The web server and the main worker (which /readyz asks) first, the others once
+        # the web server answers: started all at once, their imports took the cores from
+        # the web server's (docs/benchmarks.md, "Footprint"). Their jobs wait in Redis.
+        first, later = children[:2], children[2:]
+        for child in first:
             child.start()
+        later_at = time.monotonic() + WORKERS_AFTER_WEB_SECONDS
         stopping = False
 
         def stop(signum: int, frame: FrameType | None) -> None:
@@ -146,6 +167,11 @@ class Command(BaseCommand):
         signal.signal(signal.SIGTERM, stop)
         exit_code = 0
         while not stopping:
+            due = time.monotonic() >= later_at
+            if later and (due or _answers(options["host"], options["port"])):
+                for child in later:
+                    child.start()
+                later = []
             if not self._supervise_redis(redis) or not all(map(self._supervise, children)):
                 stopping, exit_code = True, 1
             # The supervisor's own tick: how soon a crash is noticed.
