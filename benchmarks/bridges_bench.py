@@ -154,11 +154,11 @@ def main() -> None:
 
     from django.core.management import call_command
 
-    from benchmarks import run as bench_run
+    from benchmarks.results import write_section
 
     call_command("migrate", interactive=False, verbosity=0)
     machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
-    print(run(bench_run.write_section, machine))
+    print(run(write_section, machine))
 
 
 if __name__ == "__main__":

@@ -374,7 +374,7 @@ the same share of LoCoMo's top-{FLOOR_CANDIDATES} candidates as MiniLM's
 if __name__ == "__main__":
     import platform
 
-    from benchmarks.run import write_section as _write_section
+    from benchmarks.results import write_section as _write_section
     from host.local_model import assemble_minilm
 
     assemble_minilm(Path(os.environ["EMBEDDING_MODEL_PATH"]))

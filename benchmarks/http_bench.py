@@ -40,7 +40,7 @@ from django.db import close_old_connections
 
 from accounts.models import User
 from accounts.services import api_token_create
-from benchmarks.knowledge_bench import percentile
+from benchmarks.http_load import level
 from host.web import web_workers
 from memory_addon.services.changes import file_write
 from memory_addon.services.scopes import ensure_user_scope
@@ -48,7 +48,6 @@ from memory_addon.services.scopes import ensure_user_scope
 ROOT = Path(__file__).resolve().parent.parent
 CLIENTS = (1, 10, 50)
 SECONDS = 8.0  # per level, after a warm-up
-PATH = "/api/memory/turn-context"
 
 
 def _free_port() -> int:
@@ -85,36 +84,6 @@ def _start(workers: int, port: int) -> subprocess.Popen[bytes]:
     raise RuntimeError("the web server did not answer within 120 s")
 
 
-async def _level(base: str, token: str, clients: int, seconds: float) -> dict[str, float]:
-    latencies: list[float] = []
-    errors = 0
-    headers = {"Authorization": f"Bearer {token}"}
-
-    async def client(stop_at: float, record: bool) -> None:
-        nonlocal errors
-        limits = httpx.Limits(max_connections=1)
-        async with httpx.AsyncClient(base_url=base, headers=headers, limits=limits) as http:
-            while time.monotonic() < stop_at:
-                start = time.perf_counter()
-                response = await http.post(PATH, json={}, timeout=30)
-                elapsed = (time.perf_counter() - start) * 1000
-                if response.status_code != 200:
-                    errors += 1
-                elif record:
-                    latencies.append(elapsed)
-
-    await asyncio.gather(*(client(time.monotonic() + 1.0, False) for _ in range(clients)))
-    start = time.monotonic()
-    await asyncio.gather(*(client(start + seconds, True) for _ in range(clients)))
-    wall = time.monotonic() - start
-    return {
-        "rps": len(latencies) / wall,
-        "p50": percentile(latencies, 0.5),
-        "p95": percentile(latencies, 0.95),
-        "errors": float(errors),
-    }
-
-
 def bench_http() -> dict[int, dict[int, dict[str, float]]]:
     user = User.objects.create_user(f"bench-http-{uuid.uuid4().hex[:8]}")
     index = "".join(f"- pref {i}: short fact {i} -> f{i}.md\n" for i in range(12))
@@ -130,7 +99,7 @@ def bench_http() -> dict[int, dict[int, dict[str, float]]]:
         try:
             base = f"http://127.0.0.1:{port}"
             results[workers] = {
-                clients: asyncio.run(_level(base, token, clients, SECONDS)) for clients in CLIENTS
+                clients: asyncio.run(level(base, token, clients, SECONDS)) for clients in CLIENTS
             }
             print(workers, results[workers], flush=True)
         finally:
@@ -172,7 +141,7 @@ if __name__ == "__main__":
 
     from django.core.management import call_command
 
-    from benchmarks.run import write_section
+    from benchmarks.results import write_section
 
     call_command("migrate", interactive=False, verbosity=0)
     machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"

@@ -194,6 +194,11 @@ def main() -> None:
     if sys.argv[1:] == ["fair-chat"]:  # one section: `python -m benchmarks.run fair-chat`
         print(fair_chat_run(write_section, machine))
         return
+    if sys.argv[1:] == ["chat"]:  # one section: `python -m benchmarks.run chat`
+        from benchmarks.chat_bench import run as chat_run
+
+        print(chat_run(write_section, machine))
+        return
     context = bench_turn_context()
     proposals = bench_proposals()
     memory_only = sys.argv[1:] == ["memory"]  # `python -m benchmarks.run memory`
@@ -257,6 +262,11 @@ Model-initiated changes, 200 each, one transaction per change, sequential:
     from benchmarks.http_bench import run as http_run
 
     print(http_run(write_section, machine))
+    # Each on its own data folder: a new stack per start, a cluster of two hosts.
+    from benchmarks import footprint_bench, scale_out_bench
+
+    footprint_bench.main()
+    scale_out_bench.main()
 
 
 if __name__ == "__main__":

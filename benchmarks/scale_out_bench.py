@@ -21,12 +21,12 @@ import os
 import platform
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.cluster import ROOT, Cluster, Proxy
+from benchmarks.cluster import Cluster, Proxy
+from benchmarks.http_load import level
 from benchmarks.results import write_section
 
 CLIENTS = (10, 50)
@@ -34,30 +34,17 @@ SECONDS = 8.0
 ROUNDS = 3
 
 
-def _token(cluster: Cluster) -> str:
-    """A person with a 12-line memory index and a personal token, made in the cluster's
-    database by this process (Django set up against the cluster's URLs)."""
-    os.environ.update({k: cluster.env[k] for k in ("DATABASE_URL", "REDIS_URL", "DATA_DIR")})
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    sys.path.insert(0, str(ROOT))
-    import django
-
-    django.setup()
-    from django.db import close_old_connections
-
-    from accounts.models import User
-    from accounts.services import api_token_create
-    from memory_addon.services.changes import file_write
-    from memory_addon.services.scopes import ensure_user_scope
-
-    user = User.objects.create_user("bench-pair")
-    index = "".join(f"- pref {i}: short fact {i} -> f{i}.md\n" for i in range(12))
-    file_write(
-        user=user, scope=ensure_user_scope(user), path="index.md", content=index, base_sha256=""
-    )
-    _, token = api_token_create(user=user, name="bench")
-    close_old_connections()
-    return token
+MAKE_PERSON = """
+import json
+from accounts.models import User
+from accounts.services import api_token_create
+from memory_addon.services.changes import file_write
+from memory_addon.services.scopes import ensure_user_scope
+user = User.objects.create_user("bench-pair")
+index = "".join(f"- pref {i}: short fact {i} -> f{i}.md\\n" for i in range(12))
+file_write(user=user, scope=ensure_user_scope(user), path="index.md", content=index, base_sha256="")
+print("RESULT " + json.dumps(api_token_create(user=user, name="bench")[1]))
+"""
 
 
 def main() -> None:
@@ -68,8 +55,8 @@ def main() -> None:
     one_proxy: Proxy | None = None
     try:
         cluster.start()
-        token = _token(cluster)
-        from benchmarks.http_bench import _level
+        # A person with a 12-line memory index and a personal token, as http_bench's.
+        token = cluster.shell(MAKE_PERSON)
 
         a = cluster.hosts[0]
         one_proxy = Proxy(folder / "nginx-one", [a]).start()
@@ -82,7 +69,7 @@ def main() -> None:
         for _ in range(ROUNDS):
             for clients in CLIENTS:
                 for name, base in targets.items():
-                    result = asyncio.run(_level(base, token, clients, SECONDS))
+                    result = asyncio.run(level(base, token, clients, SECONDS))
                     runs.setdefault((name, clients), []).append(result)
                     print(name, clients, result, flush=True)
         load_after = os.getloadavg()[0]

@@ -422,7 +422,7 @@ def main() -> None:
     import sys
 
     if "--write" in sys.argv:
-        from benchmarks.run import write_section
+        from benchmarks.results import write_section
 
         print(run(write_section, machine_line()))
         return

@@ -323,7 +323,7 @@ if __name__ == "__main__":
 
     from django.core.management import call_command
 
-    from benchmarks.run import write_section
+    from benchmarks.results import write_section
     from host.local_model import assemble_minilm
 
     call_command("migrate", interactive=False, verbosity=0)
