@@ -231,6 +231,9 @@ def _answer(
 
     streamer.start(announce)
     conversation_messages, calls_log, first_round = _going_on(message, prepared, resumed)
+    if resumed is not None:  # the tool log shows the person's answer, no longer "waiting"
+        Message.objects.filter(pk=message.pk).update(tool_calls=calls_log)
+        message.tool_calls = calls_log
     for round_number in range(first_round, settings.CHAT_MAX_TOOL_ROUNDS + 1):
         last_round = round_number == settings.CHAT_MAX_TOOL_ROUNDS
         result = _model_round(prepared, conversation_messages, streamer, usage, last=last_round)
@@ -284,7 +287,7 @@ def _going_on(
         {"role": "tool", "tool_call_id": resumed.call_id, "content": answer},
     ]
     calls_log = [
-        {**c, "result": answer[:2000]} if c.get("id") == resumed.call_id else c
+        {**c, "result": answer[:2000], "waiting": False} if c.get("id") == resumed.call_id else c
         for c in message.tool_calls
     ]
     return sent, calls_log, int(resumed.resume.get("round", 1))
@@ -383,7 +386,9 @@ def _run_tool_calls(
             question = _question(prepared, message, call, asked is not None)
             if isinstance(question, questions.Asked):
                 asked = (call.id, question)
-                calls_log.append(_logged(round_number, call, True, "Waiting for the answer."))
+                # "waiting": the page says it in the person's language, not this text.
+                entry = _logged(round_number, call, True, "Waiting for the answer.")
+                calls_log.append({**entry, "waiting": True})
                 continue
             ok, text = False, question
         else:

@@ -224,3 +224,21 @@ def test_an_answer_queued_again_after_a_late_answer_is_not_reaped_as_never_picke
     question_answer(user=person, question_id=answer.questions.get().pk, choice="Rome")
     assert messages_reap_stalled() == 0
     assert run(answer).state == Message.State.COMPLETE
+
+
+def test_the_tool_log_waits_in_the_persons_language_then_shows_the_answer(
+    fake_openai, ask, person, client
+):
+    fake_openai.chat_replies.append({"content": "Let me plan it.", "tool_calls": [ask_call()]})
+    answer = run(ask("Plan my trip"))
+    client.force_login(person)
+    german = client.get(
+        f"/chat/{answer.conversation_id}/", headers={"accept-language": "de"}
+    ).content.decode()
+    assert "Wartet auf Ihre Antwort." in german and "Waiting for the answer." not in german
+    question = Question.objects.get(message=answer)
+    question_answer(user=person, question_id=question.pk, choice="Milan", other="")
+    fake_openai.chat_replies.append({"content": "Milan it is."})
+    answer = run(answer)
+    (logged,) = answer.tool_calls
+    assert not logged["waiting"] and logged["result"] == "The person answered: Milan"
