@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
+from django.utils import translation
 from django.utils.translation import gettext
 
 from accounts.models import User
@@ -31,8 +32,15 @@ def _own_store(user: User, conversation: Conversation) -> tuple[Store, bool]:
         store = Store.objects.filter(pk=conversation.own_store_id, owner=user).first()
         if store is not None:
             return store, False
-    # Keyword-only: it works without any embedding model and indexes at once.
-    store = knowledge.store_create(owner=user, name=_store_name(conversation), provider="none")
+    # Keyword-only: it works without any embedding model and indexes at once. Its words
+    # are stemmed in the language the person uses the site in.
+    german = (translation.get_language() or "").startswith("de")
+    store = knowledge.store_create(
+        owner=user,
+        name=_store_name(conversation),
+        provider="none",
+        language=Store.Language.GERMAN if german else Store.Language.ENGLISH,
+    )
     with transaction.atomic(durable=True):
         won = Conversation.objects.filter(pk=conversation.pk, own_store__isnull=True).update(
             own_store=store

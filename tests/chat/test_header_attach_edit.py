@@ -238,6 +238,20 @@ def test_a_second_attach_goes_into_the_same_own_collection(signed_in, conversati
     assert Store.objects.filter(owner=conversation.owner).count() == 1
 
 
+@pytest.mark.parametrize(("accept", "language"), [("de", "german"), ("en", "english")])
+def test_a_chats_own_collection_stems_words_in_the_language_the_person_uses(
+    signed_in, conversation, accept, language
+):
+    _attach(
+        signed_in,
+        conversation,
+        SimpleUploadedFile("a.md", b"Die Gehege schliessen um neun."),
+        HTTP_ACCEPT_LANGUAGE=accept,
+    )
+    conversation.refresh_from_db()
+    assert conversation.own_store.language == language
+
+
 def test_an_oversized_file_is_refused_naming_it_and_leaves_no_collection(
     signed_in, conversation, settings
 ):
