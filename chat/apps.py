@@ -11,10 +11,11 @@ class ChatConfig(AppConfig):
     def ready(self) -> None:
         # The jobs register with the Celery app in every process: the services queue them
         # by name (host/queue.py), with the task's own options.
-        from django.db.models.signals import post_save
+        from django.db.models.signals import post_delete, post_save
 
         from chat import search, tasks  # noqa: F401
-        from chat.models import Message
+        from chat.attachments import own_store_forget
+        from chat.models import Conversation, Message
         from chat.selectors import conversation_titles
         from chat.signals import answer_completed
         from chat.views import inbox_questions
@@ -30,3 +31,4 @@ class ChatConfig(AppConfig):
         chat_tool_register(search.SEARCH_TOOL, search.search_conversations_tool)
         post_save.connect(search.message_stored, sender=Message, dispatch_uid="chat-embed-stored")
         answer_completed.connect(search.answer_completed, dispatch_uid="chat-embed-answer")
+        post_delete.connect(own_store_forget, sender=Conversation, dispatch_uid="chat-own-store")

@@ -149,3 +149,21 @@ def attachment_index(*, conversation: Conversation, job_id: int) -> Job:
     if job is None:
         raise ChatRefused(gettext("No such attached file."))
     return knowledge.scan_confirm(scan_job=job)
+
+
+def own_store_forget(sender: type[Conversation], instance: Conversation, **kwargs: object) -> None:
+    """A deleted conversation's own collection goes with it, after the commit (every
+    path: delete, a temporary chat ended or purged), unless another of the person's
+    conversations has it attached."""
+    store_id = instance.own_store_id
+    if store_id is not None:
+        transaction.on_commit(lambda: _own_store_delete(store_id))
+
+
+def _own_store_delete(store_id: int) -> None:
+    store = Store.objects.filter(pk=store_id).first()
+    if store is None or Conversation.objects.filter(stores=store).exists():
+        return
+    if Conversation.objects.filter(own_store=store).exists():
+        return
+    knowledge.store_delete(store=store)

@@ -231,9 +231,6 @@ def _answer(
 
     streamer.start(announce)
     conversation_messages, calls_log, first_round = _going_on(message, prepared, resumed)
-    if resumed is not None:  # the tool log shows the person's answer, no longer "waiting"
-        Message.objects.filter(pk=message.pk).update(tool_calls=calls_log)
-        message.tool_calls = calls_log
     for round_number in range(first_round, settings.CHAT_MAX_TOOL_ROUNDS + 1):
         last_round = round_number == settings.CHAT_MAX_TOOL_ROUNDS
         result = _model_round(prepared, conversation_messages, streamer, usage, last=last_round)
@@ -290,6 +287,9 @@ def _going_on(
         {**c, "result": answer[:2000], "waiting": False} if c.get("id") == resumed.call_id else c
         for c in message.tool_calls
     ]
+    # The tool log shows the person's answer from now on, no longer "waiting".
+    Message.objects.filter(pk=message.pk).update(tool_calls=calls_log)
+    message.tool_calls = calls_log
     return sent, calls_log, int(resumed.resume.get("round", 1))
 
 

@@ -252,6 +252,28 @@ def test_a_chats_own_collection_stems_words_in_the_language_the_person_uses(
     assert conversation.own_store.language == language
 
 
+@pytest.mark.django_db(transaction=True)
+def test_deleting_a_conversation_deletes_its_own_collection_unless_another_chat_uses_it(
+    signed_in, person, profile, conversation
+):
+    from chat.services import conversation_delete
+
+    _attach(signed_in, conversation, SimpleUploadedFile("a.md", b"First file."))
+    conversation.refresh_from_db()
+    own = conversation.own_store
+    response = signed_in.delete(f"/api/chat/conversations/{conversation.pk}")
+    assert response.status_code == 204
+    assert not Store.objects.filter(pk=own.pk).exists()
+
+    kept = conversation_create(user=person, profile_id=profile.pk)
+    _attach(signed_in, kept, SimpleUploadedFile("b.md", b"Second file."))
+    kept.refresh_from_db()
+    elsewhere = conversation_create(user=person, profile_id=profile.pk)
+    elsewhere.stores.add(kept.own_store)
+    conversation_delete(conversation=kept)
+    assert Store.objects.filter(pk=kept.own_store_id).exists()  # still attached elsewhere
+
+
 def test_an_oversized_file_is_refused_naming_it_and_leaves_no_collection(
     signed_in, conversation, settings
 ):
