@@ -1,25 +1,30 @@
-"""A module imported on its first attribute access (the standard library's LazyLoader).
+"""A module imported on its first attribute access.
 
 For a large library that only some processes of a host use: every process that imports
-the app would otherwise hold it (docs/benchmarks.md, "Footprint")."""
+the app would otherwise hold it (docs/benchmarks.md, "Footprint"). Not the standard
+library's LazyLoader: before Python 3.12.3 two threads touching its module at once could
+see it half loaded, and a chat worker's threads do exactly that."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
+import importlib
 from types import ModuleType
+from typing import Any
 
 
-def lazy_module(name: str) -> ModuleType:
-    """`name`, loaded when first used; the already imported module if it is loaded."""
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.find_spec(name)
-    if spec is None or spec.loader is None:
-        raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-    loader = importlib.util.LazyLoader(spec.loader)
-    spec.loader = loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    loader.exec_module(module)
-    return module
+class LazyModule:
+    """Stands for the module `name`; the import runs on the first attribute read
+    (import_module is thread-safe: a second thread waits for the first's import)."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._module: ModuleType | None = None
+
+    def __getattr__(self, attribute: str) -> Any:
+        if self._module is None:
+            self._module = importlib.import_module(self._name)
+        return getattr(self._module, attribute)
+
+
+def lazy_module(name: str) -> Any:
+    return LazyModule(name)
