@@ -387,7 +387,10 @@ def message_edit(*, user: User, message: Message, text: str) -> Message:
     if original.ai_profile is None:
         raise ChatRefused(gettext("This conversation has no AI profile; pick one first."))
     with transaction.atomic(durable=True):
-        _check_fair_share(user.pk)
+        _check_fair_share(user.pk)  # also locks the person's row: edits go one at a time
+        repeated = _same_edit_just_made(original, message, text)
+        if repeated is not None:  # a second click of the same edit: its answer, once
+            return repeated
         _temporary_close_all(user)
         copy = Conversation.objects.create(
             owner=user,
@@ -412,7 +415,7 @@ def message_edit(*, user: User, message: Message, text: str) -> Message:
             Q(created_at__lt=message.created_at)
             | Q(created_at=message.created_at, pk__lt=message.pk)
         ).order_by("created_at", "id")
-        Message.objects.bulk_create(
+        copied = Message.objects.bulk_create(
             Message(
                 conversation=copy,
                 role=row.role,
@@ -431,7 +434,28 @@ def message_edit(*, user: User, message: Message, text: str) -> Message:
             )
             for row in earlier
         )
+        # The copied turns keep their own times (created_at is set on insert).
+        for row, original_row in zip(copied, earlier, strict=True):
+            row.created_at = original_row.created_at
+        Message.objects.bulk_update(copied, ["created_at"])
         return _send_locked(copy, text)
+
+
+# A second submit of the same edit within this long is the same edit (a double click,
+# a form sent again): it gets the first one's answer instead of a second copy.
+SAME_EDIT_SECONDS = 30
+
+
+def _same_edit_just_made(original: Conversation, message: Message, text: str) -> Message | None:
+    since = timezone.now() - timedelta(seconds=SAME_EDIT_SECONDS)
+    earlier = original.messages.filter(
+        Q(created_at__lt=message.created_at) | Q(created_at=message.created_at, pk__lt=message.pk)
+    ).count()
+    for copy in Conversation.objects.filter(edited_from=original, created_at__gte=since):
+        turns = list(copy.messages.order_by("created_at", "id")[earlier : earlier + 2])
+        if len(turns) == 2 and turns[0].role == Message.Role.USER and turns[0].content == text:
+            return turns[1]
+    return None
 
 
 _SETTLED = (Message.State.COMPLETE, Message.State.FAILED, Message.State.STOPPED)

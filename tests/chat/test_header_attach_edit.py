@@ -383,6 +383,22 @@ def test_editing_an_earlier_message_starts_a_copy_with_exactly_the_history_befor
     )
 
 
+def test_the_same_edit_sent_twice_makes_one_copy_and_the_copied_turns_keep_their_times(
+    signed_in, person, conversation, three_turns
+):
+    edit = reverse("chat_message_edit", args=[three_turns[2].pk])
+    first = signed_in.post(edit, {"text": "Question 2, better"})
+    again = signed_in.post(edit, {"text": "Question 2, better"})
+    copy = Conversation.objects.get(edited_from=conversation)  # one copy only
+    assert first.url == again.url == reverse("chat_conversation", args=[copy.pk])
+    copied = list(copy.messages.order_by("created_at", "id"))
+    assert [m.created_at for m in copied[:2]] == [m.created_at for m in three_turns[:2]]
+    assert copied[2].created_at > three_turns[-1].created_at  # the edit is new
+    # A different text is a new edit, with its own copy.
+    signed_in.post(edit, {"text": "Question 2, other"})
+    assert Conversation.objects.filter(edited_from=conversation).count() == 2
+
+
 def test_editing_the_first_message_copies_no_history(person, conversation, three_turns):
     answer = message_edit(user=person, message=three_turns[0], text="A new start")
     assert _history(answer.conversation) == [("user", "A new start"), ("assistant", "")]
