@@ -62,7 +62,7 @@ bench: $(TEST_STAMP)
 	$(BIN)/python -m benchmarks.run
 
 # A scale run (issue 26): 10,000 people, a million notes, a million chunks, in its own
-# database under .data/scale (about 13 GB); generated once, then reused. Not part of
+# database under .data/scale (about 6 GB); generated once, then reused. Not part of
 # `make bench`: generating takes about half an hour on two cores. Sizes: pass
 # SCALE_ARGS, e.g. SCALE_ARGS="--people 1000 --chunks 100000" (see --help).
 bench-scale: $(TEST_STAMP)
