@@ -49,6 +49,19 @@ TEMPORARY_NOTE = (
 )
 EXCERPT_CHARS = 1500
 MESSAGE_OVERHEAD_TOKENS = 4  # a message's role and separators in the chat template
+
+
+def room_for_prompt(context_window: int) -> int:
+    """Tokens a prompt may take: the model's window less the room kept for its answer."""
+    return context_window - min(settings.CHAT_ANSWER_RESERVE_TOKENS, context_window // 4)
+
+
+def message_fits(context_window: int, text: str) -> bool:
+    """Whether a message alone fits the prompt (history and memory are cut to fit; the
+    message itself never is)."""
+    return estimate_tokens(text) + MESSAGE_OVERHEAD_TOKENS <= room_for_prompt(context_window)
+
+
 PLAN_HEADING = "The plan I chose for this request (follow it):"
 
 
@@ -276,8 +289,7 @@ def prepare(message: Message, *, plan: str = "") -> Prepared:
     # History is trimmed oldest first; the host context, the reminder, the excerpts and
     # the current message never are.
     budget = (
-        profile.context_window
-        - min(settings.CHAT_ANSWER_RESERVE_TOKENS, profile.context_window // 4)
+        room_for_prompt(profile.context_window)
         - sum(
             estimate_tokens(text) + MESSAGE_OVERHEAD_TOKENS
             for text in (system, placed.message, placed.reminder, retrieved, current.content, plan)

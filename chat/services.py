@@ -14,6 +14,8 @@ from django.utils.translation import gettext, ngettext
 
 from accounts.models import Agent, AIProfile, User
 from chat.models import Conversation, Message
+from chat.prompt import message_fits, room_for_prompt
+from host.core.tokens import estimate_tokens
 from host.errors import ChangeRefused
 from host.queue import queue_job_on_commit
 from knowledge.models import Store
@@ -294,8 +296,27 @@ def _checked_text(text: str) -> str:
     return text
 
 
+def _checked_fits(conversation: Conversation, text: str) -> None:
+    """Refused before it is stored: a message longer than the model can read at all."""
+    profile = conversation.ai_profile
+    if profile is not None and not message_fits(profile.context_window, text):
+        raise ChatRefused(
+            gettext(
+                "This message is too long for %(model)s: it reads at most about %(room)s "
+                "tokens, and this message alone is about %(size)s. Shorten it, attach it "
+                "as a file, or pick a model with a larger context window."
+            )
+            % {
+                "model": profile.name,
+                "room": f"{room_for_prompt(profile.context_window):,}",
+                "size": f"{estimate_tokens(text):,}",
+            }
+        )
+
+
 def _send_locked(locked: Conversation, text: str) -> Message:
     """The person's message and its answer to be written, in the caller's transaction."""
+    _checked_fits(locked, text)
     Message.objects.create(conversation=locked, role=Message.Role.USER, content=text)
     if not locked.title:
         locked.title = _title_from(text)
@@ -347,11 +368,10 @@ def answer_regenerate(*, user: User, conversation: Conversation) -> Message:
 
 def last_message_edit(*, user: User, conversation: Conversation, text: str) -> Message:
     """Change the person's last message and answer it again."""
-    text = text.strip()
-    if not text:
-        raise ChatRefused(gettext("Write a message first."))
+    text = _checked_text(text)
     with transaction.atomic(durable=True):
         locked = _locked_idle(user, conversation)
+        _checked_fits(locked, text)
         user_message, _ = _last_messages(locked)
         if user_message is None:
             raise ChatRefused(gettext("There is no message to edit."))

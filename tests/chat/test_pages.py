@@ -9,6 +9,7 @@ from django.urls import reverse
 
 from chat.models import Conversation, Message
 from chat.services import (
+    ChatRefused,
     answer_regenerate,
     conversation_create,
     last_message_edit,
@@ -392,3 +393,36 @@ def test_the_conversation_page_query_count_does_not_grow_with_messages(client_fo
     few = count()
     add_turns(10)
     assert count() == few
+
+
+def test_a_message_longer_than_the_model_can_read_is_refused_before_it_is_stored(
+    client_for, person, profile, django_capture_on_commit_callbacks
+):
+    profile.context_window = 512  # 384 tokens for the prompt, 128 kept for the answer
+    profile.save()
+    conversation = conversation_create(user=person)
+    signed_in = client_for(person)
+    long_text = "All the minutes of the meeting, word for word. " * 80
+    response = signed_in.post(
+        f"/api/chat/conversations/{conversation.pk}/messages",
+        {"text": long_text},
+        content_type="application/json",
+    )
+    assert response.status_code == 400
+    assert "too long for" in response.json()["detail"] and "384" in response.json()["detail"]
+    assert not conversation.messages.exists()
+    # Editing the last message into one that long is refused the same way.
+    with django_capture_on_commit_callbacks(execute=False):
+        message_send(user=person, conversation=conversation, text="Short question")
+    conversation.messages.filter(role="assistant").update(state="complete", content="Answer.")
+    with pytest.raises(ChatRefused, match="too long for"):
+        last_message_edit(user=person, conversation=conversation, text=long_text)
+    assert conversation.messages.get(role="user").content == "Short question"
+    # The page says it in the person's language, and nothing is stored.
+    conversation.messages.all().delete()
+    german = signed_in.post(
+        reverse("chat_send", args=[conversation.pk]),
+        {"text": long_text},
+        headers={"accept-language": "de", "hx-request": "true"},
+    ).content.decode()
+    assert "Diese Nachricht ist zu lang" in german and not conversation.messages.exists()
