@@ -204,7 +204,7 @@ def test_a_choice_being_made_survives_a_push_of_the_answer_around_it(
     assert card.get_by_label("Turin").is_checked()
     assert card.get_by_label(words["other"]).input_value() == "after lunch"
     card.get_by_role("button", name=words["answer"]).click()
-    page.get_by_text("Turin — after lunch").wait_for()
+    page.locator(".notice", has_text="Turin — after lunch").wait_for()
     page.locator("article.msg-assistant[data-state=complete]").wait_for()
     assert fake_openai.chat_requests[-1]["messages"][-1]["content"] == (
         "The person answered: Turin — after lunch"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import psutil
 from celery import Celery
 
@@ -19,13 +21,24 @@ def _running_with(text: str) -> list[str]:
     return found
 
 
+def _children_once_all_started(pid: int, timeout: float = 120.0) -> dict[int, str]:
+    """serve's processes by command line, once its beat (the last child started) runs."""
+    deadline = time.monotonic() + timeout
+    while True:
+        children = psutil.Process(pid).children(recursive=True)
+        commands = {child.pid: " ".join(child.cmdline()) for child in children}
+        if any(" beat" in c for c in commands.values()) or time.monotonic() > deadline:
+            return commands
+        time.sleep(0.1)  # polling the process table, under a deadline
+
+
 def test_serve_runs_a_thread_pool_worker_that_answers_on_the_chat_queue(tmp_path):
     data_dir = tmp_path / "data"
     process, _ = _start(data_dir, free_port())
     socket_path = ""
     try:
-        children = psutil.Process(process.pid).children(recursive=True)
-        commands = {child.pid: " ".join(child.cmdline()) for child in children}
+        # The chat and delivery workers start once the web server answers.
+        commands = _children_once_all_started(process.pid)
         chat_workers = [pid for pid, c in commands.items() if "worker -Q chat --pool threads" in c]
         assert len(chat_workers) == 1, commands
         # Answers back and outgoing events have a worker of their own.
