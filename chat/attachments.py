@@ -153,8 +153,8 @@ def attachment_index(*, conversation: Conversation, job_id: int) -> Job:
 
 def own_store_forget(sender: type[Conversation], instance: Conversation, **kwargs: object) -> None:
     """A deleted conversation's own collection goes with it, after the commit (every
-    path: delete, a temporary chat ended or purged), unless another of the person's
-    conversations has it attached."""
+    path: delete, a temporary chat ended or purged). One that another chat has attached
+    (an edited copy, say) becomes that chat's own, and goes when it goes."""
     store_id = instance.own_store_id
     if store_id is not None:
         transaction.on_commit(lambda: _own_store_delete(store_id))
@@ -162,8 +162,12 @@ def own_store_forget(sender: type[Conversation], instance: Conversation, **kwarg
 
 def _own_store_delete(store_id: int) -> None:
     store = Store.objects.filter(pk=store_id).first()
-    if store is None or Conversation.objects.filter(stores=store).exists():
+    if store is None or Conversation.objects.filter(own_store=store).exists():
         return
-    if Conversation.objects.filter(own_store=store).exists():
+    heir = Conversation.objects.filter(stores=store, own_store__isnull=True).order_by("pk").first()
+    if heir is not None:
+        Conversation.objects.filter(pk=heir.pk, own_store__isnull=True).update(own_store=store)
         return
+    if Conversation.objects.filter(stores=store).exists():
+        return  # attached to chats with files of their own: it stays, like any collection
     knowledge.store_delete(store=store)

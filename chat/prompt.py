@@ -227,6 +227,16 @@ def prepare(message: Message, *, plan: str = "") -> Prepared:
     current = history.pop() if history and history[-1].role == Message.Role.USER else None
     if current is None:
         raise client.ModelError("refused", "There is no message to answer.")
+    # Every path that stores a message reaches here (a bridge's, a schedule's, a send
+    # before the model changed): the model is never sent what it cannot read.
+    if not message_fits(profile.context_window, current.content):
+        raise client.ModelError(
+            "context_too_long",
+            f"The message is too long for {profile.name}: it reads at most about "
+            f"{room_for_prompt(profile.context_window):,} tokens, and the message alone is "
+            f"about {estimate_tokens(current.content):,}. Shorten it, or pick a model with a "
+            "larger context window.",
+        )
     turn = Turn(
         user=conversation.owner,
         agent=conversation.agent,

@@ -21,6 +21,7 @@ from chat.services import (
     _owned_agent,
     _owned_profile,
     _owned_stores,
+    checked_fits,
 )
 
 MIN_EVERY_MINUTES = 5
@@ -57,6 +58,7 @@ def schedule_create(
     profile = _owned_profile(user, profile_id)
     if profile is None:
         raise ChatRefused(gettext("Choose an AI profile for the schedule."))
+    checked_fits(profile, prompt)
     with transaction.atomic(durable=True):
         schedule = Schedule.objects.create(
             owner=user,

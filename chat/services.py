@@ -296,9 +296,10 @@ def _checked_text(text: str) -> str:
     return text
 
 
-def _checked_fits(conversation: Conversation, text: str) -> None:
-    """Refused before it is stored: a message longer than the model can read at all."""
-    profile = conversation.ai_profile
+def checked_fits(profile: AIProfile | None, text: str) -> None:
+    """Refused before it is stored: a message longer than the model can read at all.
+    A path that stores without asking (a bridge's message) fails at the turn instead
+    (chat/prompt.py, prepare)."""
     if profile is not None and not message_fits(profile.context_window, text):
         raise ChatRefused(
             gettext(
@@ -316,7 +317,7 @@ def _checked_fits(conversation: Conversation, text: str) -> None:
 
 def _send_locked(locked: Conversation, text: str) -> Message:
     """The person's message and its answer to be written, in the caller's transaction."""
-    _checked_fits(locked, text)
+    checked_fits(locked.ai_profile, text)
     Message.objects.create(conversation=locked, role=Message.Role.USER, content=text)
     if not locked.title:
         locked.title = _title_from(text)
@@ -358,6 +359,7 @@ def answer_regenerate(*, user: User, conversation: Conversation) -> Message:
         user_message, answer = _last_messages(locked)
         if user_message is None:
             raise ChatRefused(gettext("There is no message to answer yet."))
+        checked_fits(locked.ai_profile, user_message.content)  # the model may have changed
         if answer is not None:
             answer.delete()
         locked.save(update_fields=["updated_at"])
@@ -371,7 +373,7 @@ def last_message_edit(*, user: User, conversation: Conversation, text: str) -> M
     text = _checked_text(text)
     with transaction.atomic(durable=True):
         locked = _locked_idle(user, conversation)
-        _checked_fits(locked, text)
+        checked_fits(locked.ai_profile, text)
         user_message, _ = _last_messages(locked)
         if user_message is None:
             raise ChatRefused(gettext("There is no message to edit."))
@@ -407,10 +409,12 @@ def message_edit(*, user: User, message: Message, text: str) -> Message:
     if original.ai_profile is None:
         raise ChatRefused(gettext("This conversation has no AI profile; pick one first."))
     with transaction.atomic(durable=True):
-        _check_fair_share(user.pk)  # also locks the person's row: edits go one at a time
+        # The person's row is the lock: edits go one at a time.
+        list(User.objects.select_for_update().filter(pk=user.pk).values_list("pk"))
         repeated = _same_edit_just_made(original, message, text)
         if repeated is not None:  # a second click of the same edit: its answer, once
             return repeated
+        _check_fair_share(user.pk)
         _temporary_close_all(user)
         copy = Conversation.objects.create(
             owner=user,

@@ -16,6 +16,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import signal
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -63,9 +65,25 @@ def start(data_dir: Path | None = None) -> None:
     folder = data_dir or default_data_dir()
     (folder / "staticfiles").mkdir(parents=True, exist_ok=True)  # the default STATIC_ROOT
     if not os.environ.get("DATABASE_URL") and not os.environ.get("DATABASE_URL_FILE"):
+        _exit_cleanly_on_term()
         os.environ["DATABASE_URL"] = postgres_url(folder)
     if not os.environ.get("REDIS_URL") and not os.environ.get("REDIS_URL_FILE"):
+        _exit_cleanly_on_term()
         os.environ["REDIS_URL"] = redis_url(folder)
+
+
+def _raise_exit(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
+def _exit_cleanly_on_term() -> None:
+    """SIGTERM's default ends a process without its exit handlers, and those stop the
+    embedded servers it started: a process killed so early (a `serve` stopped while it
+    migrates) left PostgreSQL and Redis running. A program's own handler, set later,
+    replaces this one."""
+    main = threading.current_thread() is threading.main_thread()
+    if main and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _raise_exit)
 
 
 # manage.py commands that need neither server (and help, in any of its spellings).

@@ -11,7 +11,8 @@ from pathlib import Path
 
 CHROMIUM = Path(os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium"))
 NGINX = Path(os.environ.get("NGINX_PATH", "/usr/sbin/nginx"))
-# Debian package per program; nginx-light: the proxy alone, without its extra modules.
+# Debian package per program, with what it recommends (Chromium's fonts change the
+# layout the browser tests measure); nginx-light: the proxy without its extra modules.
 NEEDED = {CHROMIUM: "chromium", NGINX: "nginx-light"}
 
 
@@ -26,7 +27,7 @@ def main() -> int:
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
         subprocess.run([apt, "update", "-qq"], check=True, env=env)  # noqa: S603
         subprocess.run(  # noqa: S603
-            [apt, "install", "-y", "-qq", "--no-install-recommends", *missing.values()],
+            [apt, "install", "-y", "-qq", *missing.values()],
             check=True,
             env=env,
         )

@@ -253,7 +253,7 @@ def test_a_chats_own_collection_stems_words_in_the_language_the_person_uses(
 
 
 @pytest.mark.django_db(transaction=True)
-def test_deleting_a_conversation_deletes_its_own_collection_unless_another_chat_uses_it(
+def test_a_deleted_conversations_own_collection_goes_with_the_last_chat_that_has_it(
     signed_in, person, profile, conversation
 ):
     from chat.services import conversation_delete
@@ -272,6 +272,10 @@ def test_deleting_a_conversation_deletes_its_own_collection_unless_another_chat_
     elsewhere.stores.add(kept.own_store)
     conversation_delete(conversation=kept)
     assert Store.objects.filter(pk=kept.own_store_id).exists()  # still attached elsewhere
+    elsewhere.refresh_from_db()
+    assert elsewhere.own_store_id == kept.own_store_id  # its files are that chat's now
+    conversation_delete(conversation=elsewhere)
+    assert not Store.objects.filter(pk=kept.own_store_id).exists()
 
 
 def test_an_oversized_file_is_refused_naming_it_and_leaves_no_collection(
@@ -397,6 +401,18 @@ def test_the_same_edit_sent_twice_makes_one_copy_and_the_copied_turns_keep_their
     # A different text is a new edit, with its own copy.
     signed_in.post(edit, {"text": "Question 2, other"})
     assert Conversation.objects.filter(edited_from=conversation).count() == 2
+
+
+def test_the_same_edit_sent_again_at_the_answer_limit_gets_its_first_answer(
+    person, conversation, three_turns, settings, django_capture_on_commit_callbacks
+):
+    settings.CHAT_MAX_ANSWERS_IN_FLIGHT = 1
+    with django_capture_on_commit_callbacks(execute=False):
+        first = message_edit(user=person, message=three_turns[2], text="Question 2, better")
+        again = message_edit(user=person, message=three_turns[2], text="Question 2, better")
+        assert again.pk == first.pk  # one answer in flight: the limit, yet the same edit
+        with pytest.raises(ChatRefused, match="still being written"):
+            message_edit(user=person, message=three_turns[2], text="Question 2, other")
 
 
 def test_editing_the_first_message_copies_no_history(person, conversation, three_turns):

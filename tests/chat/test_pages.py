@@ -426,3 +426,35 @@ def test_a_message_longer_than_the_model_can_read_is_refused_before_it_is_stored
         headers={"accept-language": "de", "hx-request": "true"},
     ).content.decode()
     assert "Diese Nachricht ist zu lang" in german and not conversation.messages.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_no_path_sends_a_model_a_message_longer_than_it_reads(person, profile, fake_openai):
+    from chat.runner import turn_run
+    from chat.schedules import schedule_create
+
+    small = AIProfileFactory(owner=person, base_url=fake_openai.base_url, context_window=512)
+    long_text = "All the minutes of the meeting, word for word. " * 80
+    # A schedule with that prompt is refused when it is made.
+    with pytest.raises(ChatRefused, match="too long for"):
+        schedule_create(
+            user=person, name="Minutes", prompt=long_text, profile_id=small.pk, every_minutes=60
+        )
+    # Sent to a large model, then the chat moves to the small one: regenerate is refused.
+    conversation = conversation_create(user=person, profile_id=profile.pk)
+    answer = message_send(user=person, conversation=conversation, text=long_text)
+    turn_run(message_id=answer.pk)
+    conversation.ai_profile = small
+    conversation.save()
+    with pytest.raises(ChatRefused, match="too long for"):
+        answer_regenerate(user=person, conversation=conversation)
+    # A message stored without asking (a bridge's) fails at its turn, the model unasked.
+    Message.objects.filter(conversation=conversation, role="assistant").delete()
+    asked = len(fake_openai.chat_requests)
+    stored = Message.objects.create(
+        conversation=conversation, role="assistant", state=Message.State.STREAMING
+    )
+    turn_run(message_id=stored.pk)
+    stored.refresh_from_db()
+    assert stored.state == Message.State.FAILED and "too long for" in stored.error
+    assert len(fake_openai.chat_requests) == asked

@@ -137,3 +137,31 @@ def test_a_host_started_without_beat_runs_every_worker_but_no_scheduler():
     assert everything == ["web", "worker", "chat worker", "delivery worker", "beat"]
     without_beat = [name for name, _, _ in Command()._commands({**options, "no_beat": True}, {})]
     assert without_beat == ["web", "worker", "chat worker", "delivery worker"]
+
+
+def test_a_stop_while_the_first_start_migrates_leaves_no_server_running(tmp_path):
+    """SIGTERM as soon as serve says anything (Django is set up; a new folder then takes
+    seconds of migrations): serve ends, and its embedded PostgreSQL and Redis with it."""
+    from tests.processes import processes_bound_to
+
+    folder = tmp_path / "data"
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in {"DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE"}
+    }
+    env |= {"DATA_DIR": str(folder), "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen(
+        [sys.executable, "manage.py", "serve", "--port", str(free_port())],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    assert process.stdout is not None
+    first = process.stdout.readline()
+    process.send_signal(signal.SIGTERM)
+    rest = process.stdout.read()
+    assert process.wait(timeout=60) != 0 or "Stopping" in rest, first + rest
+    assert processes_bound_to(folder) == [], first + rest

@@ -131,8 +131,22 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         if options["web_workers"] is None:
             web_workers()  # a malformed WEB_WORKERS stops the start here, naming it
-        call_command("migrate", interactive=False, verbosity=0)
-        self._announce_sign_in(options["host"], options["port"])
+        stopping = started = False
+
+        def stop(signum: int, frame: FrameType | None) -> None:
+            nonlocal stopping
+            stopping = True
+            if not started:  # no child yet: end now; the embedded servers stop on exit
+                raise KeyboardInterrupt
+
+        signal.signal(signal.SIGINT, stop)
+        signal.signal(signal.SIGTERM, stop)
+        try:
+            call_command("migrate", interactive=False, verbosity=0)
+            self._announce_sign_in(options["host"], options["port"])
+        except KeyboardInterrupt:
+            self.stdout.write("Stopped before anything was started.")
+            sys.exit(1)
 
         # Children reach the servers this process started (or the external ones).
         env = {
@@ -154,17 +168,10 @@ class Command(BaseCommand):
         # the web server answers: started all at once, their imports took the cores from
         # the web server's (docs/benchmarks.md, "Footprint"). Their jobs wait in Redis.
         first, later = children[:2], children[2:]
+        started = True  # from here a stop ends the loop below, which stops the children
         for child in first:
             child.start()
         later_at = time.monotonic() + WORKERS_AFTER_WEB_SECONDS
-        stopping = False
-
-        def stop(signum: int, frame: FrameType | None) -> None:
-            nonlocal stopping
-            stopping = True
-
-        signal.signal(signal.SIGINT, stop)
-        signal.signal(signal.SIGTERM, stop)
         exit_code = 0
         while not stopping:
             due = time.monotonic() >= later_at
