@@ -1051,7 +1051,7 @@ def main() -> None:
     )
     print(body)
     if not args.no_doc:
-        from benchmarks.run import write_section
+        from benchmarks.results import write_section
 
         write_section("scale", body)
 
