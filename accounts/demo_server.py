@@ -24,6 +24,10 @@ DEFAULT_MAX_TOKENS = 256
 PARALLEL = 4
 
 
+# How long llama.cpp may take to stop its threads before the process just ends.
+STOP_SECONDS = 5.0
+
+
 def _stop_with_parent() -> None:
     """On Linux the server goes when whoever started it goes (a killed test run, say), so
     no model is left holding a port."""
@@ -66,6 +70,10 @@ def main(argv: list[str] | None = None) -> None:
     signal.signal(signal.SIGTERM, lambda *_: stopped.set())
     with contextlib.suppress(KeyboardInterrupt):
         stopped.wait()
+    # The stop is bounded: on busy cores llama.cpp's threads were seen not to end.
+    deadline = threading.Timer(STOP_SECONDS, os._exit, args=(0,))
+    deadline.daemon = True
+    deadline.start()
     del server  # stops llama.cpp's threads before the interpreter goes
 
 
