@@ -199,7 +199,9 @@ def test_an_attached_file_is_checked_indexed_on_confirm_and_reaches_the_next_tur
     fact = "The tapir enclosure opens at nine on Sundays."
     response = _attach(signed_in, conversation, SimpleUploadedFile("zoo.md", fact.encode()), **HTMX)
     body = response.content.decode()
-    assert response.status_code == 200 and "zoo.md" in body and "checking" in body
+    assert response.status_code == 200 and "zoo.md" in body
+    # Checking, or already checked: a worker of this test process may have run the scan.
+    assert "checking" in body or "waiting for you to index it" in body
     conversation.refresh_from_db()
     own = conversation.own_store
     assert own is not None and own.owner == person and str(conversation.pk) in own.name
