@@ -42,19 +42,9 @@ from pathlib import Path
 from typing import Any
 
 if __name__ == "__main__":  # standalone: the same embedded services as `make bench`
-    _root = Path(__file__).resolve().parent.parent
-    os.environ.setdefault("DATA_DIR", str(_root / ".data" / "bench"))
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    os.environ.setdefault(
-        "EMBEDDING_MODEL_PATH", str(Path(os.environ["DATA_DIR"]) / "models" / "all-MiniLM-L6-v2")
-    )
-    sys.path.insert(0, str(_root))
-    import django
+    from benchmarks.standalone import setup_django
 
-    from host import embedded
-
-    embedded.start()
-    django.setup()
+    setup_django("bench")
 
 import django as django_package
 import numpy as np

@@ -23,23 +23,12 @@ from __future__ import annotations
 import argparse
 import functools
 import os
-import sys
 from pathlib import Path
 
 if __name__ == "__main__":  # standalone: its own embedded database
-    _root = Path(__file__).resolve().parent.parent
-    os.environ.setdefault("DATA_DIR", str(_root / ".data" / "scale"))
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    os.environ.setdefault(
-        "EMBEDDING_MODEL_PATH", str(Path(os.environ["DATA_DIR"]) / "models" / "all-MiniLM-L6-v2")
-    )
-    sys.path.insert(0, str(_root))
-    import django
+    from benchmarks.standalone import setup_django
 
-    from host import embedded
-
-    embedded.start()
-    django.setup()
+    setup_django("scale")
 
 import hashlib
 import json

@@ -18,7 +18,6 @@ docs/benchmarks.md); `make bench` runs it too.
 from __future__ import annotations
 
 import os
-import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -28,19 +27,9 @@ from typing import Any
 import numpy as np
 
 if __name__ == "__main__":  # standalone: the same embedded database as `make bench`
-    _root = Path(__file__).resolve().parent.parent
-    os.environ.setdefault("DATA_DIR", str(_root / ".data" / "bench"))
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    os.environ.setdefault(
-        "EMBEDDING_MODEL_PATH", str(Path(os.environ["DATA_DIR"]) / "models" / "all-MiniLM-L6-v2")
-    )
-    sys.path.insert(0, str(_root))
-    import django
+    from benchmarks.standalone import setup_django
 
-    from host import embedded
-
-    embedded.start()
-    django.setup()
+    setup_django("bench")
 
 from django.conf import settings
 from django.db import connection
