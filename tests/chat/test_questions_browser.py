@@ -200,7 +200,9 @@ def test_a_choice_being_made_survives_a_push_of_the_answer_around_it(
     )
     answer = off_loop(lambda: Message.objects.get(conversation=conversation, role="assistant"))
     off_loop(lambda: push_message(person.pk, answer))  # e.g. a second tab's change
-    page.wait_for_function("window.pushedSwaps > 0")
+    # A function, not a bare expression: Playwright eval()s a bare one while it polls,
+    # which the page's CSP refuses.
+    page.wait_for_function("() => window.pushedSwaps > 0")
     assert card.get_by_label("Turin").is_checked()
     assert card.get_by_label(words["other"]).input_value() == "after lunch"
     card.get_by_role("button", name=words["answer"]).click()
