@@ -13,4 +13,8 @@ class HostConfig(AppConfig):
 
     def ready(self) -> None:
         # Every process knows the ping job by name (host/queue.py queues by name).
-        from host import tasks  # noqa: F401
+        # Django's deploy checks, told which middleware extend its own.
+        from host import (
+            checks,  # noqa: F401
+            tasks,  # noqa: F401
+        )

@@ -9,10 +9,10 @@ and stores the write once.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.utils.deprecation import MiddlewareMixin
 from django.utils.translation import gettext
 
 logger = logging.getLogger(__name__)
@@ -20,13 +20,7 @@ logger = logging.getLogger(__name__)
 RETRY_AFTER_SECONDS = 5
 
 
-class DatabaseUnavailableMiddleware:
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
-        self.get_response = get_response
-
-    def __call__(self, request: HttpRequest) -> HttpResponse:
-        return self.get_response(request)
-
+class DatabaseUnavailableMiddleware(MiddlewareMixin):
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         if not isinstance(exception, OperationalError | InterfaceError):
             return None

@@ -23,11 +23,14 @@ import hashlib
 import logging
 from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
+from asgiref.sync import async_to_sync, iscoroutinefunction, sync_to_async
 from django.db import IntegrityError, InterfaceError, OperationalError, connection, transaction
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.http.request import RawPostDataException
 from django.utils import timezone
+from django.utils.decorators import sync_and_async_middleware
 from django.utils.translation import gettext
 
 from host.database_unavailable import database_unavailable_response
@@ -185,11 +188,36 @@ def _run_calling_out(
     return response
 
 
-def idempotency_middleware(
+def _may_carry_key(request: HttpRequest) -> bool:
+    """Whether a key can be in the request at all, read without the database (the
+    caller is only looked up for requests that can)."""
+    return request.method in WRITE_METHODS and (
+        HEADER in request.headers or request.content_type in FORM_TYPES
+    )
+
+
+@sync_and_async_middleware
+def idempotency_middleware(get_response: Any) -> Any:
+    if iscoroutinefunction(get_response):
+        # A keyed request runs in one transaction, which lives in one thread: the keyed
+        # path runs in Django's request thread and calls back into the async chain.
+        keyed = sync_to_async(_keyed_middleware(async_to_sync(get_response)))
+
+        async def async_middleware(request: HttpRequest) -> Any:
+            if not _may_carry_key(request):
+                return await get_response(request)
+            return await keyed(request)
+
+        return async_middleware
+
+    return _keyed_middleware(get_response)
+
+
+def _keyed_middleware(
     get_response: Callable[[HttpRequest], HttpResponse],
 ) -> Callable[[HttpRequest], HttpResponse]:
     def middleware(request: HttpRequest) -> HttpResponse:
-        if request.method not in WRITE_METHODS:
+        if not _may_carry_key(request):
             return get_response(request)
         caller = _caller(request)
         length = request.headers.get("Content-Length", "")
@@ -208,7 +236,7 @@ def idempotency_middleware(
                 gettext("%(header)s must be 1 to %(limit)s printable characters.")
                 % {"header": HEADER, "limit": MAX_KEY_CHARS},
             )
-        name = answer_name(caller, request.method, request.path, key)
+        name = answer_name(caller, request.method or "", request.path, key)
         try:
             return _run_keyed(get_response, request, name, fingerprint)
         except CallsOut:

@@ -21,9 +21,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import redis
+from asgiref.sync import iscoroutinefunction
 from celery import signals
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
+from django.utils.decorators import sync_and_async_middleware
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import (
     CounterMetricFamily,
@@ -235,17 +237,31 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
 # --- Recording -----------------------------------------------------------------
 
 
+@sync_and_async_middleware
 def count_requests(get_response: Any) -> Any:
     """Middleware: every answer is counted by method and status, and timed."""
 
-    def middleware(request: HttpRequest) -> Any:
-        started = time.monotonic()
-        response = get_response(request)
+    def answered(request: HttpRequest, response: Any, started: float) -> None:
         count(
             "memory_host_http_requests",
             {"method": _method(request.method), "status": str(response.status_code)},
         )
         observe("memory_host_http_request_seconds", time.monotonic() - started)
+
+    if iscoroutinefunction(get_response):
+
+        async def async_middleware(request: HttpRequest) -> Any:
+            started = time.monotonic()
+            response = await get_response(request)
+            answered(request, response, started)
+            return response
+
+        return async_middleware
+
+    def middleware(request: HttpRequest) -> Any:
+        started = time.monotonic()
+        response = get_response(request)
+        answered(request, response, started)
         return response
 
     return middleware

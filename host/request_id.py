@@ -12,13 +12,14 @@ from __future__ import annotations
 import logging
 import re
 import uuid
-from collections.abc import Callable
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from typing import Any
 
+from asgiref.sync import iscoroutinefunction
 from celery import signals
 from django.conf import settings
 from django.http import HttpRequest, HttpResponseBase
+from django.utils.decorators import sync_and_async_middleware
 
 from host.client_address import client_address
 
@@ -35,23 +36,43 @@ def new_id() -> str:
     return uuid.uuid4().hex
 
 
-def request_id_middleware(
-    get_response: Callable[[HttpRequest], HttpResponseBase],
-) -> Callable[[HttpRequest], HttpResponseBase]:
-    def middleware(request: HttpRequest) -> HttpResponseBase:
+@sync_and_async_middleware
+def request_id_middleware(get_response: Any) -> Any:
+    def started(request: HttpRequest) -> tuple[str, Token[str], Token[str]]:
         incoming = request.headers.get(HEADER, "")
         # A client's id is kept only when it looks like one: it goes into every log line.
         value = incoming if _SANE.fullmatch(incoming) else new_id()
-        token = request_id.set(value)
-        client_token = client.set(client_address(request))
+        return value, request_id.set(value), client.set(client_address(request))
+
+    def answered(request: HttpRequest, response: HttpResponseBase, value: str) -> None:
+        if settings.LOG_REQUESTS:
+            _access_logger.info("%s %s %s", request.method, request.path, response.status_code)
+        response[HEADER] = value
+
+    def ended(tokens: tuple[str, Token[str], Token[str]]) -> None:
+        client.reset(tokens[2])
+        request_id.reset(tokens[1])
+
+    if iscoroutinefunction(get_response):
+
+        async def async_middleware(request: HttpRequest) -> Any:
+            tokens = started(request)
+            try:
+                response = await get_response(request)
+                answered(request, response, tokens[0])
+            finally:
+                ended(tokens)
+            return response
+
+        return async_middleware
+
+    def middleware(request: HttpRequest) -> Any:
+        tokens = started(request)
         try:
             response = get_response(request)
-            if settings.LOG_REQUESTS:
-                _access_logger.info("%s %s %s", request.method, request.path, response.status_code)
+            answered(request, response, tokens[0])
         finally:
-            client.reset(client_token)
-            request_id.reset(token)
-        response[HEADER] = value
+            ended(tokens)
         return response
 
     return middleware
