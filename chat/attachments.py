@@ -94,7 +94,7 @@ class Attachment:
 
     @property
     def busy(self) -> bool:
-        return self.job is not None and self.job.state in Job.ACTIVE_STATES
+        return self.job is not None and self.job.state in Job.PENDING_STATES
 
     @property
     def waiting(self) -> bool:
@@ -132,7 +132,7 @@ def attachments_of(conversation: Conversation) -> list[Attachment]:
                 skipped=[row for row in review if row.get("status") == "skipped"],
                 to_index=(
                     sum(1 for row in review if row.get("status") in ("new", "changed"))
-                    if scan is not None and scan.state not in Job.ACTIVE_STATES
+                    if scan is not None and scan.state not in Job.PENDING_STATES
                     else None
                 ),
             )

@@ -101,4 +101,6 @@ class AttachmentOut(Schema):
     source_id: int
     job_id: int | None
     name: str
-    state: str = Field(..., description="The newest job's state: queued, running, review …")
+    state: str = Field(
+        ..., description="The newest job's state: waiting, queued, running, review …"
+    )

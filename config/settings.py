@@ -515,6 +515,9 @@ KNOWLEDGE_JOB_STALE_SECONDS = env_int("KNOWLEDGE_JOB_STALE_SECONDS", 300)
 KNOWLEDGE_PROGRESS_INTERVAL_SECONDS = env_float("KNOWLEDGE_PROGRESS_INTERVAL_SECONDS", 0.25)
 # A job whose worker died is sent again this many times, then failed with a reason.
 KNOWLEDGE_JOB_MAX_REQUEUES = env_int("KNOWLEDGE_JOB_MAX_REQUEUES", 1)
+# Uploads and confirmed reviews wait in line behind a collection's running job, this
+# many at most; one more is refused.
+KNOWLEDGE_JOBS_WAITING_PER_STORE = env_int("KNOWLEDGE_JOBS_WAITING_PER_STORE", 20)
 KNOWLEDGE_JOB_REAP_INTERVAL_SECONDS = env_int("KNOWLEDGE_JOB_REAP_INTERVAL_SECONDS", 60)
 CELERY_BEAT_SCHEDULE["knowledge-reap-stale-jobs"] = {
     "task": "knowledge.reap_stale_jobs",

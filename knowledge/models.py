@@ -282,6 +282,8 @@ class Job(models.Model):
         INDEX = "index", gettext_lazy("Index")
 
     class State(models.TextChoices):
+        # In line behind the job the collection runs now; it starts when that one ends.
+        WAITING = "waiting", gettext_lazy("Waiting for the collection's current job")
         QUEUED = "queued", gettext_lazy("Queued")
         RUNNING = "running", gettext_lazy("Running")
         REVIEW = "review", gettext_lazy("Waiting for your review")
@@ -290,7 +292,9 @@ class Job(models.Model):
         CANCELLED = "cancelled", gettext_lazy("Cancelled")
         DISMISSED = "dismissed", gettext_lazy("Dismissed")
 
+    # Active: the collection's one job at a time. Pending: not settled yet.
     ACTIVE_STATES = (State.QUEUED, State.RUNNING)
+    PENDING_STATES = (State.WAITING, State.QUEUED, State.RUNNING)
 
     store = models.ForeignKey(Store, on_delete=models.CASCADE, related_name="jobs")
     source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="jobs")

@@ -60,7 +60,7 @@ def _waiting_jobs(store: Store) -> dict[int, Job]:
     for job in Job.objects.filter(store=store, kind=Job.Kind.SCAN, state=Job.State.REVIEW):
         waiting.setdefault(job.source_id, job)
     for job in Job.objects.filter(
-        store=store, kind=Job.Kind.INDEX, state__in=Job.ACTIVE_STATES
+        store=store, kind=Job.Kind.INDEX, state__in=Job.PENDING_STATES
     ).select_related("scan_job"):
         if job.scan_job is not None:
             waiting.setdefault(job.source_id, job.scan_job)

@@ -7,6 +7,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.db.models import Case, When
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -96,7 +97,12 @@ def _store_context(request: HttpRequest, store: Store, **extra: Any) -> dict[str
     access = selectors.store_access(user, store)
     sharing = selectors.store_sharing(store)
     organization, people = selectors.share_candidates(user, store)
-    jobs = list(store.jobs.select_related("source", "store")[:1])
+    # The running job first: the live updates on the page are its own.
+    jobs = list(
+        store.jobs.select_related("source", "store")
+        .annotate(running_first=Case(When(state__in=Job.ACTIVE_STATES, then=0), default=1))
+        .order_by("running_first", "-created_at", "-id")[:1]
+    )
     review_job = (
         store.jobs.filter(kind=Job.Kind.SCAN, state=Job.State.REVIEW)
         .select_related("source")

@@ -34,25 +34,73 @@ def _start_job(
     kind: str,
     auto_index: bool = False,
     scan_job: Job | None = None,
+    wait_if_busy: bool = False,
 ) -> Job:
+    """Start the job, or with `wait_if_busy` put it in line behind the collection's
+    running one (it starts when that one ends)."""
+    fields: dict[str, Any] = {
+        "store": store,
+        "source": source,
+        "kind": kind,
+        "scan_job": scan_job,
+        "counts": {"auto_index": auto_index},
+    }
     try:
         with transaction.atomic():
-            job = Job.objects.create(
-                store=store,
-                source=source,
-                kind=kind,
-                scan_job=scan_job,
-                counts={"auto_index": auto_index},
-            )
+            job = Job.objects.create(**fields)
     except IntegrityError:
-        raise JobBusy(
-            _(
-                "A scan or index job is already running for this collection; "
-                "wait for it or cancel it."
-            )
-        ) from None
+        if not wait_if_busy:
+            raise JobBusy(
+                _(
+                    "A scan or index job is already running for this collection; "
+                    "wait for it or cancel it."
+                )
+            ) from None
+        return _wait_in_line(fields)
     _run_on_commit(job)
     return job
+
+
+def _wait_in_line(fields: dict[str, Any]) -> Job:
+    store: Store = fields["store"]
+    limit = settings.KNOWLEDGE_JOBS_WAITING_PER_STORE
+    if Job.objects.filter(store=store, state=Job.State.WAITING).count() >= limit:
+        raise JobBusy(
+            _(
+                "%(count)s jobs are already waiting for this collection; "
+                "wait for them to finish or cancel some."
+            )
+            % {"count": limit}
+        )
+    job = Job.objects.create(**fields, state=Job.State.WAITING)
+    events.job_changed_on_commit(job)
+    # The running job may have ended before this one was in line: look again once
+    # this one is committed.
+    _start_next_on_commit(store.pk)
+    return job
+
+
+def _start_next_on_commit(store_id: int) -> None:
+    transaction.on_commit(lambda: start_next_waiting(store_id))
+
+
+def start_next_waiting(store_id: int) -> Job | None:
+    """Start the collection's oldest waiting job, unless another job runs."""
+    for job in Job.objects.filter(store_id=store_id, state=Job.State.WAITING).order_by(
+        "created_at", "id"
+    ):
+        try:
+            with transaction.atomic():
+                started = Job.objects.filter(pk=job.pk, state=Job.State.WAITING).update(
+                    state=Job.State.QUEUED
+                )
+        except IntegrityError:
+            return None  # another job runs: its end starts this one
+        if started:
+            job.state = Job.State.QUEUED
+            _run_on_commit(job)
+            return job
+    return None
 
 
 def _run_on_commit(job: Job) -> None:
@@ -61,6 +109,13 @@ def _run_on_commit(job: Job) -> None:
 
 
 def job_cancel(*, job: Job) -> None:
+    # A job still in line has no worker to tell: it ends here.
+    if Job.objects.filter(pk=job.pk, state=Job.State.WAITING).update(
+        state=Job.State.CANCELLED, cancel_requested=True, finished_at=timezone.now()
+    ):
+        job.refresh_from_db()
+        events.job_changed_on_commit(job)
+        return
     updated = Job.objects.filter(pk=job.pk, state__in=Job.ACTIVE_STATES).update(
         cancel_requested=True
     )
@@ -126,6 +181,7 @@ def _finish(job: Job, state: str, *, error: str = "", **fields: Any) -> None:
     if not updated:
         raise _Lost
     events.job_changed_on_commit(job)
+    _start_next_on_commit(job.store_id)
 
 
 def _stale_jobs() -> Q:
@@ -179,4 +235,10 @@ def stale_jobs_reap() -> dict[str, int]:
             _finish(job, Job.State.FAILED, error=reason)
             settled["failed"] += 1
             logger.warning("Job %s had a stale heartbeat after a retry; failed it", job.pk)
+    # A job left in line though nothing runs (its start was lost with a worker).
+    settled["started"] = 0
+    waiting = Job.objects.filter(state=Job.State.WAITING).values_list("store_id", flat=True)
+    for store_id in set(waiting):
+        if start_next_waiting(store_id) is not None:
+            settled["started"] += 1
     return settled

@@ -30,7 +30,11 @@ def scan_confirm(*, scan_job: Job) -> Job:
         locked.state = Job.State.SUCCEEDED
         locked.save(update_fields=["state"])
         return _start_job(
-            store=locked.store, source=locked.source, kind=Job.Kind.INDEX, scan_job=locked
+            store=locked.store,
+            source=locked.source,
+            kind=Job.Kind.INDEX,
+            scan_job=locked,
+            wait_if_busy=True,
         )
 
 

@@ -114,7 +114,8 @@ def source_add_upload(*, store: Store, files: list[UploadedFile[bytes]]) -> tupl
                 )
         with transaction.atomic(durable=True):
             Store.objects.select_for_update().get(pk=store.pk)
-            job = _start_job(store=store, source=source, kind=Job.Kind.SCAN)
+            # Uploads in a row wait in line behind the scan of the one before.
+            job = _start_job(store=store, source=source, kind=Job.Kind.SCAN, wait_if_busy=True)
     except BaseException:
         # A refused or failed upload leaves no files and no source behind.
         if source is not None:
@@ -163,7 +164,7 @@ def document_remove(*, document: Document) -> None:
     store = source.store
     with transaction.atomic(durable=True):
         locked = Source.objects.select_for_update().get(pk=source.pk)
-        if Job.objects.filter(source=locked, state__in=Job.ACTIVE_STATES).exists():
+        if Job.objects.filter(source=locked, state__in=Job.PENDING_STATES).exists():
             raise JobBusy(_("A job is running for this source; wait for it or cancel it first."))
         if store.in_qdrant:
             _points_delete_on_commit(

@@ -244,7 +244,7 @@ def store_rebuild(*, store: Store) -> Store:
     except EmbeddingUnavailable as error:
         raise KnowledgeRefusal(str(error)) from error
     with transaction.atomic(durable=True):
-        if Job.objects.filter(store=store, state__in=Job.ACTIVE_STATES).exists():
+        if Job.objects.filter(store=store, state__in=Job.PENDING_STATES).exists():
             raise JobBusy(_("A job is running for this collection; wait for it or cancel it."))
         with connection.cursor() as cursor:
             cursor.execute(f"DROP INDEX IF EXISTS {store.index_name}")

@@ -200,7 +200,7 @@ def _held_elsewhere(
     scans += [
         job.scan_job
         for job in Job.objects.filter(
-            store_id=store_id, kind=Job.Kind.INDEX, state__in=Job.ACTIVE_STATES
+            store_id=store_id, kind=Job.Kind.INDEX, state__in=Job.PENDING_STATES
         ).select_related("scan_job__source")
         if job.scan_job is not None
     ]

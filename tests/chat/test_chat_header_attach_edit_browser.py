@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from chat.models import Conversation, Message
-from knowledge.models import Source
+from knowledge.models import Job, Source
 from knowledge.services import store_create
 from tests.chat.test_questions_browser import fits
 from tests.factories import AIProfileFactory
@@ -26,6 +26,7 @@ WORDS = {
         "refused": "photo.jpg is not a format collections index",
         "checking": "checking…",
         "checked": "checked: waiting for you to index it",
+        "in_line": "in line behind another file…",
         "edit": "Edit",
         "edited_from": "Edited from",
     },
@@ -36,6 +37,7 @@ WORDS = {
         "refused": "photo.jpg",
         "checking": "wird geprüft …",
         "checked": "geprüft: wartet darauf, dass Sie sie indexieren",
+        "in_line": "wartet hinter einer anderen Datei…",
         "edit": "Bearbeiten",
         "edited_from": "Bearbeitet aus",
     },
@@ -104,6 +106,30 @@ def test_a_file_is_attached_from_the_composer_and_a_refused_one_is_named(
     assert Source.objects.filter(store_id=conversation.own_store_id, name="zoo.md").exists()
     assert fits(page), "the attachment chip overflows sideways"
     screenshot(f"attach-{language}-{scheme}")
+
+
+@pytest.mark.parametrize(("language", "viewport", "scheme"), SETUPS)
+def test_a_file_attached_behind_another_says_it_waits_in_line(
+    sign_in, person, profile, conversation, screenshot, language, viewport, scheme
+):
+    words = WORDS[language]
+    own = store_create(owner=person, name=f"Chat {conversation.pk}", provider="none")
+    Conversation.objects.filter(pk=conversation.pk).update(own_store=own)
+    conversation.stores.add(own)
+    for name, state in (("zoo.md", Job.State.RUNNING), ("farm.md", Job.State.WAITING)):
+        source = Source.objects.create(
+            store=own, kind=Source.Kind.UPLOAD, path=f"/nowhere/{name}", name=name
+        )
+        Job.objects.create(store=own, source=source, kind=Job.Kind.SCAN, state=state)
+    page = sign_in(person)
+    _open(page, sign_in, person, conversation, language, viewport, scheme)
+
+    running = page.locator("#attachments .chip", has_text="zoo.md")
+    waiting = page.locator("#attachments .chip", has_text="farm.md")
+    waiting.get_by_text(words["in_line"]).wait_for()
+    assert words["checking"] in running.inner_text()
+    assert fits(page), "the waiting attachment chip overflows sideways"
+    screenshot(f"attach-in-line-{language}-{scheme}")
 
 
 @pytest.mark.parametrize(("language", "viewport", "scheme"), SETUPS)

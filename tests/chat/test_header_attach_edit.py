@@ -240,6 +240,25 @@ def test_a_second_attach_goes_into_the_same_own_collection(signed_in, conversati
     assert Store.objects.filter(owner=conversation.owner).count() == 1
 
 
+def test_a_file_attached_while_the_one_before_is_checked_waits_in_line_for_it(
+    signed_in, conversation
+):
+    first = _attach(signed_in, conversation, SimpleUploadedFile("a.md", b"First file."), **HTMX)
+    second = _attach(signed_in, conversation, SimpleUploadedFile("b.md", b"Second file."), **HTMX)
+    assert first.status_code == second.status_code == 200
+    body = second.content.decode()
+    assert "a.md" in body and "b.md" in body and 'id="attach-error"' not in body
+    conversation.refresh_from_db()
+    states = list(
+        Job.objects.filter(store_id=conversation.own_store_id)
+        .order_by("pk")
+        .values_list("state", flat=True)
+    )
+    # The test transaction hides both from any worker: the first is queued, the second waits.
+    assert states == [Job.State.QUEUED, Job.State.WAITING]
+    assert "in line behind another file" in body
+
+
 @pytest.mark.parametrize(("accept", "language"), [("de", "german"), ("en", "english")])
 def test_a_chats_own_collection_stems_words_in_the_language_the_person_uses(
     signed_in, conversation, accept, language

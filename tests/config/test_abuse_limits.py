@@ -68,9 +68,11 @@ def test_the_oldest_pending_proposals_expire_beyond_the_cap(user, settings):
 def test_a_refused_upload_leaves_no_files_behind(user, settings, tmp_path):
     settings.DATA_DIR = tmp_path
     settings.MEDIA_ROOT = tmp_path / "uploads"  # where the default (local) storage writes
+    settings.KNOWLEDGE_JOBS_WAITING_PER_STORE = 0
     store = knowledge.store_create(owner=user, name="Docs", provider="none")
     knowledge.source_add_upload(store=store, files=[SimpleUploadedFile("a.txt", b"first")])
-    # A scan is still queued for this store: the second upload is refused …
+    # A scan is still queued for this store and no upload may wait in line behind it:
+    # the second upload is refused …
     with pytest.raises(JobBusy):
         knowledge.source_add_upload(store=store, files=[SimpleUploadedFile("b.txt", b"second")])
     # … and nothing of it stays on disk.

@@ -58,6 +58,21 @@ def store(user, embedding_profile):
     return store_create(owner=user, name="Docs", provider="openai", ai_profile=embedding_profile)
 
 
+@pytest.fixture
+def published():
+    """The Celery tasks that leave for the broker, by name and arguments."""
+    from celery.signals import before_task_publish
+
+    sent: list[tuple[str, tuple[object, ...]]] = []
+
+    def record(sender: str, body: tuple[tuple[object, ...], object, object], **_kw: object):
+        sent.append((sender, tuple(body[0])))
+
+    before_task_publish.connect(record, weak=False)
+    yield sent
+    before_task_publish.disconnect(record)
+
+
 def barrier():
     """Wait until the single solo worker has finished everything queued before this call."""
     from host.tasks import ping

@@ -7,22 +7,9 @@ leaves for the broker is observed with Celery's own `before_task_publish` signal
 from __future__ import annotations
 
 import pytest
-from celery.signals import before_task_publish
 
 from knowledge import services
 from knowledge.models import Job
-
-
-@pytest.fixture
-def published():
-    sent: list[tuple[str, tuple[object, ...]]] = []
-
-    def record(sender: str, body: tuple[tuple[object, ...], object, object], **_kw: object):
-        sent.append((sender, tuple(body[0])))
-
-    before_task_publish.connect(record, weak=False)
-    yield sent
-    before_task_publish.disconnect(record)
 
 
 @pytest.fixture

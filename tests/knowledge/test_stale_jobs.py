@@ -56,7 +56,7 @@ def test_a_stale_job_is_requeued_once_then_failed_with_a_reason_the_page_shows(
 ):
     job = _dead_job(plain_store, tmp_path)
     with django_capture_on_commit_callbacks() as queued:
-        assert services.stale_jobs_reap() == {"requeued": 1, "failed": 0}
+        assert services.stale_jobs_reap() == {"requeued": 1, "failed": 0, "started": 0}
     job.refresh_from_db()
     assert job.state == Job.State.QUEUED and job.requeues == 1
     assert queued  # the task was sent again after the commit
@@ -64,7 +64,7 @@ def test_a_stale_job_is_requeued_once_then_failed_with_a_reason_the_page_shows(
     Job.objects.filter(pk=job.pk).update(
         state=Job.State.RUNNING, heartbeat_at=timezone.now() - timedelta(hours=1)
     )
-    assert services.stale_jobs_reap() == {"requeued": 0, "failed": 1}
+    assert services.stale_jobs_reap() == {"requeued": 0, "failed": 1, "started": 0}
     job.refresh_from_db()
     assert job.state == Job.State.FAILED and job.finished_at is not None
     assert "stopped responding" in job.error
@@ -80,7 +80,7 @@ def test_a_stale_job_is_requeued_once_then_failed_with_a_reason_the_page_shows(
 @pytest.mark.django_db
 def test_a_live_job_is_left_alone(plain_store, tmp_path):
     job = _dead_job(plain_store, tmp_path, seconds=5)
-    assert services.stale_jobs_reap() == {"requeued": 0, "failed": 0}
+    assert services.stale_jobs_reap() == {"requeued": 0, "failed": 0, "started": 0}
     job.refresh_from_db()
     assert job.state == Job.State.RUNNING and job.requeues == 0
 
@@ -90,7 +90,7 @@ def test_a_requeued_job_whose_message_was_lost_is_failed_too(plain_store, tmp_pa
     job = _dead_job(plain_store, tmp_path, kind=Job.Kind.SCAN)
     services.stale_jobs_reap()
     Job.objects.filter(pk=job.pk).update(heartbeat_at=timezone.now() - timedelta(hours=1))
-    assert services.stale_jobs_reap() == {"requeued": 0, "failed": 1}
+    assert services.stale_jobs_reap() == {"requeued": 0, "failed": 1, "started": 0}
 
 
 @pytest.mark.django_db(transaction=True)
@@ -109,7 +109,7 @@ def test_the_real_worker_finishes_a_requeued_index_job(
         state=Job.State.RUNNING,
         heartbeat_at=timezone.now() - timedelta(hours=1),
     )
-    assert services.stale_jobs_reap() == {"requeued": 1, "failed": 0}
+    assert services.stale_jobs_reap() == {"requeued": 1, "failed": 0, "started": 0}
     barrier()
     job.refresh_from_db()
     assert job.state == Job.State.SUCCEEDED, job.error
