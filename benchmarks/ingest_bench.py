@@ -203,10 +203,13 @@ def product_index(user: User, folder: Path, provider: str) -> dict[str, float]:
 def _floor_table_reset() -> None:
     with connection.cursor() as cursor:
         cursor.execute(f"DROP TABLE IF EXISTS {FLOOR_TABLE}")
-        # The chunk table's columns, its generated search columns included; no index,
-        # no trigger, no foreign key.
+        # The chunk table's columns with the one text-search vector keyword search needs
+        # (a generated column: computed once per row); no index, no trigger, no foreign key.
+        cursor.execute(f"CREATE TABLE {FLOOR_TABLE} (LIKE knowledge_chunk INCLUDING DEFAULTS)")
         cursor.execute(
-            f"CREATE TABLE {FLOOR_TABLE} (LIKE knowledge_chunk INCLUDING DEFAULTS INCLUDING GENERATED)"
+            f"ALTER TABLE {FLOOR_TABLE} DROP COLUMN search, DROP COLUMN search_length,"
+            " ADD COLUMN search tsvector"
+            " GENERATED ALWAYS AS (to_tsvector('english'::regconfig, text)) STORED"
         )
 
 

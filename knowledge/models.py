@@ -7,11 +7,11 @@ from typing import ClassVar
 
 from django.conf import settings
 from django.contrib.postgres.indexes import GinIndex
-from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.contrib.postgres.search import SearchVectorField
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
-from django.db.models import Case, Func, IntegerField, Q, When
+from django.db.models import Q
 from django.utils.translation import gettext_lazy
 from pgvector.django import VectorField
 
@@ -178,31 +178,13 @@ class Chunk(models.Model):
     token_count = models.PositiveIntegerField()
     # No fixed dimension: each store's HNSW index casts to its own (see services).
     embedding = VectorField(null=True, blank=True)
-    # The store's text search configuration, copied in by a database trigger on insert
-    # (see migration 0004) so every insert path, ORM, COPY or raw SQL, gets it right.
+    # The store's text search configuration, the text's search vector and its length
+    # (BM25's document length: terms after stop words) are set by one database trigger
+    # (migrations 0004 and 0010) on every insert path, ORM, COPY or raw SQL; the vector is
+    # computed once per row. Writes to them are ignored unless the text changes.
     language = models.CharField(max_length=16, db_default="english", editable=False)
-    search = models.GeneratedField(
-        expression=Case(
-            When(language="german", then=SearchVector("text", config="german")),
-            default=SearchVector("text", config="english"),
-        ),
-        output_field=SearchVectorField(),
-        db_persist=True,
-    )
-    # Terms in the chunk after stop words (BM25's document length): the positions of
-    # every lexeme, counted by an immutable SQL function from migration 0004.
-    search_length = models.GeneratedField(
-        expression=Func(
-            Case(
-                When(language="german", then=SearchVector("text", config="german")),
-                default=SearchVector("text", config="english"),
-            ),
-            function="knowledge_tsvector_length",
-            output_field=IntegerField(),
-        ),
-        output_field=IntegerField(),
-        db_persist=True,
-    )
+    search = SearchVectorField(null=True, editable=False)
+    search_length = models.IntegerField(null=True, editable=False)
 
     class Meta:
         constraints: ClassVar = [
