@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -126,8 +127,12 @@ def _index_open(
     problems: list[dict[str, str]] = []
     documents: dict[str, dict[str, Any]] = {}
     staging = _Staging(job, embedder)
-    last_beat = float("-inf")  # the first file reports at once
-    for done, row in enumerate(to_index, start=1):
+    progress = _Progress(job, staging, problems, of=len(to_index))
+    # A large file is many batches: each one beats and checks for a cancel, so the
+    # job stays alive (no reaper re-run) and stops when asked, not at the file's end.
+    staging.after_batch = progress.report
+    for row in to_index:
+        progress.documents += 1
         try:
             digest, size, pages = _reviewed_pages(root_fd, source, row)
         except (Unreadable, scanning.UnsafePath) as error:
@@ -138,17 +143,7 @@ def _index_open(
             continue
         documents[row["path"]] = {"sha256": digest, "format": row["format"], "size": size}
         staging.add(row["path"], pages)
-        last_beat = _beat_now_and_then(
-            job,
-            last_beat,
-            progress=min(99, int(90 * done / max(1, len(to_index)))),
-            counts={
-                "documents": done,
-                "of": len(to_index),
-                "chunks": staging.count,
-                "problems": len(problems),
-            },
-        )
+        progress.report()
     staging.flush()
     return {"documents": documents, "problems": problems}
 
@@ -172,6 +167,7 @@ class _Staging:
         self.job, self.embedder = job, embedder
         self.pending: list[StagedChunk] = []
         self.staged = 0
+        self.after_batch: Callable[[], None] | None = None
         # A model embeds a batch at a time; without one, chunks are staged in larger
         # batches (each batch is one INSERT round trip).
         self.batch_size = BATCH_SIZE if embedder is not None else STAGE_BATCH_CHUNKS
@@ -210,19 +206,37 @@ class _Staging:
         StagedChunk.objects.bulk_create(self.pending)
         self.staged += len(self.pending)
         self.pending = []
+        if self.after_batch is not None:
+            self.after_batch()
 
 
-def _beat_now_and_then(
-    job: Job, last_beat: float, *, progress: int, counts: dict[str, Any]
-) -> float:
+class _Progress:
     """Progress, heartbeat and the cancel check at most every
-    KNOWLEDGE_PROGRESS_INTERVAL_SECONDS, not per file: each beat is two queries, a
-    template render and a push to the page. Returns when the last beat was."""
-    now = time.monotonic()
-    if now - last_beat < settings.KNOWLEDGE_PROGRESS_INTERVAL_SECONDS:
-        return last_beat
-    _beat(job, progress=progress, counts=counts)
-    return now
+    KNOWLEDGE_PROGRESS_INTERVAL_SECONDS, not per file or batch: each beat is two
+    queries, a template render and a push to the page."""
+
+    def __init__(
+        self, job: Job, staging: _Staging, problems: list[dict[str, str]], *, of: int
+    ) -> None:
+        self.job, self.staging, self.problems, self.of = job, staging, problems, of
+        self.documents = 0
+        self.last_beat = float("-inf")  # the first file reports at once
+
+    def report(self) -> None:
+        now = time.monotonic()
+        if now - self.last_beat < settings.KNOWLEDGE_PROGRESS_INTERVAL_SECONDS:
+            return
+        _beat(
+            self.job,
+            progress=min(99, int(90 * self.documents / max(1, self.of))),
+            counts={
+                "documents": self.documents,
+                "of": self.of,
+                "chunks": self.staging.count,
+                "problems": len(self.problems),
+            },
+        )
+        self.last_beat = now
 
 
 def _commit(job: Job, source: Source, rows: list[dict[str, Any]], outcome: dict[str, Any]) -> None:

