@@ -3,10 +3,12 @@ the collection page's upload service, so its size caps, formats and review apply
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from django.core.files.uploadedfile import UploadedFile
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import translation
 from django.utils.translation import gettext
 
@@ -26,31 +28,57 @@ def _store_name(conversation: Conversation) -> str:
     return name[:STORE_NAME_CHARS].strip()
 
 
+# Namespace of the per-conversation advisory lock (first key of pg_advisory_lock).
+_OWN_STORE_LOCK_NAMESPACE = 7301
+
+
+@contextmanager
+def _own_store_lock(conversation_id: int) -> Iterator[None]:
+    """Parallel first attachments of one chat make its collection one at a time.
+
+    A session lock, not a transaction's: the collection is made in transactions of its
+    own. It is held for two short writes and no outside call."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_advisory_lock(%s, %s)", [_OWN_STORE_LOCK_NAMESPACE, conversation_id]
+        )
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_advisory_unlock(%s, %s)", [_OWN_STORE_LOCK_NAMESPACE, conversation_id]
+            )
+
+
 def _own_store(user: User, conversation: Conversation) -> tuple[Store, bool]:
     """The conversation's own collection, made on first use; True when made now."""
     if conversation.own_store_id is not None:
         store = Store.objects.filter(pk=conversation.own_store_id, owner=user).first()
         if store is not None:
             return store, False
-    # Keyword-only: it works without any embedding model and indexes at once. Its words
-    # are stemmed in the language the person uses the site in.
-    german = (translation.get_language() or "").startswith("de")
-    store = knowledge.store_create(
-        owner=user,
-        name=_store_name(conversation),
-        provider="none",
-        language=Store.Language.GERMAN if german else Store.Language.ENGLISH,
-    )
-    with transaction.atomic(durable=True):
-        won = Conversation.objects.filter(pk=conversation.pk, own_store__isnull=True).update(
-            own_store=store
+    with _own_store_lock(conversation.pk):
+        # A parallel attach may have made it while this one waited for the lock.
+        own_store_id = (
+            Conversation.objects.filter(pk=conversation.pk)
+            .values_list("own_store_id", flat=True)
+            .first()
         )
-    if not won:  # a parallel attach made one first: use that one
-        knowledge.store_delete(store=store)
-        conversation.refresh_from_db(fields=["own_store"])
-        if conversation.own_store is None:  # and deleted right after: try once more
-            return _own_store(user, conversation)
-        return conversation.own_store, False
+        store = Store.objects.filter(pk=own_store_id, owner=user).first() if own_store_id else None
+        if store is not None:
+            conversation.own_store = store
+            return store, False
+        # Keyword-only: it works without any embedding model and indexes at once. Its
+        # words are stemmed in the language the person uses the site in.
+        german = (translation.get_language() or "").startswith("de")
+        store = knowledge.store_create(
+            owner=user,
+            name=_store_name(conversation),
+            provider="none",
+            language=Store.Language.GERMAN if german else Store.Language.ENGLISH,
+        )
+        with transaction.atomic(durable=True):
+            Conversation.objects.filter(pk=conversation.pk).update(own_store=store)
     conversation.own_store = store
     return store, True
 

@@ -110,9 +110,17 @@ def _run_on_commit(job: Job) -> None:
 
 def job_cancel(*, job: Job) -> None:
     # A job still in line has no worker to tell: it ends here.
-    if Job.objects.filter(pk=job.pk, state=Job.State.WAITING).update(
-        state=Job.State.CANCELLED, cancel_requested=True, finished_at=timezone.now()
-    ):
+    with transaction.atomic():
+        cancelled = Job.objects.filter(pk=job.pk, state=Job.State.WAITING).update(
+            state=Job.State.CANCELLED, cancel_requested=True, finished_at=timezone.now()
+        )
+        if cancelled and job.scan_job_id is not None:
+            # Its review was confirmed but nothing was indexed: it waits for a new
+            # confirmation, instead of leaving the files with no way to index them.
+            Job.objects.filter(pk=job.scan_job_id, state=Job.State.SUCCEEDED).update(
+                state=Job.State.REVIEW
+            )
+    if cancelled:
         job.refresh_from_db()
         events.job_changed_on_commit(job)
         return

@@ -130,8 +130,15 @@ def source_update_now(*, source: Source, auto_index: bool = False) -> Job:
         # A grant an admin took back stops the updates too, not only new sources.
         _check_granted(source.store.owner, Path(source.path))
     with transaction.atomic(durable=True):
+        if Job.objects.filter(source=source, state__in=Job.PENDING_STATES).exists():
+            raise JobBusy(_("A job is running for this source; wait for it or cancel it first."))
+        # Behind another source's job it waits in line, like an upload.
         return _start_job(
-            store=source.store, source=source, kind=Job.Kind.SCAN, auto_index=auto_index
+            store=source.store,
+            source=source,
+            kind=Job.Kind.SCAN,
+            auto_index=auto_index,
+            wait_if_busy=True,
         )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils.translation import gettext as _
 
 from accounts.models import AIProfile, User
@@ -103,9 +103,7 @@ def _check_new_store(
     if not name:
         raise KnowledgeRefusal(_("Give the collection a name."))
     if Store.objects.filter(owner=owner, name=name).exists():
-        raise KnowledgeRefusal(
-            _("You already have a collection named %(name)s.") % {"name": repr(name)}
-        )
+        raise _name_taken(name)
     if ai_profile is not None and ai_profile.owner_id != owner.pk:
         raise KnowledgeRefusal(_("That AI profile is not yours."))
     return qdrant_url
@@ -132,6 +130,12 @@ def _model_and_dimension(
     return embedder.model_name, embedder.dimension
 
 
+def _name_taken(name: str) -> KnowledgeRefusal:
+    return KnowledgeRefusal(
+        _("You already have a collection named %(name)s.") % {"name": repr(name)}
+    )
+
+
 def _store_insert(
     store: Store,
     *,
@@ -144,25 +148,31 @@ def _store_insert(
     autonomous_opt_in: bool,
     language: str,
 ) -> Store:
-    with transaction.atomic(durable=True):
-        store = Store.objects.create(
-            owner=store.owner,
-            backend=store.backend,
-            qdrant_url=store.qdrant_url,
-            qdrant_collection=store.qdrant_collection,
-            qdrant_api_key_encrypted=store.qdrant_api_key_encrypted,
-            name=name,
-            provider=provider,
-            model_name=model_name,
-            dimension=store.dimension,
-            ai_profile=ai_profile,
-            role_text=role_text,
-            role_coding=role_coding,
-            autonomous_opt_in=autonomous_opt_in,
-            language=language,
-        )
-        # No vector index yet: the first index job builds it after loading its chunks
-        # (_ensure_vector_index), in the commit that makes them visible.
+    try:
+        with transaction.atomic(durable=True):
+            store = Store.objects.create(
+                owner=store.owner,
+                backend=store.backend,
+                qdrant_url=store.qdrant_url,
+                qdrant_collection=store.qdrant_collection,
+                qdrant_api_key_encrypted=store.qdrant_api_key_encrypted,
+                name=name,
+                provider=provider,
+                model_name=model_name,
+                dimension=store.dimension,
+                ai_profile=ai_profile,
+                role_text=role_text,
+                role_coding=role_coding,
+                autonomous_opt_in=autonomous_opt_in,
+                language=language,
+            )
+    except IntegrityError as error:
+        # The check before cannot see a parallel request's new collection of that name.
+        if "unique_store_name_per_owner" in str(error):
+            raise _name_taken(name) from None
+        raise
+    # No vector index yet: the first index job builds it after loading its chunks
+    # (_ensure_vector_index), in the commit that makes them visible.
     return store
 
 

@@ -5,10 +5,13 @@ be edited (into a copy of the conversation up to it)."""
 from __future__ import annotations
 
 import json
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import connection
 from django.urls import reverse
 
 from accounts.models import AIProfile, Membership
@@ -17,6 +20,7 @@ from chat.models import Conversation, Message
 from chat.runner import turn_run
 from chat.services import ChatRefused, conversation_create, message_edit
 from knowledge import services as knowledge
+from knowledge.errors import KnowledgeRefusal
 from knowledge.events import SETTLED
 from knowledge.models import Chunk, Job, Source, Store
 from knowledge.services import store_create, store_share_set
@@ -257,6 +261,48 @@ def test_a_file_attached_while_the_one_before_is_checked_waits_in_line_for_it(
     # The test transaction hides both from any worker: the first is queued, the second waits.
     assert states == [Job.State.QUEUED, Job.State.WAITING]
     assert "in line behind another file" in body
+
+
+@pytest.mark.django_db(transaction=True)
+def test_parallel_first_attachments_make_one_own_collection_and_keep_every_file(
+    person, conversation
+):
+    count = 6
+    start = threading.Barrier(count)
+
+    def attach(i: int) -> Source:
+        try:
+            start.wait(timeout=30)
+            return conversation_attach(
+                user=person,
+                conversation=Conversation.objects.get(pk=conversation.pk),
+                files=[SimpleUploadedFile(f"f{i}.md", f"File number {i}.".encode())],
+            )
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(count) as pool:
+        sources = list(pool.map(attach, range(count)))
+    conversation.refresh_from_db()
+    assert Store.objects.filter(owner=person).count() == 1
+    assert {source.store_id for source in sources} == {conversation.own_store_id}
+    assert Source.objects.filter(store_id=conversation.own_store_id).count() == count
+
+
+def test_a_collection_made_at_the_same_time_under_the_same_name_is_a_refusal(person, monkeypatch):
+    from knowledge.services import stores
+
+    real = stores._check_new_store
+
+    def check_then_race(**kwargs):
+        # As if a parallel request made it between the name check and the insert.
+        checked = real(**kwargs)
+        Store.objects.create(owner=person, name="Handbook", provider="none")
+        return checked
+
+    monkeypatch.setattr(stores, "_check_new_store", check_then_race)
+    with pytest.raises(KnowledgeRefusal, match="already have a collection"):
+        store_create(owner=person, name="Handbook", provider="none")
 
 
 @pytest.mark.parametrize(("accept", "language"), [("de", "german"), ("en", "english")])

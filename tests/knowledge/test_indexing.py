@@ -156,11 +156,17 @@ def test_a_deleted_root_goes_missing_with_no_stale_excerpts(
     assert retrieve([store], "alpacas", context_window=8192).block == ""
 
 
-def test_a_second_job_for_the_same_store_is_refused(store, sample_folder, allowed_root):
+def test_an_update_of_a_source_whose_job_is_pending_is_refused_another_waits_in_line(
+    store, sample_folder, allowed_root
+):
     source = Source.objects.create(store=store, kind=Source.Kind.FOLDER, path=str(sample_folder))
     Job.objects.create(store=store, source=source, kind=Job.Kind.SCAN, state=Job.State.RUNNING)
-    with pytest.raises(JobBusy, match="already running"):
+    with pytest.raises(JobBusy, match="A job is running for this source"):
         services.source_update_now(source=source)
+    other = Source.objects.create(
+        store=store, kind=Source.Kind.FOLDER, path=str(sample_folder.parent / "elsewhere")
+    )
+    assert services.source_update_now(source=other).state == Job.State.WAITING
 
 
 def test_overlapping_and_duplicate_folders_are_refused_naming_the_existing_one(

@@ -122,3 +122,21 @@ def test_the_reaper_starts_a_job_left_in_line_when_nothing_runs(
     second.refresh_from_db()
     assert second.state == Job.State.QUEUED
     assert published[-1] == ("knowledge.scan_source", (second.pk,))
+
+
+def test_a_cancelled_index_in_line_gives_its_review_back_to_confirm_again(
+    plain_store, uploads, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        first = _upload(plain_store, "a.txt", "Alpacas hum at dawn.")
+        services.scan_run(first.pk)
+        second = _upload(plain_store, "b.txt", "Llamas spit at noon.")
+        index = services.scan_confirm(scan_job=Job.objects.get(pk=first.pk))
+        assert index.state == Job.State.WAITING
+        services.job_cancel(job=index)
+    first.refresh_from_db()
+    assert first.state == Job.State.REVIEW
+    with django_capture_on_commit_callbacks(execute=True):
+        services.scan_run(second.pk)
+        again = services.scan_confirm(scan_job=first)
+    assert again.state == Job.State.QUEUED
