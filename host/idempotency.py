@@ -76,10 +76,33 @@ def _refusal(status: int, message: str) -> JsonResponse:
     return JsonResponse({"detail": message}, status=status)
 
 
+# Where a replayed redirect goes, what htmx does with it, and the security headers the
+# inner middleware gave the first answer (a replay does not pass through them again).
+KEPT_HEADERS = (
+    "Location",
+    "HX-Location",
+    "HX-Redirect",
+    "HX-Refresh",
+    "HX-Retarget",
+    "HX-Reswap",
+    "HX-Trigger",
+    "Content-Security-Policy",
+    "X-Frame-Options",
+    "Cache-Control",
+    "Vary",
+)
+
+
 def _replay(kept: IdempotentAnswer) -> HttpResponse:
     response = HttpResponse(bytes(kept.content), status=kept.status)
     if kept.content_type:
         response["Content-Type"] = kept.content_type
+    for name, value in (kept.headers or {}).items():
+        if name in KEPT_HEADERS:
+            response[name] = value
+    if "Cache-Control" not in response:
+        # It may repeat a secret shown once (a new token): never kept by a cache.
+        response["Cache-Control"] = "no-store"
     response["Idempotent-Replayed"] = "true"
     return response
 
@@ -112,6 +135,7 @@ def _answer(name: str, fingerprint: str, response: HttpResponse) -> IdempotentAn
         fingerprint=fingerprint,
         status=response.status_code,
         content_type=response.get("Content-Type", ""),
+        headers={name: response[name] for name in KEPT_HEADERS if name in response},
         content=response.content,
         created_at=timezone.now(),
     )

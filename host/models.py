@@ -15,6 +15,8 @@ class IdempotentAnswer(models.Model):
     fingerprint = models.CharField(max_length=64)
     status = models.PositiveSmallIntegerField()
     content_type = models.CharField(max_length=255, blank=True)
+    # The answer's headers a replay needs (host/idempotency.py, KEPT_HEADERS).
+    headers = models.JSONField(default=dict, blank=True)
     content = models.BinaryField()
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
 

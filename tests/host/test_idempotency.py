@@ -207,6 +207,10 @@ def test_the_memory_tabs_add_form_sent_again_adds_one_note(client, user, scope):
     again = client.post(url, form)
     assert first.status_code == again.status_code == 302
     assert _index(scope).count("likes green tea") == 1
+    # The replay goes where the first answer went, with its security headers.
+    assert again["Idempotent-Replayed"] == "true"
+    for header in ("Location", "Content-Security-Policy", "X-Frame-Options", "Cache-Control"):
+        assert again.get(header) == first.get(header) is not None, header
     # The page after the save carries a new key, so the next note is its own write.
     fresh = client.get(reverse("memory") + f"?scope={scope.pk}").content.decode()
     assert key.group(1) not in fresh
