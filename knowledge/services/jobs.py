@@ -64,6 +64,8 @@ def _start_job(
 def _wait_in_line(fields: dict[str, Any]) -> Job:
     store: Store = fields["store"]
     limit = settings.KNOWLEDGE_JOBS_WAITING_PER_STORE
+    # Parallel requests count the line one at a time (the caller's transaction holds it).
+    Store.objects.select_for_update().filter(pk=store.pk).first()
     if Job.objects.filter(store=store, state=Job.State.WAITING).count() >= limit:
         raise JobBusy(
             _(

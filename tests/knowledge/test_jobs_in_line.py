@@ -3,8 +3,12 @@
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import connection
 
 from knowledge import services
 from knowledge.errors import JobBusy
@@ -140,3 +144,33 @@ def test_a_cancelled_index_in_line_gives_its_review_back_to_confirm_again(
         services.scan_run(second.pk)
         again = services.scan_confirm(scan_job=first)
     assert again.state == Job.State.QUEUED
+
+
+@pytest.mark.django_db(transaction=True)
+def test_parallel_confirms_never_wait_past_the_limit(plain_store, settings):
+    settings.KNOWLEDGE_JOBS_WAITING_PER_STORE = 1
+    count = 4
+    scans = []
+    for i in range(count + 1):
+        source = Source.objects.create(store=plain_store, kind=Source.Kind.FOLDER, path=f"/d/{i}")
+        scans.append(
+            Job.objects.create(
+                store=plain_store, source=source, kind=Job.Kind.SCAN, state=Job.State.REVIEW
+            )
+        )
+    Job.objects.filter(pk=scans.pop().pk).update(state=Job.State.RUNNING)  # the one running
+    start = threading.Barrier(count)
+
+    def confirm(scan: Job) -> str:
+        try:
+            start.wait(timeout=30)
+            return services.scan_confirm(scan_job=scan).state
+        except JobBusy:
+            return "refused"
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(count) as pool:
+        outcomes = sorted(pool.map(confirm, scans))
+    assert outcomes == ["refused"] * (count - 1) + [Job.State.WAITING]
+    assert Job.objects.filter(store=plain_store, state=Job.State.WAITING).count() == 1
