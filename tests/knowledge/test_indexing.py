@@ -90,22 +90,33 @@ def test_only_changed_new_and_deleted_files_are_re_embedded(
     assert source.chunk_count == Chunk.objects.filter(source=source).count() == 5
 
 
-def test_cancelling_mid_index_keeps_the_previous_results(
-    celery_worker, store, sample_folder, allowed_root, fake_openai
-):
+def _cancel_while_indexing_a_long_file(
+    store, sample_folder, fake_openai, *, words: int, held_after: int
+) -> tuple[Source, Job]:
+    """Index the folder, add one long file, and cancel its index job while the model
+    holds the request after `held_after` more embedding calls; the job once settled."""
     source, job = services.source_add_folder(store=store, path=str(sample_folder))
     _index(source, job)
-    (sample_folder / "long.txt").write_text(" ".join(f"quokka{i}" for i in range(60000)))
+    (sample_folder / "long.txt").write_text(" ".join(f"quokka{i}" for i in range(words)))
     update = services.source_update_now(source=source)
     barrier()
     update.refresh_from_db()
-    fake_openai.hold_after = len(fake_openai.embedding_inputs) + 1
+    fake_openai.hold_after = len(fake_openai.embedding_inputs) + held_after
     index_job = services.scan_confirm(scan_job=update)
     assert fake_openai.reached_hold.wait(timeout=60)
     services.job_cancel(job=index_job)
     fake_openai.release.set()
     barrier()
     index_job.refresh_from_db()
+    return source, index_job
+
+
+def test_cancelling_mid_index_keeps_the_previous_results(
+    celery_worker, store, sample_folder, allowed_root, fake_openai
+):
+    source, index_job = _cancel_while_indexing_a_long_file(
+        store, sample_folder, fake_openai, words=60000, held_after=1
+    )
     assert index_job.state == Job.State.CANCELLED
     assert not Document.objects.filter(path="long.txt").exists()
     assert "Alpacas are calm" in retrieve([store], "alpacas calm Andes", context_window=8192).block
@@ -117,21 +128,10 @@ def test_a_cancel_stops_an_index_job_inside_one_large_file(
     celery_worker, store, sample_folder, allowed_root, fake_openai, settings
 ):
     settings.KNOWLEDGE_PROGRESS_INTERVAL_SECONDS = 0
-    source, job = services.source_add_folder(store=store, path=str(sample_folder))
-    _index(source, job)
-    # One file of many batches of chunks.
-    (sample_folder / "long.txt").write_text(" ".join(f"quokka{i}" for i in range(300000)))
-    update = services.source_update_now(source=source)
-    barrier()
-    update.refresh_from_db()
-    before = len(fake_openai.embedding_inputs)
-    fake_openai.hold_after = before + 2  # two batches of the large file, then hold
-    index_job = services.scan_confirm(scan_job=update)
-    assert fake_openai.reached_hold.wait(timeout=60)
-    services.job_cancel(job=index_job)
-    fake_openai.release.set()
-    barrier()
-    index_job.refresh_from_db()
+    # One file of many batches of chunks; the hold comes two batches into it.
+    _source, index_job = _cancel_while_indexing_a_long_file(
+        store, sample_folder, fake_openai, words=300000, held_after=2
+    )
     assert index_job.state == Job.State.CANCELLED
     # The job stopped inside the file: the model never saw the file's last part.
     sent = " ".join(text for batch in fake_openai.embedding_inputs for text in batch)
