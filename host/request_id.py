@@ -12,7 +12,9 @@ from __future__ import annotations
 import logging
 import re
 import uuid
-from contextvars import ContextVar, Token
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from asgiref.sync import iscoroutinefunction
@@ -36,43 +38,43 @@ def new_id() -> str:
     return uuid.uuid4().hex
 
 
+@contextmanager
+def _request_context(request: HttpRequest) -> Iterator[str]:
+    """The request's id and client address, set for its log lines while it runs."""
+    incoming = request.headers.get(HEADER, "")
+    # A client's id is kept only when it looks like one: it goes into every log line.
+    value = incoming if _SANE.fullmatch(incoming) else new_id()
+    token = request_id.set(value)
+    client_token = client.set(client_address(request))
+    try:
+        yield value
+    finally:
+        client.reset(client_token)
+        request_id.reset(token)
+
+
+def _answered(request: HttpRequest, response: HttpResponseBase, value: str) -> None:
+    if settings.LOG_REQUESTS:
+        _access_logger.info("%s %s %s", request.method, request.path, response.status_code)
+    response[HEADER] = value
+
+
 @sync_and_async_middleware
 def request_id_middleware(get_response: Any) -> Any:
-    def started(request: HttpRequest) -> tuple[str, Token[str], Token[str]]:
-        incoming = request.headers.get(HEADER, "")
-        # A client's id is kept only when it looks like one: it goes into every log line.
-        value = incoming if _SANE.fullmatch(incoming) else new_id()
-        return value, request_id.set(value), client.set(client_address(request))
-
-    def answered(request: HttpRequest, response: HttpResponseBase, value: str) -> None:
-        if settings.LOG_REQUESTS:
-            _access_logger.info("%s %s %s", request.method, request.path, response.status_code)
-        response[HEADER] = value
-
-    def ended(tokens: tuple[str, Token[str], Token[str]]) -> None:
-        client.reset(tokens[2])
-        request_id.reset(tokens[1])
-
     if iscoroutinefunction(get_response):
 
         async def async_middleware(request: HttpRequest) -> Any:
-            tokens = started(request)
-            try:
+            with _request_context(request) as value:
                 response = await get_response(request)
-                answered(request, response, tokens[0])
-            finally:
-                ended(tokens)
+                _answered(request, response, value)
             return response
 
         return async_middleware
 
     def middleware(request: HttpRequest) -> Any:
-        tokens = started(request)
-        try:
+        with _request_context(request) as value:
             response = get_response(request)
-            answered(request, response, tokens[0])
-        finally:
-            ended(tokens)
+            _answered(request, response, value)
         return response
 
     return middleware
