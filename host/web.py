@@ -72,10 +72,24 @@ def _listen_before_the_workers_start() -> None:
     Config.bind_socket = bind_and_listen  # type: ignore[method-assign]
 
 
+def _fork_the_workers_from_a_loaded_app() -> None:
+    """uvicorn starts each worker as a fresh interpreter (multiprocessing's spawn), which
+    imports the app again: one fork server loads it (config/web_preload.py) and forks every
+    worker, the first ones and any uvicorn starts in place of a dead one."""
+    import multiprocessing
+
+    from uvicorn import _subprocess
+
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["config.web_preload"])
+    _subprocess.spawn = context  # type: ignore[assignment]
+
+
 def main(argv: list[str]) -> None:
     from uvicorn.main import main as uvicorn_main
 
     _listen_before_the_workers_start()
+    _fork_the_workers_from_a_loaded_app()
     arguments = uvicorn_command(argv)[3:]  # what follows `python -m uvicorn`
     uvicorn_main.main(args=arguments, prog_name="uvicorn")
 

@@ -16,6 +16,7 @@ import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.conf import settings
@@ -69,6 +70,24 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def web_workers_of(web_server_pid: int) -> list[Any]:
+    """The serving processes of `python -m host.web`: forked by its fork server, which
+    loaded the app once (config/web_preload.py)."""
+    import psutil
+
+    forkservers = [
+        child
+        for child in psutil.Process(web_server_pid).children()
+        if "multiprocessing.forkserver" in " ".join(child.cmdline())
+    ]
+    return [
+        worker
+        for forkserver in forkservers
+        for worker in forkserver.children()
+        if worker.status() != psutil.STATUS_ZOMBIE
+    ]
 
 
 def suite_database_url() -> str:

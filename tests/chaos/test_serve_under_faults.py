@@ -38,7 +38,7 @@ import psutil
 import pytest
 
 from benchmarks.cluster import Output
-from tests.conftest import ROOT, free_port
+from tests.conftest import ROOT, free_port, web_workers_of
 
 pytestmark = [pytest.mark.chaos, pytest.mark.timeout(900)]
 
@@ -253,11 +253,7 @@ def _children(process: subprocess.Popen[str], marker: str) -> list[psutil.Proces
 
 def _web_workers(process: subprocess.Popen[str]) -> list[psutil.Process]:
     (web,) = _children(process, "host.web")
-    return [
-        p
-        for p in web.children()
-        if p.status() != psutil.STATUS_ZOMBIE and "resource_tracker" not in " ".join(p.cmdline())
-    ]
+    return web_workers_of(web.pid)
 
 
 def _redis_server(data_dir: Path) -> psutil.Process:

@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -60,6 +61,20 @@ def _wait_until_listening(port: int, seconds: float = 30.0) -> None:
             time.sleep(0.05)  # polling a condition with a deadline, not a fixed wait
 
 
+def _ready(base: str, seconds: float = 180.0) -> dict[str, object]:
+    """/readyz once it says ready: the web server may answer before the worker does (503),
+    and on a busy machine either can take a while (a deadline, not a wait)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            with urllib.request.urlopen(f"{base}/readyz", timeout=30) as response:
+                return dict(json.loads(response.read()))
+        except (urllib.error.URLError, ConnectionError, TimeoutError) as error:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"serve was not ready within {seconds:.0f} s") from error
+            time.sleep(0.2)  # polling a starting server, bounded by the deadline
+
+
 def _stop(process: subprocess.Popen[str]) -> None:
     process.send_signal(signal.SIGINT)
     assert process.wait(timeout=60) == 0
@@ -104,9 +119,7 @@ def test_serve_twice_keeps_the_data_and_stops_cleanly(tmp_path):
         credentials = data_dir / "admin-credentials.txt"
         assert password in credentials.read_text()
         assert credentials.stat().st_mode & 0o077 == 0
-        # The socket listens before the web process has loaded Django: on a busy machine
-        # the first answer can take a while (a deadline, not a wait).
-        health = json.loads(urllib.request.urlopen(f"{base}/readyz", timeout=120).read())
+        health = _ready(base)
         assert health["database"]["ok"] and health["redis"]["ok"] and health["worker"]["ok"]
     finally:
         _stop(first)

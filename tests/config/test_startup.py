@@ -137,3 +137,22 @@ def test_a_web_worker_loads_no_mcp_sdk_model_client_or_local_model_stack_until_u
     result = _run(["-c", code], tmp_path / "data", **nowhere)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == []
+
+
+def test_the_web_fork_server_loads_the_app_and_leaves_no_connection_or_thread(tmp_path):
+    """Every web worker is forked from this state (config/web_preload.py): an open
+    database connection or a running thread would be shared with, or lost in, each."""
+    code = (
+        "import os, sys, threading; os.environ['DJANGO_SETTINGS_MODULE'] = 'config.settings'\n"
+        "import config.web_preload\n"
+        "from django.db import connections\n"
+        "open_connections = [c.alias for c in connections.all() if c.connection is not None]\n"
+        "print('config.api' in sys.modules, threading.active_count(), open_connections)\n"
+    )
+    nowhere = {
+        "DATABASE_URL": "postgresql://nobody@127.0.0.1:9/none",
+        "REDIS_URL": "redis://127.0.0.1:9/0",
+    }
+    result = _run(["-c", code], tmp_path / "data", **nowhere)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["True", "1", "[]"]

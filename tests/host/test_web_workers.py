@@ -13,7 +13,7 @@ import pytest
 
 from config.management.commands.serve import Command
 from host.web import uvicorn_command, web_workers
-from tests.conftest import ROOT, free_port, suite_database_url
+from tests.conftest import ROOT, free_port, suite_database_url, web_workers_of
 
 
 def test_the_default_is_one_worker_per_usable_core(monkeypatch):
@@ -63,12 +63,11 @@ def test_two_web_workers_answer_requests(tmp_path):
                 assert process.poll() is None, "the web server exited"
                 assert time.monotonic() < deadline, "the web server did not answer in time"
                 time.sleep(0.2)
-        workers = [
-            child
-            for child in psutil.Process(process.pid).children()
-            if "spawn_main" in " ".join(child.cmdline())
-        ]
+        # Both forked from the one process that loaded the app, not importing it each.
+        workers = web_workers_of(process.pid)
         assert len(workers) == 2
+        (loader,) = {worker.parent().pid for worker in workers}
+        assert "config.web_preload" in " ".join(psutil.Process(loader).cmdline())
     finally:
         process.terminate()
         process.wait(timeout=30)

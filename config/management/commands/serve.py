@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pkgutil
 import pwd
 import shutil
 import signal
@@ -18,13 +19,18 @@ import sys
 import time
 import urllib.request
 from dataclasses import dataclass, field
+from importlib import import_module
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from django.apps import apps
 from django.conf import settings
 from django.core.management import call_command
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandParser, SystemCheckError
+from django.db import connection
+from django.db.migrations.loader import MigrationLoader
+from django.db.migrations.recorder import MigrationRecorder
 
 from accounts.services import first_admin_ensure
 from host import embedded
@@ -91,6 +97,32 @@ def _answers(host: str, port: int) -> bool:
         return False
 
 
+def migrations_all_recorded() -> bool:
+    """Whether every app's migration file is recorded as applied, read from the file
+    names alone: `migrate` would apply nothing, and it imports every migration module to
+    build its graph first. Any doubt (no table yet, a new file, a squash not yet
+    recorded, an app whose migrations cannot be listed) answers no, and `migrate` runs."""
+    on_disk: set[tuple[str, str]] = set()
+    try:
+        for app_config in apps.get_app_configs():
+            module_name, _ = MigrationLoader.migrations_module(app_config.label)
+            if module_name is None:
+                continue
+            try:
+                module = import_module(module_name)
+            except ModuleNotFoundError as error:
+                if error.name == module_name:  # an app without migrations
+                    continue
+                return False
+            for _, name, is_package in pkgutil.iter_modules(getattr(module, "__path__", [])):
+                if not is_package and name[0] not in "_~":
+                    on_disk.add((app_config.label, name))
+        recorder = MigrationRecorder(connection)
+        return recorder.has_table() and on_disk <= set(recorder.applied_migrations())
+    except Exception:  # migrate itself reports what is wrong
+        return False
+
+
 def _share_redis_socket(gid: int) -> None:
     """The embedded Redis listens on a socket only its owner (root) may use: let the
     children's group in, nobody else."""
@@ -102,6 +134,9 @@ def _share_redis_socket(gid: int) -> None:
 
 class Command(BaseCommand):
     help = "Migrate, make sure an admin exists, then serve the web app with workers and beat."
+    # Run once the web server answers (_check_project), not before anything starts: the
+    # checks import every URL and API schema, which the web workers do on their own.
+    requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
@@ -131,23 +166,56 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         if options["web_workers"] is None:
             web_workers()  # a malformed WEB_WORKERS stops the start here, naming it
-        stopping = started = False
+        self._stopping = started = False
 
         def stop(signum: int, frame: FrameType | None) -> None:
-            nonlocal stopping
-            stopping = True
+            self._stopping = True
             if not started:  # no child yet: end now; the embedded servers stop on exit
                 raise KeyboardInterrupt
 
         signal.signal(signal.SIGINT, stop)
         signal.signal(signal.SIGTERM, stop)
         try:
-            call_command("migrate", interactive=False, verbosity=0)
+            if not migrations_all_recorded():
+                call_command("migrate", interactive=False, verbosity=0)
             self._announce_sign_in(options["host"], options["port"])
         except KeyboardInterrupt:
             self.stdout.write("Stopped before anything was started.")
             sys.exit(1)
 
+        children, redis = self._children(options)
+        started = True  # from here a stop ends _run's loop, which stops the children
+        exit_code = self._run(children, redis, options)
+        self.stdout.write("Stopping…")
+        self._stop(children)
+        if exit_code:
+            sys.exit(exit_code)
+
+    def _run(self, children: list[Child], redis: EmbeddedRedis, options: dict[str, Any]) -> int:
+        """Start the children and keep them running until a stop; the exit code."""
+        # The web server and the main worker (which /readyz asks) first, the others once
+        # the web server answers: started all at once, their imports took the cores from
+        # the web server's (docs/benchmarks.md, "Footprint"). Their jobs wait in Redis.
+        first, later = children[:2], children[2:]
+        for child in first:
+            child.start()
+        later_at = time.monotonic() + WORKERS_AFTER_WEB_SECONDS
+        web_answered = False
+        while not self._stopping:
+            due = time.monotonic() >= later_at
+            if not web_answered and (due or _answers(options["host"], options["port"])):
+                web_answered = True
+                for child in later:
+                    child.start()
+                if not self._check_project():
+                    return 1
+            if not self._supervise_redis(redis) or not all(map(self._supervise, children)):
+                return 1
+            # The supervisor's own tick: how soon a crash is noticed.
+            time.sleep(POLL_SECONDS)
+        return 0
+
+    def _children(self, options: dict[str, Any]) -> tuple[list[Child], EmbeddedRedis]:
         # Children reach the servers this process started (or the external ones).
         env = {
             **os.environ,
@@ -159,34 +227,21 @@ class Command(BaseCommand):
         popen_extra: dict[str, Any] = {}
         if os.geteuid() == 0:
             popen_extra, env = self._unprivileged(env)
-        redis = EmbeddedRedis(self._policy(), popen_extra.get("group"))
         children = [
             Child(name, command, child_env, self._policy(), popen_extra=popen_extra)
             for name, command, child_env in self._commands(options, env)
         ]
-        # The web server and the main worker (which /readyz asks) first, the others once
-        # the web server answers: started all at once, their imports took the cores from
-        # the web server's (docs/benchmarks.md, "Footprint"). Their jobs wait in Redis.
-        first, later = children[:2], children[2:]
-        started = True  # from here a stop ends the loop below, which stops the children
-        for child in first:
-            child.start()
-        later_at = time.monotonic() + WORKERS_AFTER_WEB_SECONDS
-        exit_code = 0
-        while not stopping:
-            due = time.monotonic() >= later_at
-            if later and (due or _answers(options["host"], options["port"])):
-                for child in later:
-                    child.start()
-                later = []
-            if not self._supervise_redis(redis) or not all(map(self._supervise, children)):
-                stopping, exit_code = True, 1
-            # The supervisor's own tick: how soon a crash is noticed.
-            time.sleep(POLL_SECONDS)
-        self.stdout.write("Stopping…")
-        self._stop(children)
-        if exit_code:
-            sys.exit(exit_code)
+        return children, EmbeddedRedis(self._policy(), popen_extra.get("group"))
+
+    def _check_project(self) -> bool:
+        """Django's system checks, as a management command runs them; False on an error
+        (printed), which ends the run. Warnings are printed and the run goes on."""
+        try:
+            self.check()
+        except SystemCheckError as error:
+            self.stderr.write(f"{error}\nStopping: the system checks found errors.")
+            return False
+        return True
 
     def _policy(self) -> RestartPolicy:
         return RestartPolicy(
