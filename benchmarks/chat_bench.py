@@ -13,6 +13,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -31,7 +32,7 @@ from chat.models import Conversation, Message
 from chat.runner import turn_run
 from chat.tasks import turn_run_task
 from knowledge import services as knowledge
-from knowledge.models import Job, Store
+from knowledge.models import Job, Store, StoreShare
 from memory_addon.services.changes import file_write
 from memory_addon.services.scopes import ensure_agent_scope, ensure_user_scope
 from tests.fake_openai import DIMENSION, FakeOpenAI, fake_vector
@@ -40,6 +41,7 @@ ANSWER = " ".join(f"word{i}" for i in range(40))
 FIRST_TOKEN_DELAY = 0.2  # seconds the fake model "thinks" before its first token
 CHUNK_DELAY = 0.005  # seconds between its chunks
 RUNS = 40
+MANY = 50  # chats at once, against as many direct calls at once (issue 26)
 
 
 def percentile(samples: list[float], q: float) -> float:
@@ -247,6 +249,8 @@ def _concurrent_chats(fake: FakeOpenAI, user: User, count: int = 20) -> dict[str
         "DATA_DIR": str(settings.DATA_DIR),
         "DJANGO_SETTINGS_MODULE": "config.settings",
         "KNOWLEDGE_ALLOWED_ROOTS": str(workdir),
+        # As serve gives a chat worker: each turn may hold three connections at once.
+        "DATABASE_POOL_MAX": str(3 * max(count, settings.CHAT_WORKER_CONCURRENCY) + 2),
     }
     settings.KNOWLEDGE_ALLOWED_ROOTS = [str(workdir)]
     from config.celery import app
@@ -313,6 +317,111 @@ def _concurrent_chats(fake: FakeOpenAI, user: User, count: int = 20) -> dict[str
         connections.close_all()
 
 
+def _direct_at_once(base_url: str, count: int) -> list[float]:
+    """`count` streamed calls to the model started together; each one's total in ms."""
+    totals = [0.0] * count
+    start_together = threading.Barrier(count)
+
+    def one(index: int) -> None:
+        client = openai.OpenAI(base_url=base_url, api_key="bench", max_retries=0)
+        start_together.wait()
+        start = time.perf_counter()
+        stream = client.chat.completions.create(
+            model="fake-chat", messages=[{"role": "user", "content": "hello"}], stream=True
+        )
+        for _ in stream:
+            pass
+        totals[index] = (time.perf_counter() - start) * 1000
+
+    threads = [threading.Thread(target=one, args=(n,)) for n in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return totals
+
+
+def _person_like(conversation: Conversation, n: int) -> Conversation:
+    """Another person of the same organization with the same context: rules, their own
+    full indexes and agent, the 10k-chunk collection shared with the organization."""
+    from benchmarks.run import full_index
+
+    owner = conversation.owner
+    organization = Membership.objects.filter(user=owner).get().organization
+    user = User.objects.create_user(f"chat-bench-many-{n}-{uuid.uuid4().hex[:6]}")
+    Membership.objects.create(organization=organization, user=user)
+    agent = Agent.objects.create(
+        owner=user, name="Helper", slug="helper", memory_allowed=True, may_propose=True
+    )
+    for scope, label in ((ensure_user_scope(user), "user"), (ensure_agent_scope(agent), "agent")):
+        file_write(
+            user=user, scope=scope, path="index.md", content=full_index(label), base_sha256=""
+        )
+    assert conversation.ai_profile is not None  # noqa: S101
+    profile = AIProfile.objects.create(
+        owner=user,
+        name="fake chat",
+        base_url=conversation.ai_profile.base_url,
+        model="fake-chat",
+        is_default=True,
+    )
+    chat = Conversation.objects.create(owner=user, ai_profile=profile, agent=agent)
+    for store in conversation.stores.all():
+        StoreShare.objects.get_or_create(store=store, organization=organization)
+        chat.stores.add(store)
+    return chat
+
+
+def _app_at_once(conversation: Conversation, count: int) -> list[float]:
+    """`count` people's turns queued together to a chat worker with a thread for each
+    (and the database connections serve gives such a worker), each with the full context
+    of `conversation`: from the moment it was queued until its answer was stored, in ms.
+    One person each: one person's own answers wait beyond CHAT_MAX_ANSWERS_IN_FLIGHT."""
+    env = {
+        **os.environ,
+        "DATABASE_URL": settings.DATABASE_URL,
+        "REDIS_URL": settings.REDIS_URL,
+        "DATA_DIR": str(settings.DATA_DIR),
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "DATABASE_POOL_MAX": str(3 * count + 2),
+    }
+    from config.celery import app
+
+    app.control.purge()
+    worker = _worker(
+        env, "-Q", settings.CHAT_QUEUE, "--pool", "threads", "--concurrency", str(count)
+    )
+    try:
+        from host.tasks import ping
+
+        ping.apply_async(queue=settings.CHAT_QUEUE).get(timeout=120)
+        answers = [
+            _ask(_person_like(conversation, n), f"Tell me about alpacas and llamas ({n})")
+            for n in range(count)
+        ]
+        connections.close_all()  # the worker's threads, not this process, use the database now
+        queued = {}
+        for answer in answers:
+            queued[answer.pk] = time.time()
+            turn_run_task.apply_async(args=(answer.pk,), queue=settings.CHAT_QUEUE)
+        ids = list(queued)
+        deadline = time.monotonic() + 300
+        while Message.objects.filter(pk__in=ids, state=Message.State.STREAMING).exists():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{count} chats at once did not finish within 300 s")
+            time.sleep(0.2)  # a benchmark waits by polling; tests never do
+        totals = []
+        for answer in Message.objects.filter(pk__in=ids):
+            if answer.state != Message.State.COMPLETE or answer.finished_at is None:
+                raise RuntimeError(f"a turn of the {count} at once ended {answer.state}")
+            totals.append((answer.finished_at.timestamp() - queued[answer.pk]) * 1000)
+        return totals
+    finally:
+        worker.terminate()
+        worker.wait(timeout=30)
+        connections.close_all()
+
+
 def run(write_section: Callable[[str, str], None], machine: str) -> str:
     with _model_server() as base_url:
         user, conversation = _setup(base_url)
@@ -321,6 +430,9 @@ def run(write_section: Callable[[str, str], None], machine: str) -> str:
         direct_first, direct_total = _direct(base_url, RUNS)
         learning: list[float] = []
         app_first, app_total = _through_app(conversation, RUNS, learning)
+        _direct_at_once(base_url, MANY)  # warm-up: the model server's threads
+        direct_many = _direct_at_once(base_url, MANY)
+        app_many = _app_at_once(conversation, MANY)
     model_total = statistics.median(direct_total)
     overhead = [total - model_total for total in app_total]
     fake = FakeOpenAI().start()  # in process: this part scripts each reply
@@ -352,6 +464,15 @@ p50 {percentile(overhead, 0.5):.0f} ms, p95 {percentile(overhead, 0.95):.0f} ms
 looks at the finished answer: p50 {percentile(learning, 0.5):.1f} ms,
 p95 {percentile(learning, 0.95):.1f} ms (the person no longer waits for it; it is not in
 the total above).
+
+{MANY} chats at once, each turn with the context above, queued together to a chat worker
+with a thread for each, against {MANY} calls at once straight to the model (issue 26's goal:
+p95 within 2x):
+
+| {MANY} at once | direct to the model | through the app | ratio |
+|---|---|---|---|
+| total time p50 | {percentile(direct_many, 0.5):.0f} ms | {percentile(app_many, 0.5):.0f} ms | {percentile(app_many, 0.5) / percentile(direct_many, 0.5):.2f}x |
+| total time p95 | {percentile(direct_many, 0.95):.0f} ms | {percentile(app_many, 0.95):.0f} ms | {percentile(app_many, 0.95) / percentile(direct_many, 0.95):.2f}x |
 
 {concurrent["chats"]} chats at once against a model that takes 5 s to its first token,
 on the chat queue's thread pool, while a local-model index job runs on the default
