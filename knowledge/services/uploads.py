@@ -50,6 +50,14 @@ def _upload_delete(source: Source) -> None:
     filestore.tree_delete(filestore.uploads(), _upload_prefix(source))
 
 
+def _store_uploads_delete(store_id: int) -> None:
+    """The collection's own upload folder, once its sources' folders are gone: left
+    behind, every deleted collection kept an empty folder."""
+    folder = _upload_root() / f"store-{store_id}"
+    if folder.is_relative_to(_upload_root()):
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def _upload_fetch(source: Source) -> None:
     """With a shared (remote) storage, bring the source's files into its local folder."""
     if source.kind != Source.Kind.UPLOAD or filestore.local_folder(filestore.uploads()):

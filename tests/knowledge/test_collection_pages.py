@@ -123,6 +123,16 @@ def test_removing_an_uploaded_file_deletes_its_excerpts_and_its_copy(client, use
     assert "quokkas" not in services_search(kstore, "quokkas")
 
 
+def test_deleting_a_collection_leaves_no_folder_of_its_uploads(client, user, kstore):
+    client.force_login(user)
+    source = _run_upload(client, kstore, SimpleUploadedFile("a.md", b"Tapirs swim well.\n"))
+    collection_folder = Path(source.path).parent
+    assert collection_folder.name == f"store-{kstore.pk}" and collection_folder.is_dir()
+    services.store_delete(store=kstore)
+    assert not collection_folder.exists()
+    assert collection_folder.parent.is_dir()  # other collections' uploads stay
+
+
 def services_search(store, query: str) -> str:
     from knowledge.retrieval import retrieve
 
