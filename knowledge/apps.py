@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from django.apps import AppConfig
+from django.db.models.signals import post_delete
 from django.utils.translation import gettext_lazy as _
 
 
@@ -12,7 +13,12 @@ class KnowledgeConfig(AppConfig):
         # The tasks register with the Celery app here: the services queue them by name.
         from host.storage import register_storage_counter
         from knowledge import tasks  # noqa: F401
+        from knowledge.models import Store
         from knowledge.services import upload_bytes
+        from knowledge.services.uploads import store_upload_folder_forget
 
         # Uploaded documents count toward the person's storage quota.
         register_storage_counter(upload_bytes)
+        post_delete.connect(
+            store_upload_folder_forget, sender=Store, dispatch_uid="knowledge-upload-folder"
+        )

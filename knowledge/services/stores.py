@@ -16,7 +16,7 @@ from knowledge import qdrant
 from knowledge.errors import JobBusy, KnowledgeRefusal
 from knowledge.models import Document, Job, Source, Store
 from knowledge.services.embedders import embedder_build, local_model_check
-from knowledge.services.uploads import _store_uploads_delete, _upload_delete
+from knowledge.services.uploads import _upload_delete
 
 
 def store_create(
@@ -213,7 +213,6 @@ def _create_vector_index(store: Store) -> None:
 
 def store_delete(*, store: Store) -> None:
     """Delete a collection and its chunks; the original files are never touched."""
-    store_id = store.pk  # delete() clears it
     uploads = list(store.sources.filter(kind=Source.Kind.UPLOAD))
     if store.in_qdrant:  # its vectors first: a failure leaves the collection whole
         qdrant.collection_delete(store)
@@ -223,7 +222,6 @@ def store_delete(*, store: Store) -> None:
         store.delete()
     for source in uploads:  # our own copies of uploaded files, not the person's originals
         _upload_delete(source)
-    _store_uploads_delete(store_id)
 
 
 def store_rebuild(*, store: Store) -> Store:

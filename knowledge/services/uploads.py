@@ -12,6 +12,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
+from django.db import transaction
 from django.template.defaultfilters import filesizeformat
 from django.utils.translation import gettext as _
 
@@ -51,11 +52,18 @@ def _upload_delete(source: Source) -> None:
 
 
 def _store_uploads_delete(store_id: int) -> None:
-    """The collection's own upload folder, once its sources' folders are gone: left
-    behind, every deleted collection kept an empty folder."""
     folder = _upload_root() / f"store-{store_id}"
     if folder.is_relative_to(_upload_root()):
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def store_upload_folder_forget(sender: type[Store], instance: Store, **kwargs: object) -> None:
+    """Whatever deletes a collection (its page, the API, a conversation's own collection
+    going, its owner's account), its local upload folder goes once the delete commits:
+    left behind, every deleted collection kept a folder of our copies."""
+    store_id = instance.pk
+    using = str(kwargs.get("using") or "default")
+    transaction.on_commit(lambda: _store_uploads_delete(store_id), using=using)
 
 
 def _upload_fetch(source: Source) -> None:

@@ -123,14 +123,29 @@ def test_removing_an_uploaded_file_deletes_its_excerpts_and_its_copy(client, use
     assert "quokkas" not in services_search(kstore, "quokkas")
 
 
-def test_deleting_a_collection_leaves_no_folder_of_its_uploads(client, user, kstore):
+def test_deleting_a_collection_leaves_no_folder_of_its_uploads(
+    client, user, kstore, django_capture_on_commit_callbacks
+):
     client.force_login(user)
     source = _run_upload(client, kstore, SimpleUploadedFile("a.md", b"Tapirs swim well.\n"))
     collection_folder = Path(source.path).parent
     assert collection_folder.name == f"store-{kstore.pk}" and collection_folder.is_dir()
-    services.store_delete(store=kstore)
+    with django_capture_on_commit_callbacks(execute=True):
+        services.store_delete(store=kstore)
     assert not collection_folder.exists()
     assert collection_folder.parent.is_dir()  # other collections' uploads stay
+
+
+@pytest.mark.django_db(transaction=True)  # the folder goes when the delete commits
+def test_a_deleted_account_leaves_no_folder_of_its_collections_uploads(client):
+    owner = UserFactory()
+    store = services.store_create(owner=owner, name="Notes", provider="none")
+    client.force_login(owner)
+    source = _run_upload(client, store, SimpleUploadedFile("a.md", b"Tapirs swim well.\n"))
+    collection_folder = Path(source.path).parent
+    assert collection_folder.is_dir()
+    owner.delete()  # as the admin deletes an account: the collections go by cascade
+    assert not collection_folder.exists()
 
 
 def services_search(store, query: str) -> str:
