@@ -136,15 +136,17 @@ def test_deleting_a_collection_leaves_no_folder_of_its_uploads(
     assert collection_folder.parent.is_dir()  # other collections' uploads stay
 
 
-@pytest.mark.django_db(transaction=True)  # the folder goes when the delete commits
-def test_a_deleted_account_leaves_no_folder_of_its_collections_uploads(client):
+def test_a_deleted_account_leaves_no_folder_of_its_collections_uploads(
+    client, django_capture_on_commit_callbacks
+):
     owner = UserFactory()
     store = services.store_create(owner=owner, name="Notes", provider="none")
     client.force_login(owner)
     source = _run_upload(client, store, SimpleUploadedFile("a.md", b"Tapirs swim well.\n"))
     collection_folder = Path(source.path).parent
     assert collection_folder.is_dir()
-    owner.delete()  # as the admin deletes an account: the collections go by cascade
+    with django_capture_on_commit_callbacks(execute=True):  # the folder goes on commit
+        owner.delete()  # as the admin deletes an account: the collections go by cascade
     assert not collection_folder.exists()
 
 
