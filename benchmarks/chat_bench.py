@@ -100,14 +100,10 @@ def _ask(conversation: Conversation, text: str) -> Message:
     )
 
 
-def _setup(base_url: str) -> tuple[User, Conversation]:
+def _agent_with_full_indexes(user: User) -> Agent:
+    """The person's agent, and the person's and the agent's indexes at their caps."""
     from benchmarks.run import full_index
 
-    user = User.objects.create_user(f"chat-bench-{uuid.uuid4().hex[:8]}")
-    organization = Organization.objects.create(
-        name="Bench org", slug=f"chat-{uuid.uuid4().hex[:8]}", rules="Answer in English.\n" * 20
-    )
-    Membership.objects.create(organization=organization, user=user)
     agent = Agent.objects.create(
         owner=user, name="Helper", slug="helper", memory_allowed=True, may_propose=True
     )
@@ -115,6 +111,16 @@ def _setup(base_url: str) -> tuple[User, Conversation]:
         file_write(
             user=user, scope=scope, path="index.md", content=full_index(label), base_sha256=""
         )
+    return agent
+
+
+def _setup(base_url: str) -> tuple[User, Conversation]:
+    user = User.objects.create_user(f"chat-bench-{uuid.uuid4().hex[:8]}")
+    organization = Organization.objects.create(
+        name="Bench org", slug=f"chat-{uuid.uuid4().hex[:8]}", rules="Answer in English.\n" * 20
+    )
+    Membership.objects.create(organization=organization, user=user)
+    agent = _agent_with_full_indexes(user)
     chat_profile = AIProfile.objects.create(
         owner=user, name="fake chat", base_url=base_url, model="fake-chat", is_default=True
     )
@@ -344,19 +350,11 @@ def _direct_at_once(base_url: str, count: int) -> list[float]:
 def _person_like(conversation: Conversation, n: int) -> Conversation:
     """Another person of the same organization with the same context: rules, their own
     full indexes and agent, the 10k-chunk collection shared with the organization."""
-    from benchmarks.run import full_index
-
     owner = conversation.owner
     organization = Membership.objects.filter(user=owner).get().organization
     user = User.objects.create_user(f"chat-bench-many-{n}-{uuid.uuid4().hex[:6]}")
     Membership.objects.create(organization=organization, user=user)
-    agent = Agent.objects.create(
-        owner=user, name="Helper", slug="helper", memory_allowed=True, may_propose=True
-    )
-    for scope, label in ((ensure_user_scope(user), "user"), (ensure_agent_scope(agent), "agent")):
-        file_write(
-            user=user, scope=scope, path="index.md", content=full_index(label), base_sha256=""
-        )
+    agent = _agent_with_full_indexes(user)
     assert conversation.ai_profile is not None  # noqa: S101
     profile = AIProfile.objects.create(
         owner=user,

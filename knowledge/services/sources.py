@@ -26,6 +26,7 @@ from knowledge.services.jobs import _start_job
 from knowledge.services.stores import _points_delete_on_commit
 from knowledge.services.uploads import (
     _check_uploads,
+    _store_folder,
     _upload_delete,
     _upload_file_delete,
     _upload_names,
@@ -99,7 +100,7 @@ def source_add_upload(*, store: Store, files: list[UploadedFile[bytes]]) -> tupl
                 name=upload_label(names),
                 max_file_bytes=settings.KNOWLEDGE_UPLOAD_MAX_FILE_BYTES,
             )
-            source.path = str(_upload_root() / f"store-{store.pk}" / f"source-{source.pk}")
+            source.path = str(_upload_root() / _store_folder(store.pk) / f"source-{source.pk}")
             source.save(update_fields=["path"])
         # The files go to the storage (maybe a remote server) outside any transaction.
         release_db_connection()

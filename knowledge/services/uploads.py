@@ -40,8 +40,12 @@ def _upload_root() -> Path:
     return (base / UPLOAD_PREFIX).resolve()
 
 
+def _store_folder(store_id: int) -> str:
+    return f"store-{store_id}"
+
+
 def _upload_prefix(source: Source) -> str:
-    return f"{UPLOAD_PREFIX}/store-{source.store_id}/source-{source.pk}"
+    return f"{UPLOAD_PREFIX}/{_store_folder(source.store_id)}/source-{source.pk}"
 
 
 def _upload_delete(source: Source) -> None:
@@ -51,19 +55,14 @@ def _upload_delete(source: Source) -> None:
     filestore.tree_delete(filestore.uploads(), _upload_prefix(source))
 
 
-def _store_uploads_delete(store_id: int) -> None:
-    folder = _upload_root() / f"store-{store_id}"
-    if folder.is_relative_to(_upload_root()):
-        shutil.rmtree(folder, ignore_errors=True)
-
-
 def store_upload_folder_forget(sender: type[Store], instance: Store, **kwargs: object) -> None:
     """Whatever deletes a collection (its page, the API, a conversation's own collection
     going, its owner's account), its local upload folder goes once the delete commits:
     left behind, every deleted collection kept a folder of our copies."""
     store_id = instance.pk
     using = str(kwargs.get("using") or "default")
-    transaction.on_commit(lambda: _store_uploads_delete(store_id), using=using)
+    folder = _upload_root() / _store_folder(store_id)
+    transaction.on_commit(lambda: shutil.rmtree(folder, ignore_errors=True), using=using)
 
 
 def _upload_fetch(source: Source) -> None:

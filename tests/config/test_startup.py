@@ -14,6 +14,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent.parent
+# Servers that never answer: importing the app must not need them.
+NOWHERE = {
+    "DATABASE_URL": "postgresql://nobody@127.0.0.1:9/none",
+    "REDIS_URL": "redis://127.0.0.1:9/0",
+}
 
 
 def _run(args: list[str], data_dir: Path, **extra: str) -> subprocess.CompletedProcess[str]:
@@ -130,11 +135,7 @@ def test_a_web_worker_loads_no_mcp_sdk_model_client_or_local_model_stack_until_u
         "heavy = ['mcp', 'openai', 'qdrant_client', 'fastembed', 'onnxruntime', 'tokenizers']\n"
         "print(' '.join(name for name in heavy if name in sys.modules))\n"
     )
-    nowhere = {
-        "DATABASE_URL": "postgresql://nobody@127.0.0.1:9/none",
-        "REDIS_URL": "redis://127.0.0.1:9/0",
-    }
-    result = _run(["-c", code], tmp_path / "data", **nowhere)
+    result = _run(["-c", code], tmp_path / "data", **NOWHERE)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == []
 
@@ -149,10 +150,6 @@ def test_the_web_fork_server_loads_the_app_and_leaves_no_connection_or_thread(tm
         "open_connections = [c.alias for c in connections.all() if c.connection is not None]\n"
         "print('config.api' in sys.modules, threading.active_count(), open_connections)\n"
     )
-    nowhere = {
-        "DATABASE_URL": "postgresql://nobody@127.0.0.1:9/none",
-        "REDIS_URL": "redis://127.0.0.1:9/0",
-    }
-    result = _run(["-c", code], tmp_path / "data", **nowhere)
+    result = _run(["-c", code], tmp_path / "data", **NOWHERE)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["True", "1", "[]"]
