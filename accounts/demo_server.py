@@ -25,7 +25,7 @@ PARALLEL = 4
 
 
 # How long llama.cpp may take to stop its threads before the process just ends.
-STOP_SECONDS = 5.0
+STOP_SECONDS = 5
 
 
 def _stop_with_parent() -> None:
@@ -70,10 +70,11 @@ def main(argv: list[str] | None = None) -> None:
     signal.signal(signal.SIGTERM, lambda *_: stopped.set())
     with contextlib.suppress(KeyboardInterrupt):
         stopped.wait()
-    # The stop is bounded: on busy cores llama.cpp's threads were seen not to end.
-    deadline = threading.Timer(STOP_SECONDS, os._exit, args=(0,))
-    deadline.daemon = True
-    deadline.start()
+    # The stop is bounded: on busy cores llama.cpp's threads were seen not to end. The
+    # kernel's alarm ends the process; a Python timer needs the GIL, which the server's
+    # teardown was seen to hold (the process outlived its starter by more than 30 s).
+    signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    signal.alarm(STOP_SECONDS)
     del server  # stops llama.cpp's threads before the interpreter goes
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import signal
 import subprocess
 import sys
 import urllib.request
@@ -46,7 +47,8 @@ def llama_server(tmp_path_factory):
     assert ready.startswith(READY), log.read_text()[-2000:]
     yield port
     server.terminate()
-    assert server.wait(timeout=30) == 0
+    # Stopped, or ended by its own stop deadline (accounts/demo_server.py).
+    assert server.wait(timeout=30) in (0, -signal.SIGALRM)
 
 
 QUESTIONS = ["Where do I live?", "Which city is my home?", "What city do I live in?"]
