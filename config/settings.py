@@ -238,6 +238,12 @@ REQUEST_BODY_MIN_BYTES_PER_SECOND = env_int("REQUEST_BODY_MIN_BYTES_PER_SECOND",
 # in within this time and this size.
 REQUEST_HEADER_TIMEOUT_SECONDS = env_float("REQUEST_HEADER_TIMEOUT_SECONDS", 10.0)
 REQUEST_HEADER_MAX_BYTES = env_int("REQUEST_HEADER_MAX_BYTES", 64 * 1024)
+# Requests a web worker runs at once (host/request_places.py); the others wait, at most
+# this long, and are dropped unrun if their client leaves meanwhile.
+WEB_WORKER_REQUESTS = env_int("WEB_WORKER_REQUESTS", 16)
+WEB_REQUEST_QUEUE_SECONDS = env_float("WEB_REQUEST_QUEUE_SECONDS", 30.0)
+if WEB_WORKER_REQUESTS < 1 or WEB_REQUEST_QUEUE_SECONDS <= 0:
+    raise BadSetting("WEB_WORKER_REQUESTS must be at least 1, WEB_REQUEST_QUEUE_SECONDS above 0.")
 
 # --- Security defaults -------------------------------------------------------
 SESSION_COOKIE_HTTPONLY = True

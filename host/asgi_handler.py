@@ -13,22 +13,56 @@ worker failed.
 Here the request runs in a task with a copy of the context. Only an answered
 request copies its changes back (as Django would), so after a hang-up
 `request_finished` runs in the request's thread, queued behind its work.
+
+Before any of it, the request takes one of the worker's places (host/request_places.py),
+so a burst of requests whose clients leave does not run them all.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+from typing import Any
 
 import django
+from django.conf import settings
 from django.core.handlers.asgi import ASGIHandler
 from django.http import HttpRequest, HttpResponseBase
+
+from host import request_places
 
 _UNSET = object()
 
 
 class IsolatedASGIHandler(ASGIHandler):
+    _places: request_places.Places | None = None
+
+    @property
+    def current_places(self) -> request_places.Places | None:
+        return self._places
+
+    def places(self) -> request_places.Places:
+        """The places of the running event loop (one per worker; a test may run more)."""
+        size, loop = settings.WEB_WORKER_REQUESTS, asyncio.get_running_loop()
+        places = self._places
+        if places is None or places.size != size or places.loop is not loop:
+            places = self._places = request_places.Places(size, loop)
+        return places
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        place = request_places.Place(self.places())
+        token = request_places.enter(place)
+        try:
+            # Returns once the request's thread has ended, an abandoned one's too.
+            await super().__call__(scope, receive, send)
+        finally:
+            request_places.leave(token)
+            place.give_back()
+
     async def run_get_response(self, request: HttpRequest) -> HttpResponseBase:
+        place = request_places.current_place()
+        if place is not None and not await place.take(settings.WEB_REQUEST_QUEUE_SECONDS):
+            return request_places.busy_response()
         context = contextvars.copy_context()
         work = asyncio.create_task(super().run_get_response(request), context=context)
         try:
@@ -37,7 +71,9 @@ class IsolatedASGIHandler(ASGIHandler):
             work.cancel()
             # No task of the request outlives it; its thread's own work goes on.
             await asyncio.wait([work])
-            raise
+            raise  # the place stays taken until the thread ends (__call__)
+        if place is not None:
+            place.give_back()
         for variable, value in context.items():
             if variable.get(_UNSET) is not value:
                 variable.set(value)

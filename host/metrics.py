@@ -52,6 +52,11 @@ class Spec:
 SPECS = {
     "memory_host_http_requests": Spec("counter", "HTTP requests answered", ("method", "status")),
     "memory_host_http_request_seconds": Spec("histogram", "Time to answer a request", ()),
+    "memory_host_http_requests_dropped": Spec(
+        "counter",
+        "Requests never run: the client left while they waited, or the wait was too long",
+        ("reason",),
+    ),
     "memory_host_jobs": Spec("counter", "Celery jobs that ended, by state", ("task", "state")),
     "memory_host_job_seconds": Spec("histogram", "Run time of Celery jobs", ("task",)),
     "memory_host_websocket_connections": Spec("gauge", "Open websocket connections", ()),

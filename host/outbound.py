@@ -31,6 +31,7 @@ from host.bounded_http import BodyTooLarge as BodyTooLarge
 from host.bounded_http import bounded_call as bounded_call
 from host.bounded_http import bounded_transport
 from host.keyed_transaction import leave_keyed_transaction
+from host.request_places import waiting_elsewhere
 
 
 class OutboundRefused(ValueError):
@@ -214,8 +215,10 @@ def release_db_connection() -> None:
     answers starves everyone else: a dozen such requests took the site down. Inside a
     transaction the connection has to stay (callers do not call out from one; tests
     run inside one). A keyed write's transaction (host/idempotency.py) is ended instead:
-    its request runs again without one.
+    its request runs again without one. The request's place in the web worker goes to the
+    next request too (host/request_places.py).
     """
+    waiting_elsewhere()
     leave_keyed_transaction()
     if not connection.in_atomic_block:
         connection.close()

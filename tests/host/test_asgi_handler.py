@@ -1,17 +1,25 @@
-"""The ASGI handler: clients that hang up mid-request cost the worker nothing."""
+"""The ASGI handler: clients that hang up mid-request cost the worker nothing, and a
+request whose client left while it waited for one of the worker's places never runs."""
 
 from __future__ import annotations
 
 import http.client
+import socket
 import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from urllib.parse import urlsplit
 
 import pytest
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
 from django.test import Client
+from prometheus_client.parser import text_string_to_metric_families
 
 from accounts.services import api_token_create
+from config.asgi import django_asgi_app
+from host import metrics
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -49,11 +57,31 @@ def _impatient_client(address: tuple[str, int], request: tuple) -> None:
             client.close()
 
 
+def _dropped(reason: str) -> float:
+    metrics.flush()
+    for family in text_string_to_metric_families(metrics.exposition().decode()):
+        for sample in family.samples:
+            if (
+                sample.name == "memory_host_http_requests_dropped_total"
+                and sample.labels.get("reason") == reason
+            ):
+                return float(sample.value)
+    return 0.0
+
+
+def _until(condition: Callable[[], bool], what: str, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.01)  # polling the server's state, under a deadline
+
+
 @pytest.mark.parametrize("make_request", [_api_request, _page_request], ids=["api", "page"])
 def test_clients_hanging_up_mid_request_give_every_connection_back(live_asgi_server, make_request):
     request = make_request(UserFactory())
     url = urlsplit(live_asgi_server.url)
     address = (url.hostname or "", url.port or 80)
+    dropped_before = _dropped("client_left")
     clients = [
         threading.Thread(target=_impatient_client, args=(address, request)) for _ in range(CLIENTS)
     ]
@@ -64,9 +92,8 @@ def test_clients_hanging_up_mid_request_give_every_connection_back(live_asgi_ser
 
     # The live server shares this process's pool: every connection can be taken again
     # (requests still running give theirs back first), so none was lost to a hang-up.
-    # Each request runs in a thread of its own from its start, so a hang-up cannot stop
-    # it: the burst's requests all run to their end, about 30 s of work for the page on
-    # a quiet machine, more under load. The deadlines wait for that, not a fixed time.
+    # A request that started runs to its end (a thread cannot be stopped); those that
+    # still waited for a place when their client left never ran.
     pool = connection.pool
     connection.close()
     taken = [pool.getconn(timeout=BACKLOG_DEADLINE_SECONDS) for _ in range(pool.max_size)]
@@ -79,3 +106,79 @@ def test_clients_hanging_up_mid_request_give_every_connection_back(live_asgi_ser
         answer.request(method, path, body=body, headers=headers)
         assert answer.getresponse().status == 200, path
         answer.close()
+    assert _dropped("client_left") > dropped_before
+
+
+@contextmanager
+def _pages_held() -> Iterator[None]:
+    """Every signed-in page waits in the database until the block ends: its session
+    cannot be read while this transaction holds the session table."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("LOCK TABLE django_session IN ACCESS EXCLUSIVE MODE")
+        yield
+
+
+def _send(address: tuple[str, int], request: tuple) -> socket.socket:
+    method, path, _, headers = request
+    lines = [f"{method} {path} HTTP/1.1", "Host: testserver", "Connection: close"]
+    lines += [f"{name}: {value}" for name, value in headers.items()]
+    sock = socket.create_connection(address, timeout=60)
+    sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+    return sock
+
+
+def _status(sock: socket.socket) -> int:
+    with sock, sock.makefile("rb") as answer:
+        return int(answer.readline().split()[1])
+
+
+def _one_place_taken() -> bool:
+    places = django_asgi_app.current_places
+    return places is not None and places.size == 1 and places.semaphore.locked()
+
+
+def _hang_up(sock: socket.socket) -> None:
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+    sock.close()
+
+
+def test_a_request_whose_client_leaves_while_it_waits_for_a_place_never_runs(
+    live_asgi_server, settings
+):
+    settings.WEB_WORKER_REQUESTS = 1
+    page = _page_request(UserFactory())
+    url = urlsplit(live_asgi_server.url)
+    address = (url.hostname or "", url.port or 80)
+    dropped_before = _dropped("client_left")
+    with _pages_held():
+        running = _send(address, page)  # takes the one place and waits in the database
+        _until(_one_place_taken, "the first request took no place")
+        places = django_asgi_app.current_places
+        assert places is not None
+        leaving = _send(address, page)
+        staying = _send(address, page)
+        _until(lambda: places.waiting == 2, "the later requests did not wait for the place")
+        _hang_up(leaving)
+        _until(lambda: places.waiting == 1, "the request whose client left still waits")
+    assert _dropped("client_left") == dropped_before + 1
+    assert _status(running) == 200
+    assert _status(staying) == 200  # it waited, and ran once the place was free
+
+
+def test_a_request_that_waits_too_long_for_a_place_is_told_to_come_back(live_asgi_server, settings):
+    settings.WEB_WORKER_REQUESTS = 1
+    settings.WEB_REQUEST_QUEUE_SECONDS = 0.2
+    page = _page_request(UserFactory())
+    url = urlsplit(live_asgi_server.url)
+    address = (url.hostname or "", url.port or 80)
+    with _pages_held():
+        running = _send(address, page)
+        _until(_one_place_taken, "the first request took no place")
+        refused = http.client.HTTPConnection(*address, timeout=60)
+        refused.request("GET", "/healthz")
+        answer = refused.getresponse()
+        assert answer.status == 503
+        assert answer.getheader("Retry-After") == "5"
+        assert b"busy" in answer.read()
+        refused.close()
+    assert _status(running) == 200
