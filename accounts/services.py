@@ -5,7 +5,8 @@ from __future__ import annotations
 import hashlib
 import secrets
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
+from functools import partial
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -214,7 +215,19 @@ def api_token_find(token: str) -> ApiToken | None:
     if row is None:
         return None
     # Touch at most once a minute: a hot token must not write on every request.
-    if row.last_used_at is None or (now - row.last_used_at).total_seconds() > 60:
-        ApiToken.objects.filter(pk=row.pk).update(last_used_at=now)
+    if row.last_used_at is None or now - row.last_used_at > TOKEN_TOUCH_INTERVAL:
+        # After the request's transaction: a keyed write holds its one until its answer
+        # is kept, and the token's row locked that long queued every other request of
+        # the token behind it, each holding a pooled connection.
+        transaction.on_commit(partial(_api_token_mark_used, row.pk, now), robust=True)
         row.last_used_at = now
     return row
+
+
+TOKEN_TOUCH_INTERVAL = timedelta(seconds=60)
+
+
+def _api_token_mark_used(token_id: int, now: datetime) -> None:
+    # One statement; requests of the same minute find the row touched and change nothing.
+    stale = Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - TOKEN_TOUCH_INTERVAL)
+    ApiToken.objects.filter(stale, pk=token_id).update(last_used_at=now)

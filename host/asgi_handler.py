@@ -62,7 +62,7 @@ class IsolatedASGIHandler(ASGIHandler):
     async def run_get_response(self, request: HttpRequest) -> HttpResponseBase:
         place = request_places.current_place()
         if place is not None and not await place.take(settings.WEB_REQUEST_QUEUE_SECONDS):
-            return request_places.busy_response()
+            return request_places.busy_response(request)
         context = contextvars.copy_context()
         work = asyncio.create_task(super().run_get_response(request), context=context)
         try:

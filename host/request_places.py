@@ -19,7 +19,8 @@ from __future__ import annotations
 import asyncio
 from contextvars import ContextVar
 
-from django.http import HttpResponse
+from django.http import HttpRequest, HttpResponse
+from django.utils import translation
 
 from host import metrics
 
@@ -96,9 +97,12 @@ def waiting_elsewhere() -> None:
         place.give_back_from_thread()
 
 
-def busy_response() -> HttpResponse:
+def busy_response(request: HttpRequest) -> HttpResponse:
+    """In the language the middleware would have picked (cookie, then the browser's)."""
+    with translation.override(translation.get_language_from_request(request)):
+        text = translation.gettext("The server is busy. Try again in a moment.")
     response = HttpResponse(
-        "The server is busy. Try again in a moment.\n",
+        text + "\n",
         status=503,
         content_type="text/plain; charset=utf-8",
     )

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import re
+import threading
 from datetime import timedelta
 
 import pytest
+from django.db import connection, transaction
 from django.utils import timezone
 
 from accounts.models import ApiToken
-from accounts.services import api_token_create
+from accounts.services import api_token_create, api_token_find
 from memory_addon.services.scopes import ensure_user_scope
 
 pytestmark = pytest.mark.django_db
@@ -146,3 +148,30 @@ def test_the_api_docs_load_nothing_from_a_cdn(client, user):
     assert "cdn" not in html.lower()
     for source in sources:
         assert client.get(source).status_code == 200, source
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_token_is_marked_used_without_holding_its_row_for_the_request(user):
+    """A keyed write runs in one transaction: the token's row is not locked through it,
+    so the token's other requests do not queue behind it."""
+    row, token = api_token_create(user=user, name="busy")
+    locked_elsewhere: list[bool] = []
+
+    def lock_from_another_connection() -> None:
+        try:
+            with transaction.atomic():
+                ApiToken.objects.select_for_update(nowait=True).get(pk=row.pk)
+            locked_elsewhere.append(True)
+        finally:
+            connection.close()
+
+    with transaction.atomic():
+        assert api_token_find(token) is not None
+        other = threading.Thread(target=lock_from_another_connection)
+        other.start()
+        other.join(timeout=60)
+        assert locked_elsewhere == [True]
+    first = ApiToken.objects.get(pk=row.pk).last_used_at
+    assert first is not None
+    api_token_find(token)  # within the minute: no second write
+    assert ApiToken.objects.get(pk=row.pk).last_used_at == first

@@ -137,6 +137,7 @@ class NoteWriter:
     def _write(self, number: int) -> None:
         body = json.dumps({"text": self.text(number)}).encode()
         deadline = time.monotonic() + DEADLINE
+        attempts: list[str] = []
         while time.monotonic() < deadline:
             request = urllib.request.Request(
                 f"{self.base}/api/memory/scopes/{self.scope_id}/notes",
@@ -154,15 +155,17 @@ class NoteWriter:
                 self.acked_at.append(time.monotonic())
                 return
             except urllib.error.HTTPError as error:
+                attempts.append(f"{time.monotonic():.1f} {error.code}")
                 retry = error.code in (409, 429) or error.code >= 500
                 if error.headers.get("Idempotent-Replayed") == "true" or not retry:
                     self.refused[number] = f"{error.code} {error.read()[:200]!r}"
                     return
-            except (OSError, http.client.HTTPException):
-                pass  # no answer: the request may or may not have been stored; retry
+            except (OSError, http.client.HTTPException) as error:
+                # No answer: the request may or may not have been stored; retry.
+                attempts.append(f"{time.monotonic():.1f} {error!r}")
             # A client's pause between retries, bounded by the note's deadline.
             time.sleep(0.2)
-        raise AssertionError(f"note {number} got no answer for {DEADLINE} s")
+        raise AssertionError(f"note {number} got no answer for {DEADLINE} s: {attempts}")
 
     def acknowledged_after(self, moment: float, timeout: float = DEADLINE) -> float:
         """Seconds from `moment` until a note was acknowledged after it."""

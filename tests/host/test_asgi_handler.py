@@ -174,11 +174,12 @@ def test_a_request_that_waits_too_long_for_a_place_is_told_to_come_back(live_asg
     with _pages_held():
         running = _send(address, page)
         _until(_one_place_taken, "the first request took no place")
-        refused = http.client.HTTPConnection(*address, timeout=60)
-        refused.request("GET", "/healthz")
-        answer = refused.getresponse()
-        assert answer.status == 503
-        assert answer.getheader("Retry-After") == "5"
-        assert b"busy" in answer.read()
-        refused.close()
+        for language, words in (("en", "busy"), ("de", "ausgelastet")):
+            refused = http.client.HTTPConnection(*address, timeout=60)
+            refused.request("GET", "/healthz", headers={"Accept-Language": language})
+            answer = refused.getresponse()
+            assert answer.status == 503
+            assert answer.getheader("Retry-After") == "5"
+            assert words in answer.read().decode()
+            refused.close()
     assert _status(running) == 200
