@@ -188,7 +188,8 @@ def test_two_hosts_behind_nginx_share_sessions_pushes_chats_and_jobs_and_survive
 
         # Notes keep being written through the proxy while the hosts die below.
         writer = NoteWriter(base, setup["token"], setup["scope"])
-        threading.Thread(target=writer.run, daemon=True).start()
+        writer_thread = threading.Thread(target=writer.run, daemon=True)
+        writer_thread.start()
         writer.acknowledged_after(time.monotonic() - 1)
 
         # A page's socket on either host gets the pushes of a chat any host's worker runs.
@@ -266,8 +267,12 @@ def test_two_hosts_behind_nginx_share_sessions_pushes_chats_and_jobs_and_survive
         indexed = cluster.shell(INDEXED.format(store=setup["store"], job=index["id"]))
         assert indexed == {"chunks": 120, "requeues": 1}
 
-        # Every acknowledged note is stored once, whichever host took it.
+        # Every acknowledged note is stored once, whichever host took it. The writer ends
+        # its last note first: a note acknowledged after the read, or one still retried
+        # once the hosts are stopped, would count against the run.
         writer.stop.set()
+        writer_thread.join(timeout=DEADLINE)
+        assert not writer_thread.is_alive(), "the last note got no answer"
         content = api.call("GET", f"/memory/scopes/{setup['scope']}/file?path=index.md")["content"]
         assert writer.refused == {}
         assert writer.acknowledged, "no note was written during the run"

@@ -165,7 +165,10 @@ class NoteWriter:
                 attempts.append(f"{time.monotonic():.1f} {error!r}")
             # A client's pause between retries, bounded by the note's deadline.
             time.sleep(0.2)
-        raise AssertionError(f"note {number} got no answer for {DEADLINE} s: {attempts}")
+        raise AssertionError(
+            f"note {number} got no answer for {DEADLINE} s in {len(attempts)} attempts;"
+            f" first {attempts[:3]}, last {attempts[-3:]}"
+        )
 
     def acknowledged_after(self, moment: float, timeout: float = DEADLINE) -> float:
         """Seconds from `moment` until a note was acknowledged after it."""
