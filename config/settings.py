@@ -185,7 +185,17 @@ MEDIA_ROOT = DATA_DIR / "uploads"
 STORAGE_BACKEND = env_str("STORAGE_BACKEND", "local").strip().lower()
 
 
+# Each S3 request's connect and each read wait at most this long, tried at most twice:
+# botocore's defaults (60 s each, up to 5 tries) would hold an upload for minutes.
+S3_TIMEOUT_SECONDS = env_float("S3_TIMEOUT_SECONDS", 10.0)
+if S3_TIMEOUT_SECONDS <= 0:
+    raise BadSetting(f"S3_TIMEOUT_SECONDS={S3_TIMEOUT_SECONDS} must be above 0.")
+
+
 def s3_storage(location: str) -> dict[str, object]:
+    from botocore.config import Config  # only a deployment with S3 loads botocore
+
+    addressing_style = env_str("S3_ADDRESSING_STYLE", "path")
     return {
         "BACKEND": "storages.backends.s3.S3Storage",
         "OPTIONS": {
@@ -194,7 +204,13 @@ def s3_storage(location: str) -> dict[str, object]:
             "access_key": env_secret("S3_ACCESS_KEY_ID"),
             "secret_key": env_secret("S3_SECRET_ACCESS_KEY"),
             "region_name": env_str("S3_REGION") or None,
-            "addressing_style": env_str("S3_ADDRESSING_STYLE", "path"),
+            "addressing_style": addressing_style,
+            "client_config": Config(
+                s3={"addressing_style": addressing_style},
+                connect_timeout=S3_TIMEOUT_SECONDS,
+                read_timeout=S3_TIMEOUT_SECONDS,
+                retries={"max_attempts": 2, "mode": "standard"},
+            ),
             "location": location,
             "default_acl": None,
             "querystring_auth": True,
@@ -361,6 +377,12 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "host-idempotent-answers-purge": {
         "task": "host.idempotent_answers_purge",
         "schedule": 3600.0,
+    },
+    # What deletes left on the shared storage or in Qdrant (host/leftovers.py); each
+    # delete also queues a sweep, this one retries what failed.
+    "host-leftovers-clear": {
+        "task": "host.leftovers_clear",
+        "schedule": 300.0,
     },
 }
 

@@ -14,7 +14,15 @@ class HostConfig(AppConfig):
     def ready(self) -> None:
         # Every process knows the ping job by name (host/queue.py queues by name).
         # Django's deploy checks, told which middleware extend its own.
+        from django.conf import settings
+        from django.db.models.signals import post_delete
+
         from host import (
             checks,  # noqa: F401
             tasks,  # noqa: F401
+        )
+        from host.leftovers import user_exports_forget
+
+        post_delete.connect(
+            user_exports_forget, sender=settings.AUTH_USER_MODEL, dispatch_uid="host-exports"
         )

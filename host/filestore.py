@@ -69,6 +69,10 @@ def tree_download(storage: Storage, prefix: str, folder: Path) -> None:
             shutil.copyfileobj(source, target)
 
 
+def exports_folder(user_id: int) -> str:
+    return f"user-{user_id}"
+
+
 def export_response(
     *, user_id: int, kind: str, filename: str, data: bytes, content_type: str
 ) -> HttpResponse:
@@ -76,7 +80,7 @@ def export_response(
     answer with the stored copy as a download. Exports are small (a memory export is at
     most a few MiB), so the answer is read whole."""
     storage = exports()
-    folder = f"user-{user_id}"
+    folder = exports_folder(user_id)
     for old in _files(storage, folder):
         if PurePosixPath(old).name.startswith(f"{kind}-"):
             storage.delete(old)

@@ -1,4 +1,5 @@
-"""The host's one table: answers kept for Idempotency-Key retries (host/idempotency.py)."""
+"""The host's tables: answers kept for Idempotency-Key retries (host/idempotency.py) and
+what deleted rows left on other servers (host/leftovers.py)."""
 
 from __future__ import annotations
 
@@ -22,3 +23,20 @@ class IdempotentAnswer(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name[:12]} → {self.status}"
+
+
+class Leftover(models.Model):
+    """Something a delete left outside PostgreSQL (a folder of objects on the shared
+    storage, a Qdrant collection), written in the delete's own transaction: it exists
+    exactly when the delete committed, and goes once the thing itself is removed."""
+
+    kind = models.CharField(max_length=40)
+    # What the kind's remover needs; never a secret in clear (keys stay encrypted).
+    target = models.JSONField()
+    created_at = models.DateTimeField(default=timezone.now)
+    next_try_at = models.DateTimeField(default=timezone.now, db_index=True)
+    attempts = models.PositiveIntegerField(default=0)
+    last_error = models.CharField(max_length=500, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.target}"

@@ -11,14 +11,16 @@ class KnowledgeConfig(AppConfig):
 
     def ready(self) -> None:
         # The tasks register with the Celery app here: the services queue them by name.
+        from host.leftovers import register_leftover_remover
         from host.storage import register_storage_counter
-        from knowledge import tasks  # noqa: F401
+        from knowledge import qdrant, tasks  # noqa: F401
         from knowledge.models import Store
         from knowledge.services import upload_bytes
-        from knowledge.services.uploads import store_upload_folder_forget
+        from knowledge.services.uploads import QDRANT_COLLECTION, store_leftovers_forget
 
         # Uploaded documents count toward the person's storage quota.
         register_storage_counter(upload_bytes)
         post_delete.connect(
-            store_upload_folder_forget, sender=Store, dispatch_uid="knowledge-upload-folder"
+            store_leftovers_forget, sender=Store, dispatch_uid="knowledge-store-leftovers"
         )
+        register_leftover_remover(QDRANT_COLLECTION, qdrant.leftover_remove)

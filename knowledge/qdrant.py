@@ -20,7 +20,7 @@ import uuid
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
@@ -183,6 +183,28 @@ def collection_delete(store: Store) -> None:
                 qdrant.delete_collection(store.qdrant_collection)
     except Exception as error:
         raise _call("delete the collection", store, "delete", error) from error
+
+
+def leftover_target(store: Store) -> dict[str, str]:
+    """What removing a deleted collection's vectors needs once its row is gone (the key
+    stays encrypted)."""
+    return {
+        "url": store.qdrant_url,
+        "collection": store.qdrant_collection,
+        "api_key_encrypted": store.qdrant_api_key_encrypted,
+    }
+
+
+def leftover_remove(target: dict[str, Any]) -> None:
+    """Delete a deleted collection's Qdrant collection (host/leftovers.py retries a failure)."""
+    collection_delete(
+        Store(
+            backend=Store.Backend.QDRANT,
+            qdrant_url=str(target["url"]),
+            qdrant_collection=str(target["collection"]),
+            qdrant_api_key_encrypted=str(target.get("api_key_encrypted") or ""),
+        )
+    )
 
 
 def stage_points(store: Store, job_id: int, source_id: int) -> None:

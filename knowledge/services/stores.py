@@ -16,7 +16,6 @@ from knowledge import qdrant
 from knowledge.errors import JobBusy, KnowledgeRefusal
 from knowledge.models import Document, Job, Source, Store
 from knowledge.services.embedders import embedder_build, local_model_check
-from knowledge.services.uploads import _upload_delete
 
 
 def store_create(
@@ -212,16 +211,14 @@ def _create_vector_index(store: Store) -> None:
 
 
 def store_delete(*, store: Store) -> None:
-    """Delete a collection and its chunks; the original files are never touched."""
-    uploads = list(store.sources.filter(kind=Source.Kind.UPLOAD))
+    """Delete a collection and its chunks; the original files are never touched. Our
+    copies of uploaded files go after the commit (store_leftovers_forget)."""
     if store.in_qdrant:  # its vectors first: a failure leaves the collection whole
         qdrant.collection_delete(store)
     with transaction.atomic(durable=True):
         with connection.cursor() as cursor:
             cursor.execute(f"DROP INDEX IF EXISTS {store.index_name}")
         store.delete()
-    for source in uploads:  # our own copies of uploaded files, not the person's originals
-        _upload_delete(source)
 
 
 def store_rebuild(*, store: Store) -> Store:

@@ -18,13 +18,16 @@ from django.utils.translation import gettext as _
 
 from host import filestore
 from host.errors import LimitExceeded
+from host.leftovers import leftover_forget, storage_tree_forget
 from host.outbound import release_db_connection
+from knowledge import qdrant
 from knowledge.core import scanning
 from knowledge.core.formats import TEXT_SUFFIXES, format_of
 from knowledge.errors import KnowledgeRefusal
 from knowledge.models import Document, Job, Source, Store
 
 UPLOAD_PREFIX = "knowledge"  # uploads live in the default storage under this folder
+QDRANT_COLLECTION = "qdrant-collection"  # the leftover kind of a deleted collection's vectors
 
 
 # Letters and digits of any script stay (Übersicht.md); slashes, markup, control and
@@ -55,14 +58,19 @@ def _upload_delete(source: Source) -> None:
     filestore.tree_delete(filestore.uploads(), _upload_prefix(source))
 
 
-def store_upload_folder_forget(sender: type[Store], instance: Store, **kwargs: object) -> None:
+def store_leftovers_forget(sender: type[Store], instance: Store, **kwargs: object) -> None:
     """Whatever deletes a collection (its page, the API, a conversation's own collection
-    going, its owner's account), its local upload folder goes once the delete commits:
-    left behind, every deleted collection kept a folder of our copies."""
+    going, its owner's account), what it keeps outside its rows goes after the commit:
+    the local upload folder here, our copies on a shared storage and its Qdrant
+    collection through host/leftovers.py, retried until they are gone."""
     store_id = instance.pk
     using = str(kwargs.get("using") or "default")
     folder = _upload_root() / _store_folder(store_id)
     transaction.on_commit(lambda: shutil.rmtree(folder, ignore_errors=True), using=using)
+    if filestore.local_folder(filestore.uploads()) is None:
+        storage_tree_forget("default", f"{UPLOAD_PREFIX}/{_store_folder(store_id)}", using=using)
+    if instance.in_qdrant and instance.qdrant_collection:
+        leftover_forget(QDRANT_COLLECTION, qdrant.leftover_target(instance), using=using)
 
 
 def _upload_fetch(source: Source) -> None:

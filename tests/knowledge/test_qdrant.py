@@ -6,7 +6,10 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from django.utils import timezone
 
+from host.leftovers import leftovers_clear
+from host.models import Leftover
 from knowledge import qdrant, services
 from knowledge.errors import KnowledgeRefusal
 from knowledge.models import Chunk, Job, StagedChunk, Store
@@ -208,6 +211,38 @@ def test_search_answers_from_keywords_when_qdrant_does_not(
     found = rank(store, "calm alpacas", mode="hybrid")
     assert not found.semantic
     assert found.ids == [Chunk.objects.get(store=store).pk]
+
+
+def test_an_account_deleted_with_a_collection_in_qdrant_removes_it_retrying_while_qdrant_is_down(
+    user, embedding_profile, settings
+):
+    store = _qdrant_store(user, embedding_profile)
+    name = store.qdrant_collection
+    running = qdrant.client(store)  # the local-mode service, kept while it is "down"
+    assert running.collection_exists(name)
+    settings.KNOWLEDGE_QDRANT_LOCAL = ""  # down: the real client, to a port nobody listens on
+    settings.KNOWLEDGE_QDRANT_TIMEOUT_SECONDS = 2
+    Store.objects.filter(pk=store.pk).update(qdrant_url="http://127.0.0.1:9")
+
+    user.delete()  # the cascade an account's delete runs, whatever deleted it
+    assert not Store.objects.filter(pk=store.pk).exists()
+    owed = Leftover.objects.get(kind="qdrant-collection")
+    assert owed.target["collection"] == name
+    assert "qdrant-key-123" not in str(owed.target)  # the key stays encrypted
+    leftovers_clear()
+    owed.refresh_from_db()
+    assert owed.attempts == 1
+    assert "did not delete the collection" in owed.last_error
+    assert owed.next_try_at > timezone.now()
+    leftovers_clear()  # not tried again before it is due
+    owed.refresh_from_db()
+    assert owed.attempts == 1
+
+    settings.KNOWLEDGE_QDRANT_LOCAL = ":memory:"  # back up
+    Leftover.objects.filter(pk=owed.pk).update(next_try_at=timezone.now())
+    assert leftovers_clear() == 1
+    assert not running.collection_exists(name)
+    assert not Leftover.objects.exists()
 
 
 class _CountingHandler(BaseHTTPRequestHandler):

@@ -12,12 +12,15 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from moto.server import ThreadedMotoServer
 
 from chat.models import Conversation, Message
+from host.leftovers import leftovers_clear
+from host.models import Leftover
 from knowledge import services
-from knowledge.models import Document, Job, Source
+from knowledge.models import Document, Job, Source, Store
 from knowledge.retrieval import retrieve
 from memory_addon.services.changes import file_write
 from memory_addon.services.scopes import ensure_user_scope
 from tests.conftest import free_port
+from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
 BUCKET = "memory-host-test"
@@ -128,3 +131,40 @@ def test_memory_and_conversation_exports_are_written_to_s3_and_read_back(client,
     stored = _keys(s3, f"exports/user-{user.pk}/conversation-{conversation.pk}-")
     assert list(stored.values()) == [response.content]
     assert "Book the okapi tour" in response.content.decode()
+
+
+def test_an_account_deleted_in_the_admin_leaves_no_uploads_or_exports_on_s3(
+    client, admin_client, user, store, s3, django_capture_on_commit_callbacks
+):
+    """The cascade from the account takes the collection's rows; the sweep its objects."""
+    client.force_login(user)
+    response = client.post(
+        f"/knowledge/{store.pk}/uploads/",
+        {"documents": [SimpleUploadedFile("notes.txt", b"Okapis are shy forest animals.\n")]},
+    )
+    assert response.status_code == 302
+    assert client.get("/files/export.zip").status_code == 200
+    uploads = f"uploads/knowledge/store-{store.pk}/"
+    exports = f"exports/user-{user.pk}/"
+    assert _keys(s3, uploads) and _keys(s3, exports)
+    other = UserFactory()  # another person's objects stay
+    s3.put_object(Bucket=BUCKET, Key=f"exports/user-{other.pk}/memory-1", Body=b"theirs")
+
+    with django_capture_on_commit_callbacks(execute=False) as queued:
+        response = admin_client.post(f"/admin/accounts/user/{user.pk}/delete/", {"post": "yes"})
+    assert response.status_code == 302
+    assert not Store.objects.filter(pk=store.pk).exists()
+    assert queued, "the delete queues the sweep after its commit"
+    # The delete itself waits on no storage server: the objects are owed, not gone yet.
+    assert list(Leftover.objects.order_by("target__storage").values_list("kind", "target")) == [
+        ("storage-tree", {"storage": "default", "prefix": f"knowledge/store-{store.pk}"}),
+        ("storage-tree", {"storage": "exports", "prefix": f"user-{user.pk}"}),
+    ]
+
+    assert leftovers_clear() == 2  # what the worker's sweep runs
+    assert _keys(s3, uploads) == {}
+    assert _keys(s3, exports) == {}
+    assert _keys(s3, f"exports/user-{other.pk}/") == {
+        f"exports/user-{other.pk}/memory-1": b"theirs"
+    }
+    assert not Leftover.objects.exists()
