@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TypedDict
 
 from django.http import Http404, HttpRequest
-from ninja import Router, Status
+from ninja import File, Router, Status, UploadedFile
 
 from accounts.auth import signed_in_user
 from accounts.selectors import profile_for_user
@@ -40,7 +40,7 @@ ERRORS = {400: ErrorOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut}
 
 
 class SourceAdded(TypedDict):
-    """A new folder source and the scan it started (SourceAddedOut)."""
+    """A new source and the scan it started (SourceAddedOut)."""
 
     source: Source
     job: Job
@@ -127,6 +127,23 @@ def source_add(request: HttpRequest, store_id: int, payload: FolderSourceIn) -> 
         max_file_mib=payload.max_file_mib,
         sync_mode=payload.sync_mode,
         actor=signed_in_user(request),
+    )
+    return Status(201, SourceAdded(source=source, job=job))
+
+
+@router.post(
+    "/stores/{store_id}/uploads",
+    response={201: SourceAddedOut, **ERRORS},
+    summary="Upload files as a new source; starts the scan whose review must be confirmed",
+)
+def source_upload(
+    request: HttpRequest, store_id: int, documents: File[list[UploadedFile]]
+) -> Status[SourceAdded]:
+    """Multipart field `documents`, one or more files. The collection page's checks apply
+    (formats, size per file and per person, names); confirm the scan's review with
+    `/jobs/{job_id}/confirm` to index them."""
+    source, job = services.source_add_upload(
+        store=_store(request, store_id, manage=True), files=list(documents)
     )
     return Status(201, SourceAdded(source=source, job=job))
 

@@ -3,10 +3,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 
+from accounts.models import ApiToken, Membership
+from accounts.services import api_token_create
 from knowledge.models import Job, Source
-from knowledge.services import store_create
-from tests.factories import UserFactory
+from knowledge.services import store_create, store_share_set
+from tests.factories import OrganizationFactory, UserFactory
 from tests.knowledge.conftest import barrier
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -85,6 +88,71 @@ def test_keyword_only_collections_work_without_a_model(
         {"store_ids": [store_id], "query": "Which animals live in the Andes?"},
     ).json()
     assert result["excerpts"] and result["excerpts"][0]["path"] == "notes.txt"
+
+
+def test_a_token_uploads_files_that_are_reviewed_indexed_and_found(client, user, celery_worker):
+    store = store_create(owner=user, name="Uploads", provider="none")
+    _, token = api_token_create(user=user, name="uploader")
+    url = f"/api/knowledge/stores/{store.pk}/uploads"
+    auth = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
+    files = [
+        SimpleUploadedFile("tapirs.md", b"Tapirs browse on fruit in the rain forest.\n"),
+        SimpleUploadedFile("../okapis.txt", b"Okapis are shy forest animals.\n"),
+    ]
+    added = client.post(url, {"documents": files}, **auth)
+    assert added.status_code == 201, added.content
+    assert added.json()["source"]["kind"] == "upload"
+    job_id = added.json()["job"]["id"]
+    barrier()
+    review = client.get(f"/api/knowledge/jobs/{job_id}", **auth).json()
+    assert review["state"] == "review"
+    assert {row["path"] for row in review["review"]} == {"tapirs.md", "okapis.txt"}
+    assert _post_as(client, f"/api/knowledge/jobs/{job_id}/confirm", auth).status_code == 202
+    barrier()
+    found = client.post(
+        "/api/knowledge/retrieve",
+        data=json.dumps({"store_ids": [store.pk], "query": "shy okapis"}),
+        content_type="application/json",
+        **auth,
+    ).json()
+    assert found["excerpts"][0]["path"] == "okapis.txt"
+
+
+def _post_as(client, url, auth):
+    return client.post(url, data="{}", content_type="application/json", **auth)
+
+
+def test_an_upload_the_caller_may_not_make_is_refused_naming_why(client, user, settings):
+    store = store_create(owner=user, name="Uploads", provider="none")
+    url = f"/api/knowledge/stores/{store.pk}/uploads"
+    client.force_login(user)
+    nothing = client.post(url, {})
+    assert nothing.status_code == 422 and "documents" in nothing.content.decode()
+    binary = client.post(
+        url, {"documents": [SimpleUploadedFile("tool.exe", b"MZ\x00\x00binary")]}
+    )
+    assert binary.status_code == 400 and "tool.exe" in binary.json()["detail"]
+    settings.KNOWLEDGE_UPLOAD_MAX_FILE_BYTES = 3
+    big = client.post(url, {"documents": [SimpleUploadedFile("big.md", b"Too big.")]})
+    assert big.status_code == 400 and "big.md" in big.json()["detail"]
+
+    organization = OrganizationFactory()
+    reader = UserFactory()
+    for person in (user, reader):
+        Membership.objects.create(organization=organization, user=person)
+    store_share_set(
+        store=store, actor=user, organization_id=None, readers=[reader.pk], managers=[]
+    )
+    client.force_login(reader)
+    one = {"documents": [SimpleUploadedFile("a.md", b"Hello.")]}
+    assert client.post(url, one).status_code == 403
+    _, read_only = api_token_create(user=user, name="reader", scope=ApiToken.Scope.READ_ONLY)
+    one = {"documents": [SimpleUploadedFile("a.md", b"Hello.")]}
+    assert client.post(url, one, HTTP_AUTHORIZATION=f"Bearer {read_only}").status_code == 403
+    client.force_login(UserFactory())
+    one = {"documents": [SimpleUploadedFile("a.md", b"Hello.")]}
+    assert client.post(url, one).status_code == 404
+    assert not Source.objects.filter(store=store).exists()
 
 
 def test_bad_input_is_a_clear_400(client, user, store):
