@@ -5,22 +5,29 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('host', '0002_idempotent_answer_headers'),
+        ("host", "0002_idempotent_answer_headers"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Leftover',
+            name="Leftover",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(max_length=40)),
-                ('target', models.JSONField()),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('next_try_at', models.DateTimeField(db_index=True, default=django.utils.timezone.now)),
-                ('attempts', models.PositiveIntegerField(default=0)),
-                ('last_error', models.CharField(blank=True, max_length=500)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("kind", models.CharField(max_length=40)),
+                ("target", models.JSONField()),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "next_try_at",
+                    models.DateTimeField(db_index=True, default=django.utils.timezone.now),
+                ),
+                ("attempts", models.PositiveIntegerField(default=0)),
+                ("last_error", models.CharField(blank=True, max_length=500)),
             ],
         ),
     ]

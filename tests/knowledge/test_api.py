@@ -128,9 +128,7 @@ def test_an_upload_the_caller_may_not_make_is_refused_naming_why(client, user, s
     client.force_login(user)
     nothing = client.post(url, {})
     assert nothing.status_code == 422 and "documents" in nothing.content.decode()
-    binary = client.post(
-        url, {"documents": [SimpleUploadedFile("tool.exe", b"MZ\x00\x00binary")]}
-    )
+    binary = client.post(url, {"documents": [SimpleUploadedFile("tool.exe", b"MZ\x00\x00binary")]})
     assert binary.status_code == 400 and "tool.exe" in binary.json()["detail"]
     settings.KNOWLEDGE_UPLOAD_MAX_FILE_BYTES = 3
     big = client.post(url, {"documents": [SimpleUploadedFile("big.md", b"Too big.")]})
@@ -140,9 +138,7 @@ def test_an_upload_the_caller_may_not_make_is_refused_naming_why(client, user, s
     reader = UserFactory()
     for person in (user, reader):
         Membership.objects.create(organization=organization, user=person)
-    store_share_set(
-        store=store, actor=user, organization_id=None, readers=[reader.pk], managers=[]
-    )
+    store_share_set(store=store, actor=user, organization_id=None, readers=[reader.pk], managers=[])
     client.force_login(reader)
     one = {"documents": [SimpleUploadedFile("a.md", b"Hello.")]}
     assert client.post(url, one).status_code == 403
