@@ -18,9 +18,12 @@ django_asgi_app = get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+from django.conf import settings  # noqa: E402
 from django.urls import path  # noqa: E402
+from django.utils.translation import gettext  # noqa: E402
 
-from host import pool_watch  # noqa: E402
+from host import pool_watch, request_places  # noqa: E402
+from host.asgi_answer import send_json_detail  # noqa: E402
 from host.consumers import EventsConsumer  # noqa: E402
 from host.request_limits import BoundedRequests  # noqa: E402
 from host.security_headers import with_security_headers  # noqa: E402
@@ -51,10 +54,28 @@ class _McpOnFirstCall:
 mcp_with_headers = _McpOnFirstCall()
 
 
+async def mcp_in_a_place(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """An MCP call takes one of the worker's places as a Django request does, so a flood
+    of tool calls waits its turn instead of starving the worker's pages and API calls;
+    it keeps the place until its answer is sent (a stateless call answers in one JSON)."""
+    place = request_places.Place(django_asgi_app.places())
+    if not await place.take(settings.WEB_REQUEST_QUEUE_SECONDS):
+        retry = str(request_places.RETRY_AFTER_SECONDS).encode()
+        busy = gettext("The server is busy. Try again in a moment.")
+        await send_json_detail(send, 503, busy, headers=[(b"retry-after", retry)])
+        return
+    token = request_places.enter(place)
+    try:
+        await mcp_with_headers(scope, receive, send)
+    finally:
+        request_places.leave(token)
+        place.give_back()
+
+
 async def http_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     """MCP (B1) at /mcp/ goes to the SDK's transport; everything else to Django."""
     if scope["path"] in ("/mcp", "/mcp/"):
-        await mcp_with_headers(scope, receive, send)
+        await mcp_in_a_place(scope, receive, send)
     else:
         await django_asgi_app(scope, receive, send)
 

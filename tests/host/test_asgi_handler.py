@@ -4,6 +4,7 @@ request whose client left while it waited for one of the worker's places never r
 from __future__ import annotations
 
 import http.client
+import json
 import socket
 import threading
 import time
@@ -183,3 +184,31 @@ def test_a_request_that_waits_too_long_for_a_place_is_told_to_come_back(live_asg
             assert words in answer.read().decode()
             refused.close()
     assert _status(running) == 200
+
+
+def test_an_mcp_call_takes_a_place_like_a_page_and_is_told_to_come_back(live_asgi_server, settings):
+    settings.WEB_WORKER_REQUESTS = 1
+    settings.WEB_REQUEST_QUEUE_SECONDS = 0.2
+    page = _page_request(UserFactory())
+    url = urlsplit(live_asgi_server.url)
+    address = (url.hostname or "", url.port or 80)
+
+    def mcp_call() -> http.client.HTTPResponse:
+        call = http.client.HTTPConnection(*address, timeout=60)
+        call.request(
+            "POST",
+            "/mcp/",
+            body='{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}',
+            headers={"Content-Type": "application/json", "Accept": "application/json"},
+        )
+        return call.getresponse()
+
+    with _pages_held():
+        running = _send(address, page)
+        _until(_one_place_taken, "the first request took no place")
+        refused = mcp_call()
+        assert refused.status == 503
+        assert refused.getheader("Retry-After") == "5"
+        assert "busy" in json.loads(refused.read())["detail"]
+    assert _status(running) == 200
+    assert mcp_call().status == 401  # with the place free it reaches the MCP server
