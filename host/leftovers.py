@@ -58,7 +58,8 @@ def leftover_forget(kind: str, target: dict[str, Any], *, using: str = "default"
 
 
 def storage_tree_forget(storage_alias: str, prefix: str, *, using: str = "default") -> None:
-    """Owe the removal of every file below `prefix` in one of the STORAGES."""
+    """Owe the removal of the file `prefix` names, or of every file below it, in one of
+    the STORAGES."""
     leftover_forget(STORAGE_TREE, {"storage": storage_alias, "prefix": prefix}, using=using)
 
 
@@ -69,9 +70,14 @@ def _storage_tree_remove(target: dict[str, Any]) -> None:
     storage = storages[str(target["storage"])]
     local = filestore.local_folder(storage)
     if local is not None:
-        shutil.rmtree(local / prefix, ignore_errors=True)
+        path = local / prefix
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
     else:
         filestore.tree_delete(storage, str(prefix))
+        storage.delete(str(prefix))  # a single file's name; nothing when it is a folder
 
 
 register_leftover_remover(STORAGE_TREE, _storage_tree_remove)

@@ -28,7 +28,7 @@ from knowledge.services.uploads import (
     _check_uploads,
     _store_folder,
     _upload_delete,
-    _upload_file_delete,
+    _upload_forget,
     _upload_names,
     _upload_prefix,
     _upload_root,
@@ -154,12 +154,11 @@ def source_remove(*, source: Source) -> None:
     with transaction.atomic(durable=True):
         if Job.objects.filter(source=source, state__in=Job.ACTIVE_STATES).exists():
             raise JobBusy(_("A job is running for this source; cancel it first."))
+        if source.kind == Source.Kind.UPLOAD:
+            _upload_forget(source)
         source.delete()
     if source.store.in_qdrant:
         qdrant.source_points_delete(source.store, source_pk)
-    if source.kind == Source.Kind.UPLOAD:
-        source.pk = source_pk  # delete() cleared it; the storage prefix is named after it
-        _upload_delete(source)
 
 
 def document_remove(*, document: Document) -> None:
@@ -204,8 +203,8 @@ def document_remove(*, document: Document) -> None:
         else:
             updates["name"] = upload_label(hashes) if hashes else locked.name
         Source.objects.filter(pk=locked.pk).update(**updates)
-    if source.kind == Source.Kind.UPLOAD:
-        _upload_file_delete(source, document.path)
+        if source.kind == Source.Kind.UPLOAD:
+            _upload_forget(source, document.path)
 
 
 def watch_sources() -> int:

@@ -83,12 +83,26 @@ def _upload_fetch(source: Source) -> None:
         filestore.tree_download(filestore.uploads(), _upload_prefix(source), folder)
 
 
-def _upload_file_delete(source: Source, relative: str) -> None:
+def _upload_forget(source: Source, relative: str = "") -> None:
+    """Inside the transaction that removes the source (or, with `relative`, one of its
+    files): our copies go once it commits, the local ones here, those on a shared
+    storage through host/leftovers.py, retried while the storage is down. A failed
+    storage call after the commit used to leave the objects there for good."""
+    if relative and ("/" in relative or relative in (".", "..")):
+        return  # uploads are flat: nothing of ours has such a name
     folder = Path(source.path)
-    if folder.is_relative_to(_upload_root()) and "/" not in relative and relative not in ("", ".."):
-        (folder / relative).unlink(missing_ok=True)
-        release_db_connection()
-        filestore.uploads().delete(f"{_upload_prefix(source)}/{relative}")
+    if source.path and folder.is_relative_to(_upload_root()):
+        local = folder / relative if relative else folder
+        transaction.on_commit(
+            lambda: (
+                local.unlink(missing_ok=True)
+                if relative
+                else shutil.rmtree(local, ignore_errors=True)
+            )
+        )
+    if filestore.local_folder(filestore.uploads()) is None:
+        prefix = _upload_prefix(source)
+        storage_tree_forget("default", f"{prefix}/{relative}" if relative else prefix)
 
 
 def upload_bytes(user_id: int) -> int:

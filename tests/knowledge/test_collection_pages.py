@@ -101,7 +101,9 @@ def test_files_of_a_scan_waiting_for_review_are_listed_as_waiting(client, user, 
     assert "Remove later.md" not in page  # nothing indexed yet, nothing to remove
 
 
-def test_removing_an_uploaded_file_deletes_its_excerpts_and_its_copy(client, user, kstore):
+def test_removing_an_uploaded_file_deletes_its_excerpts_and_its_copy(
+    client, user, kstore, django_capture_on_commit_callbacks
+):
     client.force_login(user)
     source = _run_upload(
         client,
@@ -112,7 +114,8 @@ def test_removing_an_uploaded_file_deletes_its_excerpts_and_its_copy(client, use
     dropped = Document.objects.get(source=source, path="drop.md")
     copy = Path(source.path) / "drop.md"
     assert copy.exists()
-    response = client.post(f"/knowledge/files/{dropped.pk}/remove/")
+    with django_capture_on_commit_callbacks(execute=True):  # the copy goes after the commit
+        response = client.post(f"/knowledge/files/{dropped.pk}/remove/")
     assert response.status_code == 302
     assert not Document.objects.filter(pk=dropped.pk).exists()
     assert not Chunk.objects.filter(document_id=dropped.pk).exists()

@@ -102,7 +102,18 @@ def test_uploads_are_kept_on_s3_and_indexed_from_there(client, user, store, s3):
         b"Okapis are shy forest animals.\n"
     )
 
+    # One file taken out, then the whole source: each removal is owed in its own
+    # transaction and done by the sweep, so a storage that is down loses none of them.
+    services.document_remove(document=Document.objects.get(source=source, path="notes.txt"))
+    assert Leftover.objects.get().target == {
+        "storage": "default",
+        "prefix": f"knowledge/store-{store.pk}/source-{source.pk}/notes.txt",
+    }
+    assert leftovers_clear() == 1
+    assert list(_keys(s3, prefix)) == [f"{prefix}evil name.md"]
     services.source_remove(source=Source.objects.get(pk=source.pk))
+    assert list(_keys(s3, prefix)) == [f"{prefix}evil name.md"]
+    assert leftovers_clear() == 1
     assert _keys(s3, prefix) == {}
 
 
