@@ -317,6 +317,15 @@ def wait_until_live(page) -> None:
     page.locator("body[data-live=connected]").wait_for(state="attached")
 
 
+def submit_and_load(page, button) -> None:
+    """Click a plain form's button and wait for the page it leads to, live again: until
+    then the old page still takes live pushes, so what a test waits for can show up
+    there, and what it does next is lost with the old page when the new one arrives."""
+    with page.expect_navigation():
+        button.click()
+    wait_until_live(page)
+
+
 def off_loop(fn, *args, **kwargs):
     """Run sync code that pushes live events from a thread without Playwright's event loop."""
     from concurrent.futures import ThreadPoolExecutor

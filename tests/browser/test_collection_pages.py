@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from knowledge.services import store_create
-from tests.conftest import off_loop, wait_until_live
+from tests.conftest import off_loop, submit_and_load, wait_until_live
 from tests.factories import UserFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -94,7 +94,7 @@ def test_drop_files_watch_each_upload_then_manage_the_files(
     status = page.locator(".job-status[data-state=review]")
     status.wait_for(timeout=30_000)
     assert status.locator(".progress").count() == 0
-    page.get_by_role("button", name="Index these files").click()
+    submit_and_load(page, page.get_by_role("button", name="Index these files"))
     page.locator(".job-status[data-state=succeeded][data-progress='100']").wait_for(timeout=60_000)
 
     page.get_by_role("link", name="Problems: 1").click()
@@ -144,22 +144,22 @@ def test_refusals_are_shown_where_the_person_typed(
 
     folder = page.get_by_label("Folder on the server")
     folder.fill(str(tmp_path / "nowhere"))
-    page.get_by_role("button", name="Add folder").click()
+    submit_and_load(page, page.get_by_role("button", name="Add folder"))
     assert (
         f"There is no folder at {tmp_path / 'nowhere'}" in page.locator(".field").first.inner_text()
     )
     folder = page.get_by_label("Folder on the server")
     folder.fill(f"{docs}/../docs")
-    page.get_by_role("button", name="Add folder").click()
+    submit_and_load(page, page.get_by_role("button", name="Add folder"))
     assert "without '..'" in page.locator(".field").first.inner_text()
     screenshot("folder-refused-390")
     assert _fits(page)
 
     page.get_by_label("Folder on the server").fill(str(docs))
-    page.get_by_role("button", name="Add folder").click()
+    submit_and_load(page, page.get_by_role("button", name="Add folder"))
     wait_until_live(page)
     page.locator("#review").wait_for(timeout=30_000)
-    page.get_by_role("button", name="Index these files").click()
+    submit_and_load(page, page.get_by_role("button", name="Index these files"))
     page.locator(".job-status[data-state=succeeded][data-progress='100']").wait_for(timeout=60_000)
 
     # The sources table came in live: on a phone its cells are still labelled cards.

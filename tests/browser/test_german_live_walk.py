@@ -20,7 +20,7 @@ from knowledge.services.sources import source_add_upload
 from memory_addon.services.proposals import memory_change_request
 from memory_addon.turns import Turn
 from tests.browser.walk import DESKTOP, dressed
-from tests.conftest import off_loop, wait_until_live
+from tests.conftest import off_loop, submit_and_load, wait_until_live
 from tests.factories import AIProfileFactory, UserFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -171,7 +171,7 @@ def test_a_collection_stays_german_while_and_after_it_is_indexed(page, person, c
     review = page.locator("#review")
     review.wait_for()
     assert english_on(page) == [], "\n".join(english_on(page))
-    review.get_by_role("button", name=german("Index these files")).click()
+    submit_and_load(page, review.get_by_role("button", name=german("Index these files")))
     status = page.locator(".job-status[data-state=succeeded]")
     status.wait_for(timeout=60_000)
     assert english_on(page) == [], "\n".join(english_on(page))

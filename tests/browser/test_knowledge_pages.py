@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from accounts.models import AIProfile
-from tests.conftest import wait_until_live
+from tests.conftest import submit_and_load, wait_until_live
 from tests.factories import AIProfileFactory, UserFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -34,7 +34,7 @@ def test_create_a_collection_add_a_folder_review_index_live_and_search(
     wait_until_live(page)
 
     page.get_by_label("Folder on the server").fill(str(sample_folder))
-    page.get_by_role("button", name="Add folder").click()
+    submit_and_load(page, page.get_by_role("button", name="Add folder"))
     review = page.locator("#review")
     review.wait_for()
     wait_until_live(page)
@@ -44,7 +44,7 @@ def test_create_a_collection_add_a_folder_review_index_live_and_search(
 
     # Hold the embedder so the page is up before indexing ends; progress then arrives live.
     fake_openai.hold_after = len(fake_openai.embedding_inputs)
-    page.get_by_role("button", name="Index these files").click()
+    submit_and_load(page, page.get_by_role("button", name="Index these files"))
     status = page.locator(".job-status")
     status.wait_for()
     wait_until_live(page)
