@@ -54,22 +54,66 @@ class _McpOnFirstCall:
 mcp_with_headers = _McpOnFirstCall()
 
 
+async def _whole_body(receive: Any) -> list[dict[str, Any]] | None:
+    """The request's body messages (BoundedRequests caps its size and rate); None when
+    the client left first."""
+    messages: list[dict[str, Any]] = []
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        messages.append(message)
+        if not message.get("more_body"):
+            return messages
+
+
 async def mcp_in_a_place(scope: dict[str, Any], receive: Any, send: Any) -> None:
     """An MCP call takes one of the worker's places as a Django request does, so a flood
-    of tool calls waits its turn instead of starving the worker's pages and API calls;
-    it keeps the place until its answer is sent (a stateless call answers in one JSON)."""
+    of tool calls waits its turn instead of starving the worker's pages and API calls.
+
+    Only POST is served: this server is stateless and answers in one JSON, so it has no
+    stream to open (GET) and no session to end (DELETE), which the protocol lets it
+    refuse with 405; an open stream would have held a place for as long as the client
+    liked. As Django does, the whole body is read before a place is taken, so a client
+    sending it slowly holds none, and a client that leaves while its call waits for a
+    place is never run. The place is kept until the answer is sent.
+    """
+    if scope.get("method") != "POST":
+        await send_json_detail(
+            send, 405, "This MCP endpoint answers POST only.", headers=[(b"allow", b"POST")]
+        )
+        return
+    body = await _whole_body(receive)
+    if body is None:
+        return
     place = request_places.Place(django_asgi_app.places())
-    if not await place.take(settings.WEB_REQUEST_QUEUE_SECONDS):
+    hang_up = asyncio.ensure_future(receive())  # after the body: only a disconnect comes
+    taking = asyncio.ensure_future(place.take(settings.WEB_REQUEST_QUEUE_SECONDS))
+    await asyncio.wait({hang_up, taking}, return_when=asyncio.FIRST_COMPLETED)
+    if not taking.done():  # the client left while the call waited
+        taking.cancel()
+        await asyncio.gather(taking, return_exceptions=True)
+        place.give_back()
+        return
+    if not taking.result():
+        hang_up.cancel()
         retry = str(request_places.RETRY_AFTER_SECONDS).encode()
         busy = gettext("The server is busy. Try again in a moment.")
         await send_json_detail(send, 503, busy, headers=[(b"retry-after", retry)])
         return
+
+    async def replayed() -> dict[str, Any]:
+        if body:
+            return body.pop(0)
+        return await hang_up
+
     token = request_places.enter(place)
     try:
-        await mcp_with_headers(scope, receive, send)
+        await mcp_with_headers(scope, replayed, send)
     finally:
         request_places.leave(token)
         place.give_back()
+        hang_up.cancel()
 
 
 async def http_app(scope: dict[str, Any], receive: Any, send: Any) -> None:

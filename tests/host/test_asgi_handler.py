@@ -120,11 +120,11 @@ def _pages_held() -> Iterator[None]:
 
 
 def _send(address: tuple[str, int], request: tuple) -> socket.socket:
-    method, path, _, headers = request
+    method, path, body, headers = request
     lines = [f"{method} {path} HTTP/1.1", "Host: testserver", "Connection: close"]
     lines += [f"{name}: {value}" for name, value in headers.items()]
     sock = socket.create_connection(address, timeout=60)
-    sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+    sock.sendall(("\r\n".join(lines) + "\r\n\r\n" + (body or "")).encode())
     return sock
 
 
@@ -212,3 +212,59 @@ def test_an_mcp_call_takes_a_place_like_a_page_and_is_told_to_come_back(live_asg
         assert "busy" in json.loads(refused.read())["detail"]
     assert _status(running) == 200
     assert mcp_call().status == 401  # with the place free it reaches the MCP server
+
+
+def test_an_mcp_stream_or_a_slow_mcp_body_holds_no_place(live_asgi_server, settings):
+    """A stateless server opens no stream (GET is 405), and a call's body is read before
+    it takes a place: neither way can a client sit on the worker's places."""
+    settings.WEB_WORKER_REQUESTS = 1
+    settings.WEB_REQUEST_QUEUE_SECONDS = 0.5
+    url = urlsplit(live_asgi_server.url)
+    address = (url.hostname or "", url.port or 80)
+    stream = http.client.HTTPConnection(*address, timeout=60)
+    stream.request("GET", "/mcp/", headers={"Accept": "text/event-stream"})
+    refused = stream.getresponse()
+    assert refused.status == 405 and refused.getheader("Allow") == "POST"
+
+    body = b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}'
+    slow = socket.create_connection(address, timeout=60)
+    head = (
+        "POST /mcp/ HTTP/1.1\r\nHost: testserver\r\nContent-Type: application/json\r\n"
+        f"Accept: application/json\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    )
+    slow.sendall(head.encode() + body[:10])  # and the rest later
+    for _ in range(3):  # the one place is free for everyone else meanwhile
+        check = http.client.HTTPConnection(*address, timeout=60)
+        check.request("GET", "/healthz")
+        assert check.getresponse().status == 200
+        check.close()
+    slow.sendall(body[10:])
+    assert _status(slow) == 401  # then it is served (no token here)
+
+
+def test_an_mcp_call_whose_client_leaves_while_it_waits_for_a_place_never_runs(
+    live_asgi_server, settings
+):
+    settings.WEB_WORKER_REQUESTS = 1
+    page = _page_request(UserFactory())
+    url = urlsplit(live_asgi_server.url)
+    address = (url.hostname or "", url.port or 80)
+    body = '{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}'
+    call = (
+        "POST",
+        "/mcp/",
+        body,
+        {"Content-Type": "application/json", "Content-Length": str(len(body))},
+    )
+    dropped_before = _dropped("client_left")
+    with _pages_held():
+        running = _send(address, page)
+        _until(_one_place_taken, "the first request took no place")
+        places = django_asgi_app.current_places
+        assert places is not None
+        leaving = _send(address, call)
+        _until(lambda: places.waiting == 1, "the MCP call did not wait for the place")
+        _hang_up(leaving)
+        _until(lambda: places.waiting == 0, "the MCP call whose client left still waits")
+    assert _dropped("client_left") == dropped_before + 1
+    assert _status(running) == 200
