@@ -121,17 +121,29 @@ def upload_bytes(user_id: int) -> int:
     return total
 
 
+MAX_NAME_CHARS = 120
+# A folder entry holds 255 bytes: in a script of 3- or 4-byte letters a name passed that
+# long before 120 characters, and " (2)" for a second file of a name went past it too.
+MAX_NAME_BYTES = 200
+
+
+def _cut(text: str, chars: int, size: int) -> str:
+    return text[:chars].encode()[:size].decode("utf-8", "ignore")
+
+
 def upload_safe_name(raw: str) -> str:
-    """The name an uploaded file is kept and shown under: no folders, markup or controls."""
+    """The name an uploaded file is kept and shown under: no folders, markup or controls,
+    short enough for any file system with room for a " (2)"."""
     base = unicodedata.normalize("NFC", raw).replace("\\", "/").rsplit("/", 1)[-1]
     name = _UNSAFE_NAME.sub("_", base).strip().lstrip(".") or "file"
-    if len(name) <= 120:
+    if len(name) <= MAX_NAME_CHARS and len(name.encode()) <= MAX_NAME_BYTES:
         return name
     # Cut the stem, never the suffix: the format is read from it.
     stem, dot, suffix = name.rpartition(".")
     if not dot or len(suffix) > 10:
-        return name[:120]
-    return stem[: 120 - len(suffix) - 1] + "." + suffix
+        return _cut(name, MAX_NAME_CHARS, MAX_NAME_BYTES)
+    room = (MAX_NAME_CHARS - len(suffix) - 1, MAX_NAME_BYTES - len(suffix.encode()) - 1)
+    return _cut(stem, *room) + "." + suffix
 
 
 def upload_label(names: Iterable[str]) -> str:

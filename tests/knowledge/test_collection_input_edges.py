@@ -5,6 +5,8 @@ Ids in other digits, raced uploads, long names, home paths, too many files at on
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
@@ -48,6 +50,22 @@ def test_an_upload_that_passed_its_check_before_a_parallel_one_was_scanned_is_sk
 def test_a_long_upload_name_keeps_its_suffix():
     name = knowledge.upload_safe_name("A" * 400 + ".md")
     assert name.endswith(".md") and len(name) == 120
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("letter", ["名", "\U00020000", "é"])
+def test_a_long_name_in_wide_letters_fits_a_folder_entry_even_twice(client, user, letter):
+    """Names were cut at 120 characters: 200 CJK letters made a name of 363 bytes, which no
+    file system keeps (a 500, "File name too long"), and 84 of them sent twice did with
+    the " (2)" of the second."""
+    store = knowledge.store_create(owner=user, name="Wide", provider="none")
+    client.force_login(user)
+    for stem in (letter * 200, letter * 84):
+        files = [SimpleUploadedFile(f"{stem}.md", f"{n} {stem}".encode()) for n in range(2)]
+        answer = client.post(f"/api/knowledge/stores/{store.pk}/uploads", {"documents": files})
+        assert answer.status_code == 201, answer.content[:300]
+    names = [f.name for s in Source.objects.filter(store=store) for f in Path(s.path).iterdir()]
+    assert len(names) == 4 and all(n.endswith(".md") and len(n.encode()) <= 255 for n in names)
 
 
 @pytest.mark.django_db
