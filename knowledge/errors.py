@@ -13,6 +13,12 @@ class JobBusy(KnowledgeRefusal):
     status = 409
 
 
+class StoreGone(KnowledgeRefusal):
+    """The collection was deleted while the request was under way."""
+
+    status = 404
+
+
 class IndexMismatch(KnowledgeRefusal):
     status = 409
 

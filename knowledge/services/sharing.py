@@ -8,6 +8,7 @@ from django.utils.translation import gettext
 from accounts.models import Organization, User
 from knowledge.errors import KnowledgeRefusal
 from knowledge.models import Store, StoreShare
+from knowledge.services.stores import store_lock
 
 
 class ShareRefused(KnowledgeRefusal):
@@ -61,7 +62,7 @@ def store_share_set(
         if unknown:
             raise _unknown(field, unknown)
     with transaction.atomic(durable=True):
-        Store.objects.select_for_update().get(pk=store.pk)
+        store_lock(store)
         store.shares.all().delete()
         rows = [
             StoreShare(store=store, user_id=pk, access=StoreShare.Access.READ)

@@ -23,7 +23,7 @@ from knowledge.errors import JobBusy, KnowledgeRefusal
 from knowledge.models import Chunk, Document, Job, Source, Store
 from knowledge.services.folders import _check_folder, _check_granted, _check_overlap
 from knowledge.services.jobs import _start_job
-from knowledge.services.stores import _points_delete_on_commit
+from knowledge.services.stores import _points_delete_on_commit, store_lock
 from knowledge.services.uploads import (
     _check_uploads,
     _store_folder,
@@ -62,7 +62,7 @@ def source_add_folder(
     if not 1 <= max_file_mib <= 1024:
         raise KnowledgeRefusal(_("The file size limit must be between 1 MiB and 1024 MiB (1 GiB)."))
     with transaction.atomic(durable=True):
-        Store.objects.select_for_update().get(pk=store.pk)
+        store_lock(store)
         _check_overlap(store, folder)
         source = Source.objects.create(
             store=store,
@@ -92,7 +92,7 @@ def source_add_upload(*, store: Store, files: list[UploadedFile[bytes]]) -> tupl
     storage = filestore.uploads()
     try:
         with transaction.atomic(durable=True):
-            Store.objects.select_for_update().get(pk=store.pk)
+            store_lock(store)
             source = Source.objects.create(
                 store=store,
                 kind=Source.Kind.UPLOAD,
@@ -114,7 +114,7 @@ def source_add_upload(*, store: Store, files: list[UploadedFile[bytes]]) -> tupl
                     _("The file name %(name)s could not be kept.") % {"name": name}
                 )
         with transaction.atomic(durable=True):
-            Store.objects.select_for_update().get(pk=store.pk)
+            store_lock(store)
             # Uploads in a row wait in line behind the scan of the one before.
             job = _start_job(store=store, source=source, kind=Job.Kind.SCAN, wait_if_busy=True)
     except BaseException:

@@ -13,9 +13,19 @@ from host.embeddings import EmbeddingUnavailable, local_dimension
 from host.local_model import PACKAGED_MODELS
 from host.outbound import release_db_connection
 from knowledge import qdrant
-from knowledge.errors import JobBusy, KnowledgeRefusal
+from knowledge.errors import JobBusy, KnowledgeRefusal, StoreGone
 from knowledge.models import Document, Job, Source, Store
 from knowledge.services.embedders import embedder_build, local_model_check
+
+
+def store_lock(store: Store) -> Store:
+    """Lock the collection's row for the surrounding transaction; a collection deleted
+    meanwhile (its page open in another tab, an upload still arriving) is a 404 that
+    says so, not a 500."""
+    locked = Store.objects.select_for_update().filter(pk=store.pk).first()
+    if locked is None:
+        raise StoreGone(_("This collection was deleted meanwhile."))
+    return locked
 
 
 def store_create(

@@ -11,8 +11,8 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from knowledge import services as knowledge
-from knowledge.errors import KnowledgeRefusal
-from knowledge.models import Job, Source
+from knowledge.errors import KnowledgeRefusal, StoreGone
+from knowledge.models import Job, Source, Store
 from knowledge.services import sources as knowledge_sources
 
 
@@ -93,3 +93,18 @@ def test_more_files_than_django_reads_get_a_page_that_says_why(client, user, set
     answer = client.post(f"/knowledge/{store.pk}/uploads/", {"documents": files})
     assert answer.status_code == 400
     assert "more than 3 files at once" in answer.content.decode()
+
+
+@pytest.mark.django_db
+def test_an_upload_to_a_collection_deleted_meanwhile_is_a_404_that_says_so(user):
+    """The upload's checks passed on the row it was sent for; the row went before the
+    upload locked it (an API delete 1.75 s into a large upload): that was a 500."""
+    store = knowledge.store_create(owner=user, name="Going", provider="none")
+    stale = Store.objects.get(pk=store.pk)
+    knowledge.store_delete(store=store)
+    with pytest.raises(StoreGone, match="deleted meanwhile") as refusal:
+        knowledge.source_add_upload(
+            store=stale, files=[SimpleUploadedFile("late.md", b"Arrived too late.\n")]
+        )
+    assert refusal.value.status == 404
+    assert not Source.objects.exists()
