@@ -15,6 +15,7 @@ class ChatConfig(AppConfig):
 
         from chat import search, tasks  # noqa: F401
         from chat.attachments import own_store_forget
+        from chat.export import conversation_export_forget
         from chat.models import Conversation, Message
         from chat.selectors import conversation_titles
         from chat.signals import answer_completed
@@ -32,3 +33,6 @@ class ChatConfig(AppConfig):
         post_save.connect(search.message_stored, sender=Message, dispatch_uid="chat-embed-stored")
         answer_completed.connect(search.answer_completed, dispatch_uid="chat-embed-answer")
         post_delete.connect(own_store_forget, sender=Conversation, dispatch_uid="chat-own-store")
+        post_delete.connect(
+            conversation_export_forget, sender=Conversation, dispatch_uid="chat-export"
+        )

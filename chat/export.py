@@ -3,6 +3,21 @@
 from __future__ import annotations
 
 from chat.models import Conversation, Message
+from host.leftovers import export_forget
+
+
+def export_kind(conversation_id: int) -> str:
+    """The kind a conversation's kept export is filed under (host/filestore.py)."""
+    return f"conversation-{conversation_id}"
+
+
+def conversation_export_forget(
+    sender: type[Conversation], instance: Conversation, **kwargs: object
+) -> None:
+    """A deleted conversation's kept transcript goes with it, whatever deleted it (the
+    page, the API, a temporary chat ended or purged, the account)."""
+    using = str(kwargs.get("using") or "default")
+    export_forget(instance.owner_id, export_kind(instance.pk), using=using)
 
 
 def conversation_markdown(conversation: Conversation) -> str:

@@ -19,7 +19,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from accounts.auth import signed_in_user
 from accounts.models import User
 from chat import attachments, questions, schedules, services
-from chat.export import conversation_markdown
+from chat.export import conversation_markdown, export_kind
 from chat.models import Conversation, Message, Schedule
 from chat.selectors import (
     agents_for_user,
@@ -500,7 +500,7 @@ def conversation_export(request: HttpRequest, conversation_id: int) -> HttpRespo
     name = slugify(str(conversation)) or f"conversation-{conversation.pk}"
     return filestore.export_response(
         user_id=conversation.owner_id,
-        kind=f"conversation-{conversation.pk}",
+        kind=export_kind(conversation.pk),
         filename=f"{name}.md",
         data=conversation_markdown(conversation).encode(),
         content_type="text/markdown; charset=utf-8",

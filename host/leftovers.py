@@ -63,11 +63,30 @@ def storage_tree_forget(storage_alias: str, prefix: str, *, using: str = "defaul
     leftover_forget(STORAGE_TREE, {"storage": storage_alias, "prefix": prefix}, using=using)
 
 
+def storage_files_forget(
+    storage_alias: str, folder: str, name_starts: str, *, using: str = "default"
+) -> None:
+    """Owe the removal of the files directly in `folder` whose names start with
+    `name_starts` (one kind of a person's exports, say)."""
+    target = {"storage": storage_alias, "prefix": folder, "name_starts": name_starts}
+    leftover_forget(STORAGE_TREE, target, using=using)
+
+
 def _storage_tree_remove(target: dict[str, Any]) -> None:
     prefix = PurePosixPath(str(target["prefix"]))
     if not prefix.parts or prefix.is_absolute() or ".." in prefix.parts:
         raise ValueError(f"refusing to remove the storage prefix {str(prefix)!r}")
     storage = storages[str(target["storage"])]
+    name_starts = str(target.get("name_starts") or "")
+    if name_starts:
+        try:
+            names = storage.listdir(str(prefix))[1]
+        except FileNotFoundError:
+            return
+        for name in names:
+            if name.startswith(name_starts):
+                storage.delete(str(prefix / name))
+        return
     local = filestore.local_folder(storage)
     if local is not None:
         path = local / prefix
@@ -87,6 +106,13 @@ def user_exports_forget(sender: type, instance: Any, **kwargs: object) -> None:
     """A person's kept exports go with their account, however it is deleted."""
     using = str(kwargs.get("using") or "default")
     storage_tree_forget(filestore.EXPORTS, filestore.exports_folder(instance.pk), using=using)
+
+
+def export_forget(user_id: int, kind: str, *, using: str = "default") -> None:
+    """The person's kept export of `kind` (see filestore.export_response) goes once the
+    surrounding delete commits: a deleted conversation's transcript, say."""
+    folder = filestore.exports_folder(user_id)
+    storage_files_forget(filestore.EXPORTS, folder, f"{kind}-", using=using)
 
 
 def _claim(limit: int) -> list[Leftover]:

@@ -188,6 +188,35 @@ def test_export_is_markdown_with_the_messages(client_for, person, profile):
     assert "- [R1] notes/plan.md" in text
 
 
+def test_a_deleted_conversation_takes_its_kept_export_with_it(
+    client_for, person, profile, settings, tmp_path
+):
+    """An export is kept in the exports storage until the next one of its kind; deleting
+    the conversation left its transcript there until the whole account went."""
+    from host import filestore
+    from host.leftovers import leftovers_clear
+
+    exports = {"BACKEND": "django.core.files.storage.FileSystemStorage"}
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "exports": {**exports, "OPTIONS": {"location": tmp_path}},
+    }
+
+    going, staying = (conversation_create(user=person, title=t) for t in ("Going", "Staying"))
+    client = client_for(person)
+    for conversation in (going, staying):
+        Message.objects.create(conversation=conversation, role="user", content="Kept text")
+        assert client.get(reverse("chat_export", args=[conversation.pk])).status_code == 200
+    folder = filestore.local_folder(filestore.exports())
+    assert folder is not None
+    kept = folder / filestore.exports_folder(person.pk)
+    assert len(list(kept.iterdir())) == 2
+
+    assert client.delete(f"/api/chat/conversations/{going.pk}").status_code == 204
+    assert leftovers_clear() == 1  # what the worker's sweep runs after the commit
+    assert [p.name.split("-")[1] for p in kept.iterdir()] == [str(staying.pk)]
+
+
 def test_a_failed_answer_shows_its_reason_and_retry(client_for, person, profile):
     conversation = conversation_create(user=person, title="T")
     Message.objects.create(conversation=conversation, role="user", content="Hi")
