@@ -7,6 +7,7 @@ from ninja import Schema
 from pydantic import Field, JsonValue, StringConstraints, field_validator
 
 from knowledge.core.scanning import ProblemRow, ReviewRow, folder_path_problem
+from knowledge.models import Source
 
 Glob = Annotated[str, StringConstraints(max_length=500, pattern=r"^[^\x00-\x1f\x7f]*$")]
 
@@ -103,7 +104,7 @@ class SourceOut(Schema):
         description="What to show people: a folder's path, or an upload's file names "
         "(never the server path of the uploaded copies)."
     )
-    path: str
+    path: str = Field(description="A folder's path on the server; empty for uploads.")
     sync_mode: str
     enabled: bool
     status: str
@@ -112,6 +113,11 @@ class SourceOut(Schema):
     chunk_count: int
     problem_count: int
     last_indexed_at: datetime | None
+
+    @staticmethod
+    def resolve_path(source: Source) -> str:
+        # Where our copies of uploaded files live is the server's business, as on the pages.
+        return source.path if source.kind == Source.Kind.FOLDER else ""
 
 
 class SourcePatch(Schema):

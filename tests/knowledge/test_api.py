@@ -102,6 +102,8 @@ def test_a_token_uploads_files_that_are_reviewed_indexed_and_found(client, user,
     added = client.post(url, {"documents": files}, **auth)
     assert added.status_code == 201, added.content
     assert added.json()["source"]["kind"] == "upload"
+    assert added.json()["source"]["path"] == ""  # where our copies live is not the caller's
+    assert added.json()["source"]["label"] == "okapis.txt, tapirs.md"
     job_id = added.json()["job"]["id"]
     barrier()
     review = client.get(f"/api/knowledge/jobs/{job_id}", **auth).json()
