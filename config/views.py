@@ -4,7 +4,7 @@ the site icon."""
 from __future__ import annotations
 
 from django.conf import settings
-from django.core.exceptions import RequestDataTooBig
+from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.shortcuts import redirect, render
 from django.templatetags.static import static
@@ -81,6 +81,14 @@ def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
             detail = _(
                 "The request body is larger than the limit of %(size)s KiB; send less at a time."
             ) % {"size": settings.DATA_UPLOAD_MAX_MEMORY_SIZE // 1024}
+        elif isinstance(exception, TooManyFilesSent):
+            detail = _(
+                "The request holds more than %(files)s files; send at most %(files)s at a time."
+            ) % {"files": settings.DATA_UPLOAD_MAX_NUMBER_FILES}
+        elif isinstance(exception, TooManyFieldsSent):
+            detail = _(
+                "The request holds more than %(fields)s fields; send fewer at a time."
+            ) % {"fields": settings.DATA_UPLOAD_MAX_NUMBER_FIELDS}
         else:
             detail = _("The request could not be read: it holds too many fields or broken data.")
         return JsonResponse({"detail": detail}, status=400)

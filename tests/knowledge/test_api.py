@@ -132,6 +132,10 @@ def test_an_upload_the_caller_may_not_make_is_refused_naming_why(client, user, s
     assert nothing.status_code == 422 and "documents" in nothing.content.decode()
     binary = client.post(url, {"documents": [SimpleUploadedFile("tool.exe", b"MZ\x00\x00binary")]})
     assert binary.status_code == 400 and "tool.exe" in binary.json()["detail"]
+    settings.DATA_UPLOAD_MAX_NUMBER_FILES = 3
+    many = [SimpleUploadedFile(f"f{n}.md", b"x") for n in range(4)]
+    too_many = client.post(url, {"documents": many})
+    assert too_many.status_code == 400 and "more than 3 files" in too_many.json()["detail"]
     settings.KNOWLEDGE_UPLOAD_MAX_FILE_BYTES = 3
     big = client.post(url, {"documents": [SimpleUploadedFile("big.md", b"Too big.")]})
     assert big.status_code == 400 and "big.md" in big.json()["detail"]
