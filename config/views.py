@@ -86,9 +86,9 @@ def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
                 "The request holds more than %(files)s files; send at most %(files)s at a time."
             ) % {"files": settings.DATA_UPLOAD_MAX_NUMBER_FILES}
         elif isinstance(exception, TooManyFieldsSent):
-            detail = _(
-                "The request holds more than %(fields)s fields; send fewer at a time."
-            ) % {"fields": settings.DATA_UPLOAD_MAX_NUMBER_FIELDS}
+            detail = _("The request holds more than %(fields)s fields; send fewer at a time.") % {
+                "fields": settings.DATA_UPLOAD_MAX_NUMBER_FIELDS
+            }
         else:
             detail = _("The request could not be read: it holds too many fields or broken data.")
         return JsonResponse({"detail": detail}, status=400)
