@@ -87,9 +87,11 @@ async def mcp_in_a_place(scope: dict[str, Any], receive: Any, send: Any) -> None
     if body is None:
         return
     place = request_places.Place(django_asgi_app.places())
-    hang_up = asyncio.ensure_future(receive())  # after the body: only a disconnect comes
+    # After the body only a disconnect comes.
+    hang_up: asyncio.Future[dict[str, Any]] = asyncio.ensure_future(receive())
     taking = asyncio.ensure_future(place.take(settings.WEB_REQUEST_QUEUE_SECONDS))
-    await asyncio.wait({hang_up, taking}, return_when=asyncio.FIRST_COMPLETED)
+    waits: set[asyncio.Future[Any]] = {hang_up, taking}
+    await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
     if not taking.done():  # the client left while the call waited
         taking.cancel()
         await asyncio.gather(taking, return_exceptions=True)
