@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from host.embeddings import (
@@ -47,7 +47,7 @@ def index_run(job_id: int) -> None:
     try:
         _index_claimed(job)
     except _Lost:
-        logger.warning("Index job %s was settled elsewhere; this run stops", job_id)
+        logger.warning("Index job %s was settled or deleted elsewhere; this run stops", job_id)
 
 
 def _index_claimed(job: Job) -> None:
@@ -203,7 +203,13 @@ class _Staging:
             vectors = self.embedder.embed([chunk.text for chunk in self.pending])
             for chunk, vector in zip(self.pending, vectors, strict=True):
                 chunk.embedding = vector
-        StagedChunk.objects.bulk_create(self.pending)
+        try:
+            StagedChunk.objects.bulk_create(self.pending)
+        except IntegrityError:
+            if Job.objects.filter(pk=self.job.pk).exists():
+                raise
+            # The collection was deleted while this batch was embedded, its job with it.
+            raise _Lost from None
         self.staged += len(self.pending)
         self.pending = []
         if self.after_batch is not None:

@@ -228,3 +228,40 @@ def test_retrieval_is_bounded_and_cannot_be_broken_out_of(
     assert max(documents.count(d) for d in documents) <= 2
     assert result.block.count("</retrieved_context>") == 1
     assert "[R1] says so" not in result.block
+
+
+class _DeletesItsCollection:
+    """The real embedder, while the person deletes the collection mid-batch."""
+
+    def __init__(self, inner, store_id: int) -> None:
+        self.inner, self.store_id = inner, store_id
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+    def embed(self, texts):
+        from knowledge.models import Store
+
+        services.store_delete(store=Store.objects.get(pk=self.store_id))
+        return self.inner.embed(texts)
+
+
+def test_a_collection_deleted_while_its_job_embeds_stops_the_job_quietly(
+    store, sample_folder, allowed_root, monkeypatch, caplog
+):
+    """The batch's rows then have no job to belong to: that was an IntegrityError in
+    the worker's log after the whole batch was embedded; now the run stops as lost."""
+    from knowledge.models import StagedChunk, Store
+    from knowledge.services import indexing
+
+    _source, scan = services.source_add_folder(store=store, path=str(sample_folder))
+    services.scan_run(scan.pk)
+    job = services.scan_confirm(scan_job=Job.objects.get(pk=scan.pk))
+    real = indexing.store_embedder
+    monkeypatch.setattr(
+        indexing, "store_embedder", lambda s: _DeletesItsCollection(real(s), store.pk)
+    )
+    services.index_run(job.pk)
+    assert not Store.objects.filter(pk=store.pk).exists()
+    assert not StagedChunk.objects.exists()
+    assert "deleted elsewhere; this run stops" in caplog.text
