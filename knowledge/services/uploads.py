@@ -188,16 +188,16 @@ def _check_uploads(store: Store, files: list[UploadedFile[bytes]], names: list[s
     limit = settings.KNOWLEDGE_UPLOAD_MAX_FILE_BYTES
     for upload, name in zip(files, names, strict=True):
         if (upload.size or 0) > limit:
+            size, most = filesizeformat(upload.size or 0), filesizeformat(limit)
+            if size == most:  # just over: "50.0 MB; at most 50.0 MB" said nothing
+                size = _("%(bytes)s bytes") % {"bytes": f"{upload.size:,}"}
+                most = _("%(bytes)s bytes") % {"bytes": f"{limit:,}"}
             raise LimitExceeded(
                 _(
                     "%(name)s is %(size)s; a file may be at most %(limit)s. "
                     "Split it or leave it out."
                 )
-                % {
-                    "name": name,
-                    "size": filesizeformat(upload.size or 0),
-                    "limit": filesizeformat(limit),
-                }
+                % {"name": name, "size": size, "limit": most}
             )
         if format_of(name) is None:
             raise KnowledgeRefusal(

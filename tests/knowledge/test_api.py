@@ -139,6 +139,9 @@ def test_an_upload_the_caller_may_not_make_is_refused_naming_why(client, user, s
     settings.KNOWLEDGE_UPLOAD_MAX_FILE_BYTES = 3
     big = client.post(url, {"documents": [SimpleUploadedFile("big.md", b"Too big.")]})
     assert big.status_code == 400 and "big.md" in big.json()["detail"]
+    settings.KNOWLEDGE_UPLOAD_MAX_FILE_BYTES = 2000
+    just_over = client.post(url, {"documents": [SimpleUploadedFile("near.md", b"x" * 2001)]})
+    assert "near.md is 2,001 bytes; a file may be at most 2,000 bytes" in just_over.json()["detail"]
 
     organization = OrganizationFactory()
     reader = UserFactory()
