@@ -44,14 +44,14 @@ class _McpOnFirstCall:
         if self._app is None:
             # Two first calls at once import once: Python's import lock makes one wait.
             module = await asyncio.to_thread(importlib.import_module, "config.mcp_server")
-            self._app = with_security_headers(module.mcp_app)
+            self._app = module.mcp_app
         return self._app
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         await (await self.app())(scope, receive, send)
 
 
-mcp_with_headers = _McpOnFirstCall()
+mcp_on_first_call = _McpOnFirstCall()
 
 
 async def _whole_body(receive: Any) -> list[dict[str, Any]] | None:
@@ -83,6 +83,17 @@ async def mcp_in_a_place(scope: dict[str, Any], receive: Any, send: Any) -> None
             send, 405, "This MCP endpoint answers POST only.", headers=[(b"allow", b"POST")]
         )
         return
+    # A call is one JSON-RPC message: held to the JSON body limit (BoundedRequests), not
+    # to the upload limit a multipart Content-Type would have bought it.
+    content_type = next(
+        (bytes(v).decode("latin-1") for k, v in scope["headers"] if k.lower() == b"content-type"),
+        "",
+    )
+    if content_type.split(";", 1)[0].strip().lower() != "application/json":
+        await send_json_detail(
+            send, 415, "An MCP call is a JSON-RPC message: send Content-Type: application/json."
+        )
+        return
     body = await _whole_body(receive)
     if body is None:
         return
@@ -111,17 +122,21 @@ async def mcp_in_a_place(scope: dict[str, Any], receive: Any, send: Any) -> None
 
     token = request_places.enter(place)
     try:
-        await mcp_with_headers(scope, replayed, send)
+        await mcp_on_first_call(scope, replayed, send)
     finally:
         request_places.leave(token)
         place.give_back()
         hang_up.cancel()
 
 
+# Every answer at /mcp/, the door's own refusals included, carries the site's headers.
+mcp_door = with_security_headers(mcp_in_a_place)
+
+
 async def http_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     """MCP (B1) at /mcp/ goes to the SDK's transport; everything else to Django."""
     if scope["path"] in ("/mcp", "/mcp/"):
-        await mcp_in_a_place(scope, receive, send)
+        await mcp_door(scope, receive, send)
     else:
         await django_asgi_app(scope, receive, send)
 

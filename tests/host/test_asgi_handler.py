@@ -225,6 +225,19 @@ def test_an_mcp_stream_or_a_slow_mcp_body_holds_no_place(live_asgi_server, setti
     stream.request("GET", "/mcp/", headers={"Accept": "text/event-stream"})
     refused = stream.getresponse()
     assert refused.status == 405 and refused.getheader("Allow") == "POST"
+    assert refused.getheader("X-Content-Type-Options") == "nosniff"  # the site's headers
+    # A call is held to the JSON body limit: a multipart type does not buy the upload one.
+    for content_type, status in (
+        ("multipart/form-data; boundary=x", 415),
+        ("application/json", 413),
+    ):
+        big = http.client.HTTPConnection(*address, timeout=60)
+        big.putrequest("POST", "/mcp/")
+        big.putheader("Content-Type", content_type)
+        big.putheader("Content-Length", str(200_000_000))
+        big.endheaders()
+        assert big.getresponse().status == status
+        big.close()
 
     body = b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}'
     slow = socket.create_connection(address, timeout=60)
