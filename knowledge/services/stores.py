@@ -226,6 +226,10 @@ def store_delete(*, store: Store) -> None:
     if store.in_qdrant:  # its vectors first: a failure leaves the collection whole
         qdrant.collection_delete(store)
     with transaction.atomic(durable=True):
+        # An upload or a folder that locked the row first has its source committed before
+        # the delete collects what to cascade; unlocked, that source slipped in between
+        # and the delete failed at its commit (a 500, and the collection stayed).
+        store_lock(store)
         with connection.cursor() as cursor:
             cursor.execute(f"DROP INDEX IF EXISTS {store.index_name}")
         store.delete()

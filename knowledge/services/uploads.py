@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -55,6 +56,10 @@ def _upload_delete(source: Source) -> None:
     folder = Path(source.path)
     if source.path and folder.is_relative_to(_upload_root()):
         shutil.rmtree(folder, ignore_errors=True)
+        # The collection's folder too once it is empty: an upload that lost the race to
+        # the collection's delete wrote it again after the delete had removed it.
+        with contextlib.suppress(OSError):
+            folder.parent.rmdir()
     filestore.tree_delete(filestore.uploads(), _upload_prefix(source))
 
 

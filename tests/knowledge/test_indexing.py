@@ -265,3 +265,61 @@ def test_a_collection_deleted_while_its_job_embeds_stops_the_job_quietly(
     assert not Store.objects.filter(pk=store.pk).exists()
     assert not StagedChunk.objects.exists()
     assert "deleted elsewhere; this run stops" in caplog.text
+
+
+def test_a_collection_deleted_while_an_upload_adds_its_source_takes_the_new_source_with_it(
+    store,
+):
+    """The upload holds the collection's row while it adds its source; the delete waits
+    for it and then deletes that source too. Unlocked, the delete collected the sources
+    before the upload's commit and failed at its own (a 500; the collection stayed)."""
+    import threading
+
+    from django.db import connection, connections, transaction
+
+    from knowledge.models import Store
+    from knowledge.services.stores import store_lock
+
+    adding, added, deleted = threading.Event(), threading.Event(), []
+
+    def upload_adds_a_source() -> None:
+        try:
+            with transaction.atomic():
+                store_lock(store)
+                Source.objects.create(store=store, kind=Source.Kind.UPLOAD, path="")
+                adding.set()
+                added.wait(timeout=60)
+        finally:
+            connections.close_all()
+
+    def person_deletes() -> None:
+        try:
+            services.store_delete(store=Store.objects.get(pk=store.pk))
+            deleted.append("ok")
+        except Exception as error:  # what the test reports
+            deleted.append(repr(error))
+        finally:
+            connections.close_all()
+
+    upload = threading.Thread(target=upload_adds_a_source)
+    upload.start()
+    assert adding.wait(timeout=60)
+    delete = threading.Thread(target=person_deletes)
+    delete.start()
+    with connection.cursor() as cursor:  # the delete waits on a lock: the server says so
+        for _ in range(6000):
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                " AND datname = current_database()"
+            )
+            if cursor.fetchone()[0]:
+                break
+            threading.Event().wait(0.01)  # polling the server's state under a bound
+        else:
+            raise AssertionError("the delete never waited for the upload's lock")
+    added.set()
+    upload.join(timeout=60)
+    delete.join(timeout=60)
+    assert deleted == ["ok"]
+    assert not Store.objects.filter(pk=store.pk).exists()
+    assert not Source.objects.filter(store_id=store.pk).exists()
