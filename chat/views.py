@@ -504,6 +504,7 @@ def conversation_export(request: HttpRequest, conversation_id: int) -> HttpRespo
         filename=f"{name}.md",
         data=conversation_markdown(conversation).encode(),
         content_type="text/markdown; charset=utf-8",
+        still_there=Conversation.objects.filter(pk=conversation.pk).exists,
     )
 
 

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import shutil
 import uuid
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
+from django.contrib.auth import get_user_model
 from django.core.files.base import ContentFile
 from django.core.files.storage import FileSystemStorage, Storage, storages
-from django.http import HttpResponse
+from django.http import Http404, HttpResponse
 from django.utils.http import content_disposition_header
 
 EXPORTS = "exports"
@@ -74,17 +76,31 @@ def exports_folder(user_id: int) -> str:
 
 
 def export_response(
-    *, user_id: int, kind: str, filename: str, data: bytes, content_type: str
+    *,
+    user_id: int,
+    kind: str,
+    filename: str,
+    data: bytes,
+    content_type: str,
+    still_there: Callable[[], bool] = lambda: True,
 ) -> HttpResponse:
     """Keep the export in the exports storage (only the newest per person and kind) and
     answer with the stored copy as a download. Exports are small (a memory export is at
-    most a few MiB), so the answer is read whole."""
+    most a few MiB), so the answer is read whole.
+
+    A delete of what was exported (the person, or `still_there`: the conversation) may
+    commit while the export is written, and its sweep (host/leftovers.py) may have run
+    before the file existed. So the rows are checked once the file is kept: gone, the
+    file goes and the answer is 404; there, a delete still to commit sweeps the file."""
     storage = exports()
     folder = exports_folder(user_id)
     for old in _files(storage, folder):
         if PurePosixPath(old).name.startswith(f"{kind}-"):
             storage.delete(old)
     name = storage.save(f"{folder}/{kind}-{uuid.uuid4().hex}", ContentFile(data))
+    if not (get_user_model().objects.filter(pk=user_id).exists() and still_there()):
+        storage.delete(name)
+        raise Http404
     with storage.open(name, "rb") as stored:
         response = HttpResponse(stored.read(), content_type=content_type)
     response["Content-Disposition"] = content_disposition_header(True, filename)

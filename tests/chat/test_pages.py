@@ -217,6 +217,33 @@ def test_a_deleted_conversation_takes_its_kept_export_with_it(
     assert [p.name.split("-")[1] for p in kept.iterdir()] == [str(staying.pk)]
 
 
+def test_an_export_written_while_its_conversation_is_deleted_is_not_kept(
+    client_for, person, profile, settings, tmp_path, monkeypatch
+):
+    """The delete's sweep may run before the export's file exists: the export checks
+    the conversation once its file is kept, and drops it if the row is gone."""
+    from chat import views as chat_views
+
+    exports = {"BACKEND": "django.core.files.storage.FileSystemStorage"}
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "exports": {**exports, "OPTIONS": {"location": tmp_path}},
+    }
+    conversation = conversation_create(user=person, title="Going")
+    Message.objects.create(conversation=conversation, role="user", content="Kept text")
+    real = chat_views.conversation_markdown
+
+    def deleted_meanwhile(exported):
+        text = real(exported)
+        Conversation.objects.filter(pk=exported.pk).delete()  # another request's delete
+        return text
+
+    monkeypatch.setattr(chat_views, "conversation_markdown", deleted_meanwhile)
+    response = client_for(person).get(reverse("chat_export", args=[conversation.pk]))
+    assert response.status_code == 404
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
+
+
 def test_a_failed_answer_shows_its_reason_and_retry(client_for, person, profile):
     conversation = conversation_create(user=person, title="T")
     Message.objects.create(conversation=conversation, role="user", content="Hi")
