@@ -85,6 +85,11 @@ def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
             detail = _(
                 "The request holds more than %(files)s files; send at most %(files)s at a time."
             ) % {"files": settings.DATA_UPLOAD_MAX_NUMBER_FILES}
+        elif "header size" in str(exception):  # Django's 1,024 bytes of one part's headers
+            detail = _(
+                "A file's name is too long to be read (a part's headers hold at most "
+                "1,024 bytes); rename it to something shorter."
+            )
         elif isinstance(exception, TooManyFieldsSent):
             detail = _("The request holds more than %(fields)s fields; send fewer at a time.") % {
                 "fields": settings.DATA_UPLOAD_MAX_NUMBER_FIELDS

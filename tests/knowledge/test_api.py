@@ -136,6 +136,8 @@ def test_an_upload_the_caller_may_not_make_is_refused_naming_why(client, user, s
     many = [SimpleUploadedFile(f"f{n}.md", b"x") for n in range(4)]
     too_many = client.post(url, {"documents": many})
     assert too_many.status_code == 400 and "more than 3 files" in too_many.json()["detail"]
+    long_name = client.post(url, {"documents": [SimpleUploadedFile("𠀀" * 300 + ".md", b"x")]})
+    assert long_name.status_code == 400 and "name is too long" in long_name.json()["detail"]
     settings.KNOWLEDGE_UPLOAD_MAX_FILE_BYTES = 3
     big = client.post(url, {"documents": [SimpleUploadedFile("big.md", b"Too big.")]})
     assert big.status_code == 400 and "big.md" in big.json()["detail"]
