@@ -39,4 +39,10 @@ class Leftover(models.Model):
     last_error = models.CharField(max_length=500, blank=True)
 
     def __str__(self) -> str:
-        return f"{self.kind} {self.target}"
+        return f"{self.kind} ({self.described})"
+
+    @property
+    def described(self) -> str:
+        """The target for pages and logs: an API key stays out, even encrypted."""
+        shown = {k: v for k, v in self.target.items() if not k.endswith("_encrypted")}
+        return ", ".join(f"{key}: {value}" for key, value in shown.items())

@@ -71,3 +71,23 @@ def test_the_beat_schedule_retries_owed_removals_every_five_minutes(settings):
     ]
     assert len(entries) == 1 and float(entries[0]["schedule"]) <= 300
     assert "host.leftovers_clear" in app.tasks
+
+
+@pytest.mark.django_db
+def test_the_admin_lists_removals_still_owed_without_their_keys(admin_client):
+    Leftover.objects.create(
+        kind="qdrant-collection",
+        target={
+            "url": "https://q.example",
+            "collection": "memory_host_x",
+            "api_key_encrypted": "gAAAA-secret",
+        },
+        attempts=3,
+        last_error="QdrantUnavailable: did not delete the collection",
+    )
+    page = admin_client.get("/admin/host/leftover/").content.decode()
+    assert "memory_host_x" in page and "did not delete the collection" in page
+    assert "gAAAA-secret" not in page
+    row = Leftover.objects.get()
+    detail = admin_client.get(f"/admin/host/leftover/{row.pk}/change/").content.decode()
+    assert "memory_host_x" in detail and "gAAAA-secret" not in detail
