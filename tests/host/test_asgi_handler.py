@@ -82,7 +82,6 @@ def test_clients_hanging_up_mid_request_give_every_connection_back(live_asgi_ser
     request = make_request(UserFactory())
     url = urlsplit(live_asgi_server.url)
     address = (url.hostname or "", url.port or 80)
-    dropped_before = _dropped("client_left")
     clients = [
         threading.Thread(target=_impatient_client, args=(address, request)) for _ in range(CLIENTS)
     ]
@@ -94,7 +93,8 @@ def test_clients_hanging_up_mid_request_give_every_connection_back(live_asgi_ser
     # The live server shares this process's pool: every connection can be taken again
     # (requests still running give theirs back first), so none was lost to a hang-up.
     # A request that started runs to its end (a thread cannot be stopped); those that
-    # still waited for a place when their client left never ran.
+    # still waited for a place when their client left never ran. How many did depends on
+    # the machine's load (none, in one loaded run): the test below proves it exactly.
     pool = connection.pool
     connection.close()
     taken = [pool.getconn(timeout=BACKLOG_DEADLINE_SECONDS) for _ in range(pool.max_size)]
@@ -107,7 +107,6 @@ def test_clients_hanging_up_mid_request_give_every_connection_back(live_asgi_ser
         answer.request(method, path, body=body, headers=headers)
         assert answer.getresponse().status == 200, path
         answer.close()
-    assert _dropped("client_left") > dropped_before
 
 
 @contextmanager
