@@ -165,7 +165,8 @@ def test_refusals_are_shown_where_the_person_typed(
     # The sources table came in live: on a phone its cells are still labelled cards.
     table = page.locator("[id^=sources-table]", has_text="1 / 1")
     table.wait_for()
-    assert table.locator("tbody td").first.get_attribute("data-label") == "Path"
+    # The script labels a swapped-in table's cells right after the swap: wait for it.
+    table.locator("tbody td").first.and_(table.locator("td[data-label=Path]")).wait_for()
 
     # The same file picked with the plain input: the server refuses it, naming the folder.
     page.get_by_label("Files").set_input_files(
