@@ -25,7 +25,7 @@ from django.utils.translation import gettext  # noqa: E402
 from host import pool_watch, request_places  # noqa: E402
 from host.asgi_answer import send_json_detail  # noqa: E402
 from host.consumers import EventsConsumer  # noqa: E402
-from host.request_limits import BoundedRequests  # noqa: E402
+from host.request_limits import BoundedRequests, media_type, request_header  # noqa: E402
 from host.security_headers import with_security_headers  # noqa: E402
 from host.websocket_origin import SameOriginValidator  # noqa: E402
 
@@ -85,11 +85,7 @@ async def mcp_in_a_place(scope: dict[str, Any], receive: Any, send: Any) -> None
         return
     # A call is one JSON-RPC message: held to the JSON body limit (BoundedRequests), not
     # to the upload limit a multipart Content-Type would have bought it.
-    content_type = next(
-        (bytes(v).decode("latin-1") for k, v in scope["headers"] if k.lower() == b"content-type"),
-        "",
-    )
-    if content_type.split(";", 1)[0].strip().lower() != "application/json":
+    if media_type(request_header(scope, b"content-type") or "") != "application/json":
         await send_json_detail(
             send, 415, "An MCP call is a JSON-RPC message: send Content-Type: application/json."
         )

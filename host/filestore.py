@@ -50,6 +50,14 @@ def _files(storage: Storage, prefix: str) -> list[str]:
     return names
 
 
+def local_remove(path: Path) -> None:
+    """A local folder with all in it, or one file; what is gone already is no error."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
 def tree_delete(storage: Storage, prefix: str) -> None:
     for name in _files(storage, prefix):
         storage.delete(name)

@@ -17,7 +17,6 @@ so the host imports no app.
 from __future__ import annotations
 
 import logging
-import shutil
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import PurePosixPath
@@ -63,15 +62,6 @@ def storage_tree_forget(storage_alias: str, prefix: str, *, using: str = "defaul
     leftover_forget(STORAGE_TREE, {"storage": storage_alias, "prefix": prefix}, using=using)
 
 
-def storage_files_forget(
-    storage_alias: str, folder: str, name_starts: str, *, using: str = "default"
-) -> None:
-    """Owe the removal of the files directly in `folder` whose names start with
-    `name_starts` (one kind of a person's exports, say)."""
-    target = {"storage": storage_alias, "prefix": folder, "name_starts": name_starts}
-    leftover_forget(STORAGE_TREE, target, using=using)
-
-
 def _storage_tree_remove(target: dict[str, Any]) -> None:
     prefix = PurePosixPath(str(target["prefix"]))
     if not prefix.parts or prefix.is_absolute() or ".." in prefix.parts:
@@ -89,11 +79,7 @@ def _storage_tree_remove(target: dict[str, Any]) -> None:
         return
     local = filestore.local_folder(storage)
     if local is not None:
-        path = local / prefix
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            path.unlink(missing_ok=True)
+        filestore.local_remove(local / prefix)
     else:
         filestore.tree_delete(storage, str(prefix))
         storage.delete(str(prefix))  # a single file's name; nothing when it is a folder
@@ -111,8 +97,13 @@ def user_exports_forget(sender: type, instance: Any, **kwargs: object) -> None:
 def export_forget(user_id: int, kind: str, *, using: str = "default") -> None:
     """The person's kept export of `kind` (see filestore.export_response) goes once the
     surrounding delete commits: a deleted conversation's transcript, say."""
-    folder = filestore.exports_folder(user_id)
-    storage_files_forget(filestore.EXPORTS, folder, f"{kind}-", using=using)
+    # The files directly in the person's folder whose names start so.
+    target = {
+        "storage": filestore.EXPORTS,
+        "prefix": filestore.exports_folder(user_id),
+        "name_starts": f"{kind}-",
+    }
+    leftover_forget(STORAGE_TREE, target, using=using)
 
 
 def _claim(limit: int) -> list[Leftover]:

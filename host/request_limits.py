@@ -25,15 +25,20 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
+def media_type(content_type: str) -> str:
+    """`multipart/form-data` of `multipart/form-data; boundary=x`, lower case."""
+    return content_type.split(";", 1)[0].strip().lower()
+
+
 def body_limit(content_type: str) -> int:
     """The largest body a request of this type may carry: uploads come as multipart."""
-    if content_type.split(";", 1)[0].strip().lower() == "multipart/form-data":
+    if media_type(content_type) == "multipart/form-data":
         return int(settings.REQUEST_MAX_UPLOAD_BYTES)
     form_limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
     return int(form_limit if form_limit is not None else settings.REQUEST_MAX_UPLOAD_BYTES)
 
 
-def _header(scope: Scope, name: bytes) -> str | None:
+def request_header(scope: Scope, name: bytes) -> str | None:
     for key, value in scope.get("headers", []):
         if key.lower() == name:
             return bytes(value).decode("latin-1")
@@ -110,8 +115,8 @@ class BoundedRequests:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        limit = body_limit(_header(scope, b"content-type") or "")
-        declared = _header(scope, b"content-length")
+        limit = body_limit(request_header(scope, b"content-type") or "")
+        declared = request_header(scope, b"content-length")
         if declared is not None:
             try:
                 size = int(declared)

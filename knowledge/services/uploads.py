@@ -48,8 +48,12 @@ def _store_folder(store_id: int) -> str:
     return f"store-{store_id}"
 
 
+def _store_prefix(store_id: int) -> str:
+    return f"{UPLOAD_PREFIX}/{_store_folder(store_id)}"
+
+
 def _upload_prefix(source: Source) -> str:
-    return f"{UPLOAD_PREFIX}/{_store_folder(source.store_id)}/source-{source.pk}"
+    return f"{_store_prefix(source.store_id)}/source-{source.pk}"
 
 
 def _upload_delete(source: Source) -> None:
@@ -68,12 +72,9 @@ def store_leftovers_forget(sender: type[Store], instance: Store, **kwargs: objec
     going, its owner's account), what it keeps outside its rows goes after the commit:
     the local upload folder here, our copies on a shared storage and its Qdrant
     collection through host/leftovers.py, retried until they are gone."""
-    store_id = instance.pk
     using = str(kwargs.get("using") or "default")
-    folder = _upload_root() / _store_folder(store_id)
-    transaction.on_commit(lambda: shutil.rmtree(folder, ignore_errors=True), using=using)
-    if filestore.local_folder(filestore.uploads()) is None:
-        storage_tree_forget("default", f"{UPLOAD_PREFIX}/{_store_folder(store_id)}", using=using)
+    local = _upload_root() / _store_folder(instance.pk)
+    _copies_forget(local, _store_prefix(instance.pk), using=using)
     if instance.in_qdrant and instance.qdrant_collection:
         leftover_forget(QDRANT_COLLECTION, qdrant.leftover_target(instance), using=using)
 
@@ -96,18 +97,21 @@ def _upload_forget(source: Source, relative: str = "") -> None:
     if relative and ("/" in relative or relative in (".", "..")):
         return  # uploads are flat: nothing of ours has such a name
     folder = Path(source.path)
-    if source.path and folder.is_relative_to(_upload_root()):
-        local = folder / relative if relative else folder
-        transaction.on_commit(
-            lambda: (
-                local.unlink(missing_ok=True)
-                if relative
-                else shutil.rmtree(local, ignore_errors=True)
-            )
-        )
+    ours = bool(source.path) and folder.is_relative_to(_upload_root())
+    prefix = _upload_prefix(source)
+    _copies_forget(
+        (folder / relative if relative else folder) if ours else None,
+        f"{prefix}/{relative}" if relative else prefix,
+    )
+
+
+def _copies_forget(local: Path | None, prefix: str, *, using: str = "default") -> None:
+    """Our copies go once the surrounding delete commits: `local` (a folder or a file
+    under the upload root) here, `prefix` of a shared storage through host/leftovers.py."""
+    if local is not None:
+        transaction.on_commit(lambda: filestore.local_remove(local), using=using)
     if filestore.local_folder(filestore.uploads()) is None:
-        prefix = _upload_prefix(source)
-        storage_tree_forget("default", f"{prefix}/{relative}" if relative else prefix)
+        storage_tree_forget("default", prefix, using=using)
 
 
 def upload_bytes(user_id: int) -> int:

@@ -70,6 +70,11 @@ def _dropped(reason: str) -> float:
     return 0.0
 
 
+def _address(live_asgi_server) -> tuple[str, int]:
+    url = urlsplit(live_asgi_server.url)
+    return url.hostname or "", url.port or 80
+
+
 def _until(condition: Callable[[], bool], what: str, seconds: float = 60) -> None:
     deadline = time.monotonic() + seconds
     while not condition():
@@ -80,8 +85,7 @@ def _until(condition: Callable[[], bool], what: str, seconds: float = 60) -> Non
 @pytest.mark.parametrize("make_request", [_api_request, _page_request], ids=["api", "page"])
 def test_clients_hanging_up_mid_request_give_every_connection_back(live_asgi_server, make_request):
     request = make_request(UserFactory())
-    url = urlsplit(live_asgi_server.url)
-    address = (url.hostname or "", url.port or 80)
+    address = _address(live_asgi_server)
     clients = [
         threading.Thread(target=_impatient_client, args=(address, request)) for _ in range(CLIENTS)
     ]
@@ -147,8 +151,7 @@ def test_a_request_whose_client_leaves_while_it_waits_for_a_place_never_runs(
 ):
     settings.WEB_WORKER_REQUESTS = 1
     page = _page_request(UserFactory())
-    url = urlsplit(live_asgi_server.url)
-    address = (url.hostname or "", url.port or 80)
+    address = _address(live_asgi_server)
     dropped_before = _dropped("client_left")
     with _pages_held():
         running = _send(address, page)  # takes the one place and waits in the database
@@ -169,8 +172,7 @@ def test_a_request_that_waits_too_long_for_a_place_is_told_to_come_back(live_asg
     settings.WEB_WORKER_REQUESTS = 1
     settings.WEB_REQUEST_QUEUE_SECONDS = 0.2
     page = _page_request(UserFactory())
-    url = urlsplit(live_asgi_server.url)
-    address = (url.hostname or "", url.port or 80)
+    address = _address(live_asgi_server)
     with _pages_held():
         running = _send(address, page)
         _until(_one_place_taken, "the first request took no place")
@@ -189,8 +191,7 @@ def test_an_mcp_call_takes_a_place_like_a_page_and_is_told_to_come_back(live_asg
     settings.WEB_WORKER_REQUESTS = 1
     settings.WEB_REQUEST_QUEUE_SECONDS = 0.2
     page = _page_request(UserFactory())
-    url = urlsplit(live_asgi_server.url)
-    address = (url.hostname or "", url.port or 80)
+    address = _address(live_asgi_server)
 
     def mcp_call() -> http.client.HTTPResponse:
         call = http.client.HTTPConnection(*address, timeout=60)
@@ -218,8 +219,7 @@ def test_an_mcp_stream_or_a_slow_mcp_body_holds_no_place(live_asgi_server, setti
     it takes a place: neither way can a client sit on the worker's places."""
     settings.WEB_WORKER_REQUESTS = 1
     settings.WEB_REQUEST_QUEUE_SECONDS = 0.5
-    url = urlsplit(live_asgi_server.url)
-    address = (url.hostname or "", url.port or 80)
+    address = _address(live_asgi_server)
     stream = http.client.HTTPConnection(*address, timeout=60)
     stream.request("GET", "/mcp/", headers={"Accept": "text/event-stream"})
     refused = stream.getresponse()
@@ -259,8 +259,7 @@ def test_an_mcp_call_whose_client_leaves_while_it_waits_for_a_place_never_runs(
 ):
     settings.WEB_WORKER_REQUESTS = 1
     page = _page_request(UserFactory())
-    url = urlsplit(live_asgi_server.url)
-    address = (url.hostname or "", url.port or 80)
+    address = _address(live_asgi_server)
     body = '{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}'
     call = (
         "POST",
