@@ -252,8 +252,11 @@ def test_a_collection_deleted_while_its_job_embeds_stops_the_job_quietly(
     """The batch's rows then have no job to belong to: that was an IntegrityError in
     the worker's log after the whole batch was embedded; now the run stops as lost."""
     from knowledge.models import StagedChunk, Store
-    from knowledge.services import indexing
+    from knowledge.services import indexing, jobs
 
+    # This test runs the job bodies itself: a session worker must not take them first.
+    queued: list[tuple[object, ...]] = []
+    monkeypatch.setattr(jobs, "queue_job_on_commit", lambda *args, **kw: queued.append(args))
     _source, scan = services.source_add_folder(store=store, path=str(sample_folder))
     services.scan_run(scan.pk)
     job = services.scan_confirm(scan_job=Job.objects.get(pk=scan.pk))
