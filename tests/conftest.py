@@ -151,6 +151,7 @@ def celery_worker(
 
 
 _session_workers: list[subprocess.Popen[bytes]] = []
+_session_chat_workers: list[subprocess.Popen[bytes]] = []
 
 
 def _transactional(request: pytest.FixtureRequest) -> bool:
@@ -177,6 +178,26 @@ def _queued_jobs_end_before_the_tables_are_emptied(
         # Not when a job waits on purpose or the test took the broker away.
         with contextlib.suppress(Exception):
             ping.delay().get(timeout=60)
+    if transactional and _session_chat_workers and _session_chat_workers[0].poll() is None:
+        with contextlib.suppress(Exception):
+            _chat_worker_idle(_session_chat_workers[0].args[-1])
+
+
+def _chat_worker_idle(hostname: str) -> None:
+    """The chat worker (threads) took an outbox delivery a transactional test queued and
+    deadlocked the flush. A ping on each of its queues answered means it has received
+    every earlier job; then wait, bounded, until none is running."""
+    from config.celery import app
+
+    for queue in (settings.CHAT_QUEUE, settings.DELIVERY_QUEUE):
+        app.send_task("memory_addon.ping", queue=queue).get(timeout=60)
+    destination = hostname.replace("%h", socket.gethostname())
+    idle = threading.Event()
+    for _ in range(300):
+        replies = app.control.inspect(destination=[destination], timeout=5).active() or {}
+        if not any(replies.values()):
+            return
+        idle.wait(0.1)
 
 
 class LiveServer:
@@ -414,7 +435,9 @@ def chat_worker(django_db_setup, django_db_blocker) -> Iterator[subprocess.Popen
     with django_db_blocker.unblock():
         worker = start_chat_worker()
     wait_for_worker(worker)
+    _session_chat_workers.append(worker)
     yield worker
+    _session_chat_workers.remove(worker)
     worker.terminate()
     worker.wait(timeout=30)
 
