@@ -30,14 +30,15 @@ STOP_SECONDS = 5
 
 def _stop_with_parent() -> None:
     """On Linux the server goes when whoever started it goes (a killed test run, say), so
-    no model is left holding a port."""
+    no model is left holding a port. SIGKILL: nothing is lost, and a SIGTERM that the
+    kernel handed to one of llama.cpp's threads was seen to leave the server running."""
     if sys.platform != "linux":
         return
     import ctypes
 
     pr_set_pdeathsig = 1
     libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(pr_set_pdeathsig, signal.SIGTERM)
+    libc.prctl(pr_set_pdeathsig, signal.SIGKILL)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -69,7 +70,10 @@ def main(argv: list[str] | None = None) -> None:
     stopped = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopped.set())
     with contextlib.suppress(KeyboardInterrupt):
-        stopped.wait()
+        # Woken each second: Python runs a signal's handler in the main thread only, and
+        # a signal that reached another thread waits for the main thread to wake.
+        while not stopped.wait(1):
+            pass
     # The stop is bounded: on busy cores llama.cpp's threads were seen not to end. The
     # kernel's alarm ends the process; a Python timer needs the GIL, which the server's
     # teardown was seen to hold (the process outlived its starter by more than 30 s).
