@@ -326,6 +326,8 @@ CACHES = {
     "default": {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
         "LOCATION": REDIS_URL,
+        # Without it each request context opened a Redis connection of its own.
+        "OPTIONS": {"pool_class": "host.redis_pool.SharedConnectionPool"},
     }
 }
 CHANNEL_LAYERS = {
