@@ -16,15 +16,24 @@ request copies its changes back (as Django would), so after a hang-up
 
 Before any of it, the request takes one of the worker's places (host/request_places.py),
 so a burst of requests whose clients leave does not run them all.
+
+The request's thread is one the worker keeps (`RequestThreads`), not a new one: Django
+started a thread for each request and another to join it, and the event loop waited
+for each start, a sixth of its time under load.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import os
+import threading
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import django
+from asgiref.sync import ThreadSensitiveContext
 from django.conf import settings
 from django.core.handlers.asgi import ASGIHandler
 from django.http import HttpRequest, HttpResponseBase
@@ -34,8 +43,45 @@ from host import request_places
 _UNSET = object()
 
 
+class RequestThreads:
+    """Single-thread executors for requests' synchronous work, kept for the next request.
+
+    One goes back only once the work queued on it has run: an abandoned request's thread
+    runs on, and the next request must not queue behind it. At most four times the worker's
+    places (`WEB_WORKER_REQUESTS`) wait idle: requests waiting for a place hold one too.
+    """
+
+    def __init__(self) -> None:
+        self._idle: deque[ThreadPoolExecutor] = deque()
+        self._pid = os.getpid()
+        self._lock = threading.Lock()
+
+    def take(self) -> ThreadPoolExecutor:
+        if self._pid != os.getpid():  # forked: the parent's threads did not come along
+            self._idle, self._pid, self._lock = deque(), os.getpid(), threading.Lock()
+        try:
+            return self._idle.pop()
+        except IndexError:
+            return ThreadPoolExecutor(max_workers=1, thread_name_prefix="request")
+
+    def give_back(self, executor: ThreadPoolExecutor) -> None:
+        executor.submit(self._idle_again, executor)
+
+    def _idle_again(self, executor: ThreadPoolExecutor) -> None:
+        with self._lock:
+            kept = len(self._idle) < 4 * settings.WEB_WORKER_REQUESTS
+            if kept:
+                self._idle.append(executor)
+        if not kept:
+            executor.shutdown(wait=False)
+
+    def idle(self) -> int:
+        return len(self._idle)
+
+
 class IsolatedASGIHandler(ASGIHandler):
     _places: request_places.Places | None = None
+    threads = RequestThreads()
 
     @property
     def current_places(self) -> request_places.Places | None:
@@ -52,10 +98,14 @@ class IsolatedASGIHandler(ASGIHandler):
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         place = request_places.Place(self.places())
         token = request_places.enter(place)
+        executor = self.threads.take()
         try:
-            # Returns once the request's thread has ended, an abandoned one's too.
-            await super().__call__(scope, receive, send)
+            # Django's own context inside is then a no-op: its work goes to `executor`.
+            async with ThreadSensitiveContext(executor=executor):
+                # Returns once the request's thread has ended, an abandoned one's too.
+                await super().__call__(scope, receive, send)
         finally:
+            self.threads.give_back(executor)
             request_places.leave(token)
             place.give_back()
 

@@ -3,6 +3,7 @@ request whose client left while it waited for one of the worker's places never r
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import socket
@@ -279,3 +280,56 @@ def test_an_mcp_call_whose_client_leaves_while_it_waits_for_a_place_never_runs(
         _until(lambda: places.waiting == 0, "the MCP call whose client left still waits")
     assert _dropped("client_left") == dropped_before + 1
     assert _status(running) == 200
+
+
+def test_requests_run_on_threads_the_worker_keeps_not_a_new_one_each(
+    live_asgi_server, user, monkeypatch
+):
+    """Django started a thread per request (and one more to join it); the event loop
+    waited for each start."""
+    import httpx
+
+    method, path, body, headers = _api_request(user)
+    started: list[str] = []
+    start = threading.Thread.start
+
+    def counted(thread: threading.Thread) -> None:
+        started.append(thread.name)
+        start(thread)
+
+    with httpx.Client(base_url=live_asgi_server.url, headers=headers, timeout=30) as client:
+        assert client.request(method, path, content=body).status_code == 200
+        monkeypatch.setattr(threading.Thread, "start", counted)
+        for _ in range(10):
+            assert client.request(method, path, content=body).status_code == 200
+    assert started == []
+
+
+def test_a_kept_thread_goes_back_only_after_the_work_queued_on_it():
+    from host.asgi_handler import RequestThreads
+
+    threads = RequestThreads()
+    executor = threads.take()
+    started, release = threading.Event(), threading.Event()
+    executor.submit(lambda: (started.set(), release.wait(30)))
+    started.wait(30)
+    threads.give_back(executor)  # an abandoned request's work still runs on it
+    assert threads.idle() == 0 and threads.take() is not executor
+    release.set()
+    executor.submit(lambda: None).result(timeout=30)  # runs after the give-back
+    assert threads.idle() == 1 and threads.take() is executor
+
+
+def test_kept_threads_beyond_the_limit_are_ended(settings):
+    from host.asgi_handler import RequestThreads
+
+    settings.WEB_WORKER_REQUESTS = 1
+    threads = RequestThreads()
+    executors = [threads.take() for _ in range(6)]
+    for executor in executors:
+        threads.give_back(executor)
+    for executor in executors:
+        with contextlib.suppress(RuntimeError):  # ended: it takes no more work
+            executor.submit(lambda: None).result(timeout=30)
+    assert threads.idle() == 4  # four times WEB_WORKER_REQUESTS
+    assert sum(executor._shutdown for executor in executors) == 2
