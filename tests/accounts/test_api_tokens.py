@@ -175,3 +175,29 @@ def test_a_token_is_marked_used_without_holding_its_row_for_the_request(user):
     assert first is not None
     api_token_find(token)  # within the minute: no second write
     assert ApiToken.objects.get(pk=row.pk).last_used_at == first
+
+
+def test_the_compiled_token_lookup_gives_the_row_and_user_the_orm_gives(user):
+    row, token = api_token_create(user=user, name="compiled", expires_at=None)
+    found = api_token_find(token)
+    expected = ApiToken.objects.select_related("user").get(pk=row.pk)
+    for field in ApiToken._meta.concrete_fields:
+        if field.name != "last_used_at":  # the lookup marks the token used
+            assert getattr(found, field.attname) == getattr(expected, field.attname), field.name
+    for field in type(user)._meta.concrete_fields:
+        assert getattr(found.user, field.attname) == getattr(expected.user, field.attname)
+    assert not found._state.adding and found._state.db == "default"
+
+
+@pytest.mark.parametrize("gone", ["revoked", "expired", "inactive user", "other text"])
+def test_the_token_lookup_finds_no_revoked_expired_or_inactive_token(user, gone):
+    row, token = api_token_create(user=user, name="gone")
+    if gone == "revoked":
+        ApiToken.objects.filter(pk=row.pk).update(revoked_at=timezone.now())
+    elif gone == "expired":
+        ApiToken.objects.filter(pk=row.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+    elif gone == "inactive user":
+        type(user).objects.filter(pk=user.pk).update(is_active=False)
+    else:
+        token = token + "x"
+    assert api_token_find(token) is None
