@@ -10,6 +10,9 @@ from config.api import api
 from host.metrics import metrics_view
 
 urlpatterns = [
+    # First: API clients call far more often than pages load, and a path is tried
+    # against each pattern in turn.
+    path("api/", api.urls),
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
     path("readyz", views.readyz, name="readyz"),
@@ -34,7 +37,6 @@ urlpatterns = [
     path("accounts/", include("accounts.urls")),
     path("bridges/", include("bridges.urls")),
     path("admin/", admin.site.urls),
-    path("api/", api.urls),
 ]
 handler400 = "config.views.bad_request"
 handler404 = "config.views.not_found"
