@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
+from django.db import connection
 from django.db.models import OuterRef, Q, Subquery
 from django.utils.translation import gettext
 
@@ -117,23 +118,32 @@ def _scope_query(user_id: int, agent_id: int, binding_id: int, chat_key: int | s
         | Q(kind=MemoryScope.Kind.AGENT, agent_id=agent_id)
         | Q(kind=MemoryScope.Kind.CHANNEL, binding_id=binding_id, chat_key=str(chat_key))
     )
-    return MemoryScope.objects.filter(wanted, owner_id=user_id).annotate(
-        index_text=Subquery(index[:1])
+    return (
+        MemoryScope.objects.filter(wanted, owner_id=user_id)
+        .annotate(index_text=Subquery(index[:1]))
+        .values_list(*_SCOPE_FIELDS, "index_text")
     )
 
 
+# Rows made into scopes by hand: a raw queryset worked out its columns' order each turn.
+_SCOPE_FIELDS = [field.attname for field in MemoryScope._meta.concrete_fields]
 _READABLE_SCOPES = CompiledQuery(_scope_query, "user_id", "agent_id", "binding_id", "chat_key")
 _NO_ROW = -1  # an id no row has: the turn has no agent or binding
 
 
 def _readable_scopes_found(turn: Turn) -> dict[str, MemoryScope]:
-    sql, params = _READABLE_SCOPES.sql(
+    rows = _READABLE_SCOPES.rows(
         user_id=turn.user.pk,
         agent_id=turn.agent.pk if turn.agent else _NO_ROW,
         binding_id=turn.binding.pk if turn.binding else _NO_ROW,
         chat_key=turn.chat_key,
     )
-    return {scope.kind: scope for scope in MemoryScope.objects.raw(sql, params)}
+    found = {}
+    for values in rows:
+        scope = MemoryScope.from_db(connection.alias, _SCOPE_FIELDS, values[:-1])
+        scope.index_text = values[-1]  # type: ignore[attr-defined]
+        found[scope.kind] = scope
+    return found
 
 
 def readable_scope_rows(turn: Turn) -> list[ReadableScope]:
