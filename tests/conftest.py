@@ -171,6 +171,8 @@ def _queued_jobs_end_before_the_tables_are_emptied(
     transactional = _transactional(request)
     if transactional:
         request.getfixturevalue("_django_db_helper")  # torn down after this fixture
+    if _session_chat_workers and (transactional or "chat_worker" in request.fixturenames):
+        _chat_worker_consumes("chat_worker" in request.fixturenames)
     yield
     if transactional and _session_workers and _session_workers[0].poll() is None:
         from host.tasks import ping
@@ -178,20 +180,51 @@ def _queued_jobs_end_before_the_tables_are_emptied(
         # Not when a job waits on purpose or the test took the broker away.
         with contextlib.suppress(Exception):
             ping.delay().get(timeout=60)
-    if transactional and _session_chat_workers and _session_chat_workers[0].poll() is None:
+    chat_worker = _session_chat_workers[0] if _session_chat_workers else None
+    if transactional and chat_worker and chat_worker.poll() is None and _chat_consuming[0]:
         with contextlib.suppress(Exception):
-            _chat_worker_idle(_session_chat_workers[0].args[-1])
+            _chat_worker_idle(_chat_worker_name(chat_worker))
 
 
-def _chat_worker_idle(hostname: str) -> None:
+def _chat_worker_name(worker: subprocess.Popen[bytes]) -> str:
+    return str(worker.args[-1]).replace("%h", socket.gethostname())  # type: ignore[index]
+
+
+def _chat_worker_queues() -> tuple[str, str]:
+    return settings.CHAT_QUEUE, settings.DELIVERY_QUEUE
+
+
+_chat_consuming = [True]
+
+
+def _chat_worker_consumes(on: bool) -> None:
+    """The session's chat worker takes jobs only in the tests that ask for it: a test
+    that runs a turn itself found the worker (left from an earlier test in the same
+    process) had taken the turn its commit queued, and used up its scripted reply."""
+    if _chat_consuming[0] == on or _session_chat_workers[0].poll() is not None:
+        return
+    from config.celery import app
+
+    destination = [_chat_worker_name(_session_chat_workers[0])]
+    for queue in _chat_worker_queues():
+        if on:
+            # Jobs the tests in between queued name rows that are gone.
+            with app.connection_for_write() as connection_:
+                connection_.default_channel.queue_purge(queue)
+            app.control.add_consumer(queue, destination=destination, reply=True, timeout=30)
+        else:
+            app.control.cancel_consumer(queue, destination=destination, reply=True, timeout=30)
+    _chat_consuming[0] = on
+
+
+def _chat_worker_idle(destination: str) -> None:
     """The chat worker (threads) took an outbox delivery a transactional test queued and
     deadlocked the flush. A ping on each of its queues answered means it has received
     every earlier job; then wait, bounded, until none is running."""
     from config.celery import app
 
-    for queue in (settings.CHAT_QUEUE, settings.DELIVERY_QUEUE):
+    for queue in _chat_worker_queues():
         app.send_task("memory_addon.ping", queue=queue).get(timeout=60)
-    destination = hostname.replace("%h", socket.gethostname())
     idle = threading.Event()
     for _ in range(300):
         replies = app.control.inspect(destination=[destination], timeout=5).active() or {}
@@ -436,6 +469,7 @@ def chat_worker(django_db_setup, django_db_blocker) -> Iterator[subprocess.Popen
         worker = start_chat_worker()
     wait_for_worker(worker)
     _session_chat_workers.append(worker)
+    _chat_consuming[0] = True
     yield worker
     _session_chat_workers.remove(worker)
     worker.terminate()
