@@ -10,7 +10,7 @@ from functools import partial
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Q
 from django.db.models.functions import Now
 from django.utils import timezone
@@ -28,7 +28,7 @@ from accounts.models import (
     User,
 )
 from accounts.selectors import estimate_complexity_for
-from host.compiled import CompiledQuery
+from host.compiled import CompiledQuery, model_columns, model_from_row
 from host.errors import NotAllowed
 
 
@@ -225,15 +225,13 @@ TOKEN_TOUCH_INTERVAL = timedelta(seconds=60)
 
 # Every API request looks its token up: compiled once per process (host/compiled.py),
 # building it through the ORM was a fifth of a turn-context request's time.
-_TOKEN_FIELDS = [field.attname for field in ApiToken._meta.concrete_fields]
-_USER_FIELDS = [field.attname for field in User._meta.concrete_fields]
 _LIVE_TOKEN = CompiledQuery(
     lambda token_hash: ApiToken.objects.filter(
         Q(expires_at__isnull=True) | Q(expires_at__gt=Now()),
         token_hash=token_hash,
         revoked_at__isnull=True,
         user__is_active=True,
-    ).values_list(*_TOKEN_FIELDS, *(f"user__{name}" for name in _USER_FIELDS))[:1],
+    ).values_list(*model_columns(ApiToken), *(f"user__{name}" for name in model_columns(User)))[:1],
     "token_hash",
 )
 
@@ -242,9 +240,8 @@ def _live_token(token_hash: str) -> ApiToken | None:
     rows = _LIVE_TOKEN.rows(token_hash=token_hash)
     if not rows:
         return None
-    values, alias = rows[0], connection.alias
-    row = ApiToken.from_db(alias, _TOKEN_FIELDS, values[: len(_TOKEN_FIELDS)])
-    user = User.from_db(alias, _USER_FIELDS, values[len(_TOKEN_FIELDS) :])
+    row, rest = model_from_row(ApiToken, rows[0])
+    user, _ = model_from_row(User, rest)
     ApiToken.user.field.set_cached_value(row, user)
     return row
 

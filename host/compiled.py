@@ -7,11 +7,11 @@ each call puts the real ids where the sentinels were.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.db import connection
-from django.db.models import QuerySet
+from django.db.models import Model, QuerySet
 
 # Far outside any real id, so a parameter equal to one is the sentinel.
 _FIRST_SENTINEL = -7_700_000_000_000
@@ -47,3 +47,16 @@ class CompiledQuery:
             cursor.execute(sql, params)
             rows: list[tuple[Any, ...]] = cursor.fetchall()
             return rows
+
+
+def model_columns(model: type[Model]) -> list[str]:
+    """The columns `model_from_row` reads, in its order: select them with values_list."""
+    return [field.attname for field in model._meta.concrete_fields]
+
+
+def model_from_row[M: Model](model: type[M], values: Sequence[Any]) -> tuple[M, Sequence[Any]]:
+    """An instance from the row's first `model_columns(model)` values, and the rest of
+    the row (the next model's columns, annotations). For fields without converters."""
+    columns = model_columns(model)
+    instance = model.from_db(connection.alias, columns, values[: len(columns)])
+    return instance, values[len(columns) :]

@@ -7,12 +7,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
-from django.db import connection
 from django.db.models import OuterRef, Q, Subquery
 from django.utils.translation import gettext
 
 from accounts.models import User
-from host.compiled import CompiledQuery
+from host.compiled import CompiledQuery, model_columns, model_from_row
 from host.core.budget import Candidate, pack
 from host.core.secret_guard import mask_outbound
 from host.core.tokens import estimate_tokens
@@ -121,12 +120,11 @@ def _scope_query(user_id: int, agent_id: int, binding_id: int, chat_key: int | s
     return (
         MemoryScope.objects.filter(wanted, owner_id=user_id)
         .annotate(index_text=Subquery(index[:1]))
-        .values_list(*_SCOPE_FIELDS, "index_text")
+        .values_list(*model_columns(MemoryScope), "index_text")
     )
 
 
 # Rows made into scopes by hand: a raw queryset worked out its columns' order each turn.
-_SCOPE_FIELDS = [field.attname for field in MemoryScope._meta.concrete_fields]
 _READABLE_SCOPES = CompiledQuery(_scope_query, "user_id", "agent_id", "binding_id", "chat_key")
 _NO_ROW = -1  # an id no row has: the turn has no agent or binding
 
@@ -140,8 +138,8 @@ def _readable_scopes_found(turn: Turn) -> dict[str, MemoryScope]:
     )
     found = {}
     for values in rows:
-        scope = MemoryScope.from_db(connection.alias, _SCOPE_FIELDS, values[:-1])
-        scope.index_text = values[-1]  # type: ignore[attr-defined]
+        scope, (index_text,) = model_from_row(MemoryScope, values)
+        scope.index_text = index_text  # type: ignore[attr-defined]
         found[scope.kind] = scope
     return found
 
