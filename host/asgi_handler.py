@@ -52,13 +52,15 @@ class RequestThreads:
     """
 
     def __init__(self) -> None:
+        self._forget()
+        # A forked web worker: the parent's threads did not come along.
+        os.register_at_fork(after_in_child=self._forget)
+
+    def _forget(self) -> None:
         self._idle: deque[ThreadPoolExecutor] = deque()
-        self._pid = os.getpid()
         self._lock = threading.Lock()
 
     def take(self) -> ThreadPoolExecutor:
-        if self._pid != os.getpid():  # forked: the parent's threads did not come along
-            self._idle, self._pid, self._lock = deque(), os.getpid(), threading.Lock()
         try:
             return self._idle.pop()
         except IndexError:
